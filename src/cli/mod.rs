@@ -1,0 +1,156 @@
+//! The command line: `serve` (default) | `exec` | `tool` | `doctor` | `sessions`.
+//!
+//! This module parses flags, builds the configuration layer they contribute, sets up logging
+//! and hands off to the library. Only the CLI prints to stdout; in `serve` mode stdout is the
+//! LSP wire and nothing here writes to it.
+
+mod doctor;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::config::{Approval, Config, ConfigLayer, Env, LoadOptions, ProviderKind};
+use crate::llm::ReasoningEffort;
+
+#[derive(Debug, Parser)]
+#[command(name = "agentls", version, about = "A language server that hosts a coding agent in your editor")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve LSP over stdio (the default).
+    Serve {
+        /// Accepted for compatibility with editors that pass it; stdio is the only transport.
+        #[arg(long)]
+        stdio: bool,
+    },
+    /// Run one headless task and stream the answer to stdout.
+    Exec(ExecArgs),
+    /// Run one tool of a profile directly (no model) and print what the model would receive.
+    Tool(ToolArgs),
+    /// Show the resolved configuration; `--ping` sends one tiny request.
+    Doctor(DoctorArgs),
+    /// List, show or remove stored sessions.
+    Sessions {
+        #[command(subcommand)]
+        action: Option<SessionsAction>,
+    },
+}
+
+/// Flags shared by commands that talk to a model.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ModelFlags {
+    /// anthropic | openai | gemini | openai-chat | replay
+    #[arg(long, value_parser = parse_provider)]
+    pub provider: Option<ProviderKind>,
+    #[arg(long)]
+    pub model: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    #[command(flatten)]
+    pub model: ModelFlags,
+    /// Working directory (default: the current directory).
+    #[arg(long)]
+    pub cwd: Option<PathBuf>,
+    /// Print one JSON event object per line instead of the answer text.
+    #[arg(long)]
+    pub json: bool,
+    /// auto: write edits to disk; deny: refuse them.
+    #[arg(long, value_parser = parse_approval)]
+    pub approval: Option<Approval>,
+    #[arg(long, value_parser = parse_effort)]
+    pub reasoning_effort: Option<ReasoningEffort>,
+    /// Maximum model turns (0 = unlimited).
+    #[arg(long)]
+    pub max_turns: Option<u32>,
+    /// The task. `-` reads it from stdin.
+    pub prompt: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ToolArgs {
+    /// Tool name, e.g. apply_patch, edit_file, write_file, read_file, grep.
+    pub name: String,
+    #[arg(long)]
+    pub cwd: Option<PathBuf>,
+    /// Profile whose tool set is used: openai | anthropic | gemini.
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// Arguments as a JSON object, or `-` to read them from stdin.
+    pub args: String,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    #[command(flatten)]
+    pub model: ModelFlags,
+    /// Send one tiny request and print the reply and latency.
+    #[arg(long)]
+    pub ping: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionsAction {
+    List,
+    Show { id: String },
+    Rm { id: String },
+}
+
+fn parse_provider(s: &str) -> Result<ProviderKind, String> {
+    s.parse()
+}
+fn parse_approval(s: &str) -> Result<Approval, String> {
+    match s.parse()? {
+        Approval::Review => Err("`review` needs an editor; use auto or deny".into()),
+        a => Ok(a),
+    }
+}
+fn parse_effort(s: &str) -> Result<ReasoningEffort, String> {
+    s.parse()
+}
+
+impl ModelFlags {
+    pub fn layer(&self) -> ConfigLayer {
+        ConfigLayer { provider: self.provider, model: self.model.clone(), ..Default::default() }
+    }
+}
+
+/// Loads configuration for a CLI command rooted at `cwd`.
+pub fn load_config(env: &Env, cwd: Option<PathBuf>, overrides: ConfigLayer) -> Result<Config, String> {
+    let root = match cwd {
+        Some(dir) => dir,
+        None => std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?,
+    };
+    Config::load(env, LoadOptions { project_root: Some(root), user_file: None, overrides })
+        .map_err(|e| e.to_string())
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let env = Env::from_process();
+    let result = match cli.command.unwrap_or(Command::Serve { stdio: true }) {
+        Command::Serve { stdio: _ } => not_yet("serve"),
+        Command::Exec(_) => not_yet("exec"),
+        Command::Tool(_) => not_yet("tool"),
+        Command::Doctor(args) => doctor::run(&env, args),
+        Command::Sessions { .. } => not_yet("sessions"),
+    };
+    match result {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("agentls: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn not_yet(what: &str) -> Result<ExitCode, String> {
+    Err(format!("`agentls {what}` is not available in this build yet"))
+}

@@ -1,0 +1,303 @@
+//! Layered settings: defaults < user file < project file < environment < flags / LSP options.
+//!
+//! Invariants:
+//! - Every layer is a [`ConfigLayer`] of optional values; a later layer wins key by key.
+//! - Files are parsed strictly: an unknown key or a bad value is a [`ConfigError`] naming the
+//!   file, the key and what is expected. Nothing is silently ignored.
+//! - API keys are held in [`Secret`], whose `Debug`/`Display` never show the value.
+
+pub mod provider;
+mod secret;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::llm::ReasoningEffort;
+
+pub use provider::{ProviderKind, ProviderSettings, ResolveError, resolve_provider};
+pub use secret::Secret;
+
+/// File name of the project configuration, looked up in the workspace root.
+pub const PROJECT_FILE: &str = ".agentls.toml";
+
+/// How proposed edits are handled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Approval {
+    /// Every change set is shown to the user and waits for a decision.
+    Review,
+    /// Change sets are applied at once.
+    Auto,
+    /// Change sets are refused; the model is told so.
+    Deny,
+}
+
+impl std::str::FromStr for Approval {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "review" => Ok(Self::Review),
+            "auto" => Ok(Self::Auto),
+            "deny" => Ok(Self::Deny),
+            other => Err(format!("unknown approval `{other}`, expected one of: review, auto, deny")),
+        }
+    }
+}
+
+/// What happens before a shell command runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ShellPermission {
+    Ask,
+    Allow,
+    Deny,
+}
+
+/// Which environment variables a child process inherits (secrets are always filtered out).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum EnvPolicy {
+    #[default]
+    InheritAll,
+    CoreOnly,
+    None,
+}
+
+/// Per-provider overrides (`[providers.anthropic]`, …).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderLayer {
+    /// Base URL, spelled as the official SDK's environment variable expects it.
+    pub base_url: Option<String>,
+    /// Name of the environment variable that holds the key (never the key itself).
+    pub api_key_env: Option<String>,
+    /// Model used when this provider is picked and no model is given.
+    pub model: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShellLayer {
+    pub default_timeout_ms: Option<u64>,
+    pub max_timeout_ms: Option<u64>,
+    pub env_policy: Option<EnvPolicy>,
+    pub permission: Option<ShellPermission>,
+    /// Command prefixes that run without asking.
+    pub allow: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogLayer {
+    /// A `tracing` filter such as `info` or `agentls=debug`.
+    pub filter: Option<String>,
+    /// Write logs to this file instead of stderr.
+    pub file: Option<PathBuf>,
+}
+
+/// One layer of settings. Every field is optional; see [`Config`] for the resolved values.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigLayer {
+    pub provider: Option<ProviderKind>,
+    pub model: Option<String>,
+    pub reasoning_effort: Option<ReasoningEffort>,
+    pub approval: Option<Approval>,
+    /// Maximum model turns per session (0 = unlimited).
+    pub max_turns: Option<u32>,
+    /// Maximum tool rounds per user input (0 = unlimited).
+    pub max_tool_rounds_per_input: Option<u32>,
+    /// Record every model exchange of the run to this cassette file.
+    pub record: Option<PathBuf>,
+    /// Allow tools to touch paths outside the workspace roots.
+    pub allow_outside_workspace: Option<bool>,
+    /// Extra instructions appended to the system prompt.
+    pub instructions: Option<String>,
+    /// Per-tool output limits in characters, overriding the profile defaults.
+    pub tool_output_limits: Option<BTreeMap<String, usize>>,
+    pub providers: Option<BTreeMap<ProviderKind, ProviderLayer>>,
+    pub shell: Option<ShellLayer>,
+    pub log: Option<LogLayer>,
+}
+
+macro_rules! merge_fields {
+    ($dst:expr, $src:expr; $($f:ident),*) => { $( if $src.$f.is_some() { $dst.$f = $src.$f; } )* };
+}
+
+impl ConfigLayer {
+    /// Overlays `other` on `self`: every value `other` sets wins.
+    pub fn merge(&mut self, other: ConfigLayer) {
+        merge_fields!(self, other; provider, model, reasoning_effort, approval, max_turns,
+            max_tool_rounds_per_input, record, allow_outside_workspace, instructions);
+        if let Some(limits) = other.tool_output_limits {
+            self.tool_output_limits.get_or_insert_with(BTreeMap::new).extend(limits);
+        }
+        if let Some(providers) = other.providers {
+            let mine = self.providers.get_or_insert_with(BTreeMap::new);
+            for (kind, layer) in providers {
+                let slot = mine.entry(kind).or_default();
+                merge_fields!(slot, layer; base_url, api_key_env, model);
+            }
+        }
+        if let Some(shell) = other.shell {
+            let slot = self.shell.get_or_insert_with(ShellLayer::default);
+            merge_fields!(slot, shell; default_timeout_ms, max_timeout_ms, env_policy, permission, allow);
+        }
+        if let Some(log) = other.log {
+            let slot = self.log.get_or_insert_with(LogLayer::default);
+            merge_fields!(slot, log; filter, file);
+        }
+    }
+
+    /// Parses a TOML document; `origin` names it in errors.
+    pub fn parse_toml(text: &str, origin: &Path) -> Result<Self, ConfigError> {
+        toml::from_str(text)
+            .map_err(|e| ConfigError::Parse { origin: origin.display().to_string(), message: e.to_string() })
+    }
+
+    /// Parses a JSON value (LSP initializationOptions or the `agentls` configuration section).
+    pub fn from_json(value: serde_json::Value, origin: &str) -> Result<Self, ConfigError> {
+        serde_json::from_value(value)
+            .map_err(|e| ConfigError::Parse { origin: origin.to_string(), message: e.to_string() })
+    }
+
+    /// The layer the environment contributes (`AGENTLS_PROVIDER`, `AGENTLS_MODEL`).
+    pub fn from_env(env: &Env) -> Result<Self, ConfigError> {
+        let mut layer = ConfigLayer::default();
+        if let Some(p) = env.get("AGENTLS_PROVIDER") {
+            layer.provider = Some(p.parse().map_err(|expected| ConfigError::Invalid {
+                origin: "environment".into(),
+                key: "AGENTLS_PROVIDER".into(),
+                expected,
+            })?);
+        }
+        if let Some(m) = env.get("AGENTLS_MODEL") {
+            layer.model = Some(m.to_string());
+        }
+        Ok(layer)
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ConfigError {
+    #[error("invalid configuration in {origin}: {message}")]
+    Parse { origin: String, message: String },
+    #[error("invalid configuration in {origin}: `{key}`: {expected}")]
+    Invalid { origin: String, key: String, expected: String },
+    #[error("cannot read configuration file {path}: {message}")]
+    Read { path: String, message: String },
+}
+
+/// A snapshot of environment variables. Tests build one from a map; the binary from the process.
+#[derive(Debug, Clone, Default)]
+pub struct Env(BTreeMap<String, String>);
+
+impl Env {
+    pub fn from_process() -> Self {
+        Self(std::env::vars().collect())
+    }
+
+    pub fn from_pairs<K: Into<String>, V: Into<String>>(pairs: impl IntoIterator<Item = (K, V)>) -> Self {
+        Self(pairs.into_iter().map(|(k, v)| (k.into(), v.into())).collect())
+    }
+
+    /// The value of `key` when it is set and not empty.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).map(String::as_str).filter(|v| !v.is_empty())
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+}
+
+/// Where a layer came from, for `agentls doctor`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Source {
+    pub origin: String,
+    pub found: bool,
+}
+
+/// The resolved settings with every default filled in.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub layer: ConfigLayer,
+    pub sources: Vec<Source>,
+}
+
+/// Inputs of [`Config::load`].
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// The workspace root, where `.agentls.toml` is looked up.
+    pub project_root: Option<PathBuf>,
+    /// Overrides the user file (normally `AGENTLS_CONFIG` or `<config dir>/agentls/config.toml`).
+    pub user_file: Option<PathBuf>,
+    /// The highest layer: command-line flags or LSP options.
+    pub overrides: ConfigLayer,
+}
+
+impl Config {
+    /// Default user configuration file: `AGENTLS_CONFIG`, else `<config dir>/agentls/config.toml`.
+    pub fn default_user_file(env: &Env) -> Option<PathBuf> {
+        match env.get("AGENTLS_CONFIG") {
+            Some(p) => Some(PathBuf::from(p)),
+            None => dirs::config_dir().map(|d| d.join("agentls").join("config.toml")),
+        }
+    }
+
+    pub fn load(env: &Env, opts: LoadOptions) -> Result<Self, ConfigError> {
+        let mut layer = ConfigLayer::default();
+        let mut sources = Vec::new();
+        let user = opts.user_file.or_else(|| Self::default_user_file(env));
+        let project = opts.project_root.map(|r| r.join(PROJECT_FILE));
+        for path in [user, project].into_iter().flatten() {
+            match std::fs::read_to_string(&path) {
+                Ok(text) => {
+                    layer.merge(ConfigLayer::parse_toml(&text, &path)?);
+                    sources.push(Source { origin: path.display().to_string(), found: true });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    sources.push(Source { origin: path.display().to_string(), found: false });
+                }
+                Err(e) => {
+                    return Err(ConfigError::Read {
+                        path: path.display().to_string(),
+                        message: e.to_string(),
+                    });
+                }
+            }
+        }
+        layer.merge(ConfigLayer::from_env(env)?);
+        layer.merge(opts.overrides);
+        Ok(Self { layer, sources })
+    }
+
+    /// A config with only defaults, for tests and tools run without files.
+    pub fn defaults() -> Self {
+        Self { layer: ConfigLayer::default(), sources: Vec::new() }
+    }
+
+    pub fn approval(&self, default: Approval) -> Approval {
+        self.layer.approval.unwrap_or(default)
+    }
+
+    pub fn shell(&self) -> ShellLayer {
+        self.layer.shell.clone().unwrap_or_default()
+    }
+
+    pub fn provider_layer(&self, kind: ProviderKind) -> ProviderLayer {
+        self.layer.providers.as_ref().and_then(|p| p.get(&kind).cloned()).unwrap_or_default()
+    }
+
+    /// Overlays a higher layer (LSP `workspace/didChangeConfiguration`, `agentls.configure`).
+    pub fn overlay(&self, layer: ConfigLayer) -> Self {
+        let mut merged = self.layer.clone();
+        merged.merge(layer);
+        Self { layer: merged, sources: self.sources.clone() }
+    }
+}
+
+#[cfg(test)]
+mod tests;

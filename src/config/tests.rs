@@ -1,0 +1,144 @@
+use std::path::Path;
+
+use pretty_assertions::assert_eq;
+
+use super::*;
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn later_layers_win_key_by_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let user = write(
+        dir.path(),
+        "user.toml",
+        "provider = \"openai\"\nmodel = \"m-user\"\napproval = \"deny\"\n[shell]\ndefault_timeout_ms = 5000\n",
+    );
+    write(dir.path(), PROJECT_FILE, "model = \"m-project\"\n[shell]\nmax_timeout_ms = 9000\n");
+    let env = Env::from_pairs([("AGENTLS_MODEL", "m-env")]);
+    let overrides = ConfigLayer { approval: Some(Approval::Auto), ..Default::default() };
+    let config = Config::load(
+        &env,
+        LoadOptions { project_root: Some(dir.path().into()), user_file: Some(user), overrides },
+    )
+    .unwrap();
+    assert_eq!(config.layer.provider, Some(ProviderKind::OpenAi));
+    assert_eq!(config.layer.model.as_deref(), Some("m-env"));
+    assert_eq!(config.layer.approval, Some(Approval::Auto));
+    assert_eq!(
+        config.shell(),
+        ShellLayer { default_timeout_ms: Some(5000), max_timeout_ms: Some(9000), ..Default::default() }
+    );
+    assert!(config.sources.iter().all(|s| s.found));
+}
+
+#[test]
+fn unknown_key_names_file_key_and_expected() {
+    let dir = tempfile::tempdir().unwrap();
+    let user = write(dir.path(), "config.toml", "[shell]\ntimeout = 3\n");
+    let err =
+        Config::load(&Env::default(), LoadOptions { user_file: Some(user.clone()), ..Default::default() })
+            .unwrap_err()
+            .to_string();
+    assert!(err.contains(&user.display().to_string()), "{err}");
+    assert!(err.contains("unknown field `timeout`"), "{err}");
+    assert!(err.contains("default_timeout_ms"), "{err}");
+}
+
+#[test]
+fn bad_value_names_expected_values() {
+    let err =
+        ConfigLayer::parse_toml("approval = \"sometimes\"\n", Path::new("x.toml")).unwrap_err().to_string();
+    assert!(err.contains("x.toml") && err.contains("approval") && err.contains("review"), "{err}");
+    let err =
+        ConfigLayer::from_env(&Env::from_pairs([("AGENTLS_PROVIDER", "bard")])).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "invalid configuration in environment: `AGENTLS_PROVIDER`: unknown provider `bard`, expected one of: anthropic, openai, gemini, openai-chat, replay"
+    );
+}
+
+#[test]
+fn missing_files_are_listed_not_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config::load(
+        &Env::default(),
+        LoadOptions {
+            project_root: Some(dir.path().into()),
+            user_file: Some(dir.path().join("none.toml")),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(config.sources.len(), 2);
+    assert!(config.sources.iter().all(|s| !s.found));
+}
+
+#[test]
+fn first_key_present_picks_the_provider() {
+    let env = Env::from_pairs([("GEMINI_API_KEY", "g-secret"), ("OPENAI_API_KEY", "o-secret")]);
+    let s = resolve_provider(&Config::defaults(), &env, || panic!("not asked")).unwrap();
+    assert_eq!(s.kind, ProviderKind::OpenAi);
+    assert_eq!(s.base_url, "https://api.openai.com/v1");
+    assert_eq!(s.api_key_var.as_deref(), Some("OPENAI_API_KEY"));
+    assert_eq!(s.api_key.as_ref().map(Secret::expose), Some("o-secret"));
+}
+
+#[test]
+fn base_urls_follow_sdk_variables() {
+    let env = Env::from_pairs([
+        ("ANTHROPIC_API_KEY", "k"),
+        ("ANTHROPIC_BASE_URL", "http://127.0.0.1:9/"),
+        ("GOOGLE_API_KEY", "gk"),
+        ("GOOGLE_GEMINI_BASE_URL", "http://127.0.0.1:8"),
+    ]);
+    let s = resolve_provider(&Config::defaults(), &env, || false).unwrap();
+    assert_eq!((s.kind, s.base_url.as_str()), (ProviderKind::Anthropic, "http://127.0.0.1:9"));
+    let gemini = Config::defaults()
+        .overlay(ConfigLayer { provider: Some(ProviderKind::Gemini), ..Default::default() });
+    let s = resolve_provider(&gemini, &env, || false).unwrap();
+    assert_eq!(s.base_url, "http://127.0.0.1:8");
+    assert_eq!(s.api_key_var.as_deref(), Some("GOOGLE_API_KEY"));
+}
+
+#[test]
+fn no_key_falls_back_to_local_server_or_says_what_to_do() {
+    let s = resolve_provider(&Config::defaults(), &Env::default(), || true).unwrap();
+    assert_eq!((s.kind, s.base_url.as_str()), (ProviderKind::OpenAiChat, "http://127.0.0.1:11434/v1"));
+    let err = resolve_provider(&Config::defaults(), &Env::default(), || false).unwrap_err();
+    assert_eq!(err, ResolveError::NothingConfigured);
+    assert!(err.to_string().contains("ANTHROPIC_API_KEY"));
+}
+
+#[test]
+fn explicit_provider_without_key_names_the_variable() {
+    let config = Config::defaults()
+        .overlay(ConfigLayer { provider: Some(ProviderKind::Gemini), ..Default::default() });
+    let err = resolve_provider(&config, &Env::default(), || true).unwrap_err();
+    assert_eq!(err.to_string(), "provider gemini needs an API key: set GEMINI_API_KEY");
+}
+
+#[test]
+fn secrets_never_print() {
+    let s = Secret::new("sk-very-secret");
+    assert_eq!(format!("{s} {s:?}"), "[redacted] Secret([redacted])");
+    let env = Env::from_pairs([("ANTHROPIC_API_KEY", "sk-very-secret")]);
+    let settings = resolve_provider(&Config::defaults(), &env, || false).unwrap();
+    assert!(!format!("{settings:?}").contains("sk-very-secret"));
+}
+
+#[test]
+fn lsp_options_parse_as_a_layer() {
+    let layer = ConfigLayer::from_json(
+        serde_json::json!({"provider": "openai-chat", "providers": {"openai-chat": {"base_url": "http://x/v1"}}}),
+        "initializationOptions",
+    )
+    .unwrap();
+    assert_eq!(layer.provider, Some(ProviderKind::OpenAiChat));
+    let err = ConfigLayer::from_json(serde_json::json!({"modle": "x"}), "initializationOptions").unwrap_err();
+    assert!(err.to_string().contains("initializationOptions") && err.to_string().contains("modle"));
+}

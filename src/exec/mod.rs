@@ -1,0 +1,1 @@
+//! exec (to be filled in).

@@ -1,0 +1,18 @@
+//! agentls: a language server that hosts a coding agent inside any LSP editor.
+//!
+//! Dependency direction (see docs/ARCHITECTURE.md):
+//! `lsp → session → {profiles, tools, llm, exec, workspace, config}`, `tools → {exec, workspace}`.
+//! Only `lsp` imports LSP types; the agent core talks outward through its event stream and the
+//! `EditorPort` / `ExecutionEnvironment` traits.
+
+pub mod cli;
+pub mod config;
+pub mod exec;
+pub mod llm;
+pub mod logging;
+pub mod lsp;
+pub mod profiles;
+pub mod session;
+pub mod store;
+pub mod tools;
+pub mod workspace;

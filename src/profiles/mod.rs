@@ -1,0 +1,1 @@
+//! profiles (to be filled in).

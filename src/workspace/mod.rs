@@ -1,0 +1,1 @@
+//! workspace (to be filled in).
