@@ -1,1 +1,94 @@
-//! tools (to be filled in).
+//! Tools the model can call: one file per tool, all behind the [`Tool`] trait and one registry.
+//!
+//! Invariants:
+//! - A tool never panics on model input and never writes files itself: edit tools build a
+//!   `workspace::ChangeSet` and hand it to the [`EditorPort`](crate::workspace::EditorPort).
+//! - `ToolOutput::content` is the full, untruncated output; truncation for the model happens in
+//!   the registry/session, so `tool_call_end` events can carry everything.
+//! - Every failure the model can act on is a [`ToolError`], which becomes an `is_error` result.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::exec::ExecutionEnvironment;
+use crate::workspace::{EditorPort, ReadTracker, Workspace};
+
+/// An image a tool returns to a multimodal model (e.g. `read_file` on a PNG).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolImage {
+    pub media_type: String,
+    pub data: Vec<u8>,
+}
+
+/// What a tool hands back.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ToolOutput {
+    /// Full text output, untruncated.
+    pub content: String,
+    pub images: Vec<ToolImage>,
+}
+
+impl ToolOutput {
+    pub fn text(content: impl Into<String>) -> Self {
+        Self { content: content.into(), images: Vec::new() }
+    }
+}
+
+/// A failure reported to the model as an `is_error` tool result. The message says what to do.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct ToolError(pub String);
+
+impl ToolError {
+    pub fn new(message: impl Into<String>) -> Self {
+        Self(message.into())
+    }
+}
+
+/// Shell-related limits a tool call runs under.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShellLimits {
+    pub default_timeout_ms: u64,
+    pub max_timeout_ms: u64,
+}
+
+impl Default for ShellLimits {
+    fn default() -> Self {
+        Self { default_timeout_ms: 10_000, max_timeout_ms: 600_000 }
+    }
+}
+
+/// Everything a tool call may use. Built by the session for each call.
+#[derive(Clone)]
+pub struct ToolContext {
+    /// Where commands run and where the disk is read.
+    pub env: Arc<dyn ExecutionEnvironment>,
+    /// What the agent reads: open editor buffers first, the disk otherwise.
+    pub workspace: Arc<Workspace>,
+    /// Where change sets, permission requests and save requests go.
+    pub editor: Arc<dyn EditorPort>,
+    /// Files read in this session, for the read-before-edit guard.
+    pub reads: Arc<ReadTracker>,
+    /// The working directory relative paths resolve against.
+    pub cwd: PathBuf,
+    pub call_id: String,
+    pub shell: ShellLimits,
+    /// Fires when the turn is interrupted; long tools stop promptly.
+    pub cancel: CancellationToken,
+}
+
+/// A tool the model can call.
+#[async_trait]
+pub trait Tool: Send + Sync {
+    fn name(&self) -> &str;
+    /// What the model reads about the tool.
+    fn description(&self) -> &str;
+    /// JSON Schema (an object schema) of the arguments; arguments are validated against it
+    /// before [`Tool::call`] runs.
+    fn parameters(&self) -> Value;
+    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
+}
