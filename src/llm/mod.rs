@@ -2,4 +2,7 @@
 
 pub mod types;
 
-pub use types::ReasoningEffort;
+pub use types::{
+    ContentPart, FinishReason, Image, Message, ReasoningEffort, Request, Response, Role, StreamEvent,
+    ToolCall, ToolChoice, ToolDefinition, ToolResult, Usage,
+};
