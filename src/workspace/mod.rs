@@ -1,23 +1,237 @@
 //! What the agent reads and writes: open buffers (document store) before the disk, change sets,
 //! hunks, diffs, three-way rebase, and the [`EditorPort`] seam to the editor.
-//! Placeholder types below are filled in by the editing-engine work.
+//! Invariant: the agent never writes a file directly; it proposes a [`ChangeSet`] computed against
+//! a [`Snapshot`], and a [`Committer`] applies it all or nothing, never over text the agent did
+//! not see.
 
+mod change;
+mod commit;
+mod disk_port;
+mod documents;
+mod hunks;
 mod port;
+pub mod position;
+mod reads;
+mod rebase;
 
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+pub use change::{ChangeError, ChangeSet, FileChange, FileDecision, FileOp, ResolvedChangeSet, ResolvedFile};
+pub use commit::{ChangeOutcome, CommitError, Committer, DiskCommitter, FileOutcome, FileStatus};
+pub use disk_port::DiskPort;
+pub use documents::{BufferText, DocumentError, DocumentStore, TextChange};
+pub use hunks::{Hunk, apply_hunks, compute_hunks, split_lines, unified_diff};
 pub use port::{EditorPort, PermissionDecision, PermissionRequest, PortError};
+pub use reads::{ReadCheckError, ReadTracker};
+pub use rebase::{RebaseConflict, rebase};
+
+/// Files larger than this are refused by [`Workspace::read`] (the agent edits text, not data dumps).
+pub const MAX_FILE_BYTES: u64 = 256 * 1024 * 1024;
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum WorkspaceError {
+    #[error("empty path: give a file path relative to the working directory or absolute")]
+    EmptyPath,
+    #[error(
+        "{path} is outside the workspace ({roots}); only files under the workspace roots can be read or changed"
+    )]
+    OutsideRoots { path: PathBuf, roots: String },
+    #[error("{0}: no such file; check the path (list the directory to find the right name)")]
+    NotFound(PathBuf),
+    #[error("{0} is a directory, not a file")]
+    IsDirectory(PathBuf),
+    #[error("{0} looks like a binary file (it contains NUL bytes); it cannot be read or edited as text")]
+    Binary(PathBuf),
+    #[error("{0} is not valid UTF-8 text; it cannot be read or edited as text")]
+    NotUtf8(PathBuf),
+    #[error("{path} is too large ({size} bytes, limit {limit}); it cannot be read or edited as text")]
+    TooLarge { path: PathBuf, size: u64, limit: u64 },
+    #[error("{path}: {message}")]
+    Io { path: PathBuf, message: String },
+}
+
+impl WorkspaceError {
+    fn io(path: &Path, error: &std::io::Error) -> Self {
+        match error.kind() {
+            std::io::ErrorKind::NotFound => Self::NotFound(path.to_path_buf()),
+            std::io::ErrorKind::IsADirectory => Self::IsDirectory(path.to_path_buf()),
+            _ => Self::Io { path: path.to_path_buf(), message: error.to_string() },
+        }
+    }
+}
+
+/// A file's text as the agent saw it, to compute edits against and to check for later changes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    pub path: PathBuf,
+    pub text: Arc<str>,
+    /// The buffer version when read from an open buffer.
+    pub version: Option<i32>,
+    /// [`content_hash`] of `text`.
+    pub hash: u64,
+    pub from_buffer: bool,
+}
+
+impl Snapshot {
+    /// A snapshot of text read from disk.
+    pub fn from_disk(path: PathBuf, text: impl Into<Arc<str>>) -> Self {
+        let text = text.into();
+        Self { path, hash: content_hash(text.as_bytes()), text, version: None, from_buffer: false }
+    }
+}
 
 /// The agent's view of files: open buffers first, the disk otherwise.
-#[derive(Debug, Default)]
-pub struct Workspace {}
+#[derive(Debug)]
+pub struct Workspace {
+    roots: Vec<PathBuf>,
+    documents: Arc<DocumentStore>,
+    allow_outside: bool,
+}
 
-/// Files read in a session and the snapshot each was read at (read-before-edit guard).
-#[derive(Debug, Default)]
-pub struct ReadTracker {}
+impl Workspace {
+    /// `roots` are the folders the agent may touch (canonicalized here); with `allow_outside`,
+    /// paths outside them are allowed too.
+    pub fn new(roots: Vec<PathBuf>, documents: Arc<DocumentStore>, allow_outside: bool) -> Self {
+        let roots = roots.iter().map(|root| canonicalize_lenient(root)).collect();
+        Self { roots, documents, allow_outside }
+    }
 
-/// A proposed set of file operations with hunks; never applied by the tool that built it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ChangeSet {}
+    /// A workspace over the disk only (no open documents), rooted at `root` (exec mode).
+    pub fn for_disk(root: PathBuf) -> Self {
+        Self::new(vec![root], Arc::new(DocumentStore::new()), false)
+    }
 
-/// What happened to a proposed change set.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ChangeOutcome {}
+    pub fn roots(&self) -> &[PathBuf] {
+        &self.roots
+    }
+
+    pub fn documents(&self) -> &Arc<DocumentStore> {
+        &self.documents
+    }
+
+    /// The absolute, symlink-resolved path `path` names (relative paths resolve against `cwd`);
+    /// refused when outside the roots unless this workspace allows it.
+    pub fn resolve(&self, cwd: &Path, path: &str) -> Result<PathBuf, WorkspaceError> {
+        let trimmed = path.trim();
+        if trimmed.is_empty() {
+            return Err(WorkspaceError::EmptyPath);
+        }
+        let joined = cwd.join(trimmed);
+        let resolved = canonicalize_lenient(&joined);
+        if self.allow_outside
+            || self.roots.is_empty()
+            || self.roots.iter().any(|root| resolved.starts_with(root))
+        {
+            return Ok(resolved);
+        }
+        let roots = self.roots.iter().map(|root| root.display().to_string()).collect::<Vec<_>>().join(", ");
+        Err(WorkspaceError::OutsideRoots { path: resolved, roots })
+    }
+
+    /// The current text of `path`: the open buffer when there is one, the disk otherwise.
+    pub fn read(&self, path: &Path) -> Result<Snapshot, WorkspaceError> {
+        if let Some(buffer) = self.documents.get(path) {
+            return Ok(Snapshot {
+                path: path.to_path_buf(),
+                hash: content_hash(buffer.text.as_bytes()),
+                text: buffer.text,
+                version: Some(buffer.version),
+                from_buffer: true,
+            });
+        }
+        read_disk_text(path).map(|text| Snapshot::from_disk(path.to_path_buf(), text))
+    }
+
+    /// Like [`Workspace::read`], but a missing file is `Ok(None)`.
+    pub fn read_if_exists(&self, path: &Path) -> Result<Option<Snapshot>, WorkspaceError> {
+        match self.read(path) {
+            Ok(snapshot) => Ok(Some(snapshot)),
+            Err(WorkspaceError::NotFound(_)) => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Whether `path` exists as an open buffer or on disk (any kind of file).
+    pub fn exists(&self, path: &Path) -> bool {
+        self.documents.is_open(path) || path.symlink_metadata().is_ok()
+    }
+}
+
+/// Reads `path` from disk as text, refusing binary, non-UTF-8 and oversized files.
+pub fn read_disk_text(path: &Path) -> Result<String, WorkspaceError> {
+    let metadata = std::fs::metadata(path).map_err(|error| WorkspaceError::io(path, &error))?;
+    if metadata.is_dir() {
+        return Err(WorkspaceError::IsDirectory(path.to_path_buf()));
+    }
+    if metadata.len() > MAX_FILE_BYTES {
+        return Err(WorkspaceError::TooLarge {
+            path: path.to_path_buf(),
+            size: metadata.len(),
+            limit: MAX_FILE_BYTES,
+        });
+    }
+    let bytes = std::fs::read(path).map_err(|error| WorkspaceError::io(path, &error))?;
+    if bytes[..bytes.len().min(8192)].contains(&0) {
+        return Err(WorkspaceError::Binary(path.to_path_buf()));
+    }
+    String::from_utf8(bytes).map_err(|_| WorkspaceError::NotUtf8(path.to_path_buf()))
+}
+
+/// A fast, non-cryptographic hash of file contents (same input, same hash, within a process and
+/// across runs), used to notice that a file changed since it was read.
+pub fn content_hash(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut hash = (bytes.len() as u64).wrapping_mul(K);
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        hash = (hash.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(K);
+    }
+    for &byte in chunks.remainder() {
+        hash = (hash.rotate_left(5) ^ u64::from(byte)).wrapping_mul(K);
+    }
+    hash ^ (hash >> 29)
+}
+
+/// `path` made absolute-looking without `.`/`..`, with symlinks resolved for the longest prefix
+/// that exists (the rest, which does not exist yet, is appended as written).
+pub(crate) fn canonicalize_lenient(path: &Path) -> PathBuf {
+    let normalized = normalize_lexically(path);
+    let mut existing = normalized.as_path();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(canonical) = existing.canonicalize() {
+            let mut result = canonical;
+            result.extend(rest.iter().rev());
+            return result;
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                existing = parent;
+            }
+            _ => return normalized,
+        }
+    }
+}
+
+fn normalize_lexically(path: &Path) -> PathBuf {
+    let mut normalized = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !normalized.pop() {
+                    normalized.push(component);
+                }
+            }
+            other => normalized.push(other),
+        }
+    }
+    normalized
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,78 @@
+//! Which files the agent read in a session (and the text hash it saw) and which it changed.
+//! Invariant: `check` passes only for a file read in this session whose current text is the text
+//! last read or written by the agent.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use super::{Snapshot, content_hash};
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ReadCheckError {
+    #[error("{0} has not been read in this session; read it first, then edit it")]
+    NotRead(PathBuf),
+    #[error("{0} changed since you last read it; read it again, then retry the edit")]
+    ChangedSinceRead(PathBuf),
+}
+
+#[derive(Debug, Default)]
+struct ReadState {
+    seen: HashMap<PathBuf, u64>,
+    changed: Vec<PathBuf>,
+}
+
+/// Files read in a session and the snapshot each was read at (read-before-edit guard), plus the
+/// files the agent changed (saved before a shell command runs).
+#[derive(Debug, Default)]
+pub struct ReadTracker {
+    state: Mutex<ReadState>,
+}
+
+impl ReadTracker {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records that the agent saw `snapshot`'s text.
+    pub fn record_read(&self, snapshot: &Snapshot) {
+        self.lock().seen.insert(snapshot.path.clone(), snapshot.hash);
+    }
+
+    /// Records that the agent's own edit left `path` with `text` (so it may edit it again).
+    pub fn record_written(&self, path: &Path, text: &str) {
+        self.lock().seen.insert(path.to_path_buf(), content_hash(text.as_bytes()));
+    }
+
+    /// The read-before-edit guard: `snapshot` (the file's current text) must be what was read.
+    pub fn check(&self, snapshot: &Snapshot) -> Result<(), ReadCheckError> {
+        match self.lock().seen.get(&snapshot.path) {
+            None => Err(ReadCheckError::NotRead(snapshot.path.clone())),
+            Some(&hash) if hash != snapshot.hash => {
+                Err(ReadCheckError::ChangedSinceRead(snapshot.path.clone()))
+            }
+            Some(_) => Ok(()),
+        }
+    }
+
+    pub fn has_read(&self, path: &Path) -> bool {
+        self.lock().seen.contains_key(path)
+    }
+
+    /// Records that the agent changed (created, modified, deleted or moved) `path`.
+    pub fn record_change(&self, path: &Path) {
+        let mut state = self.lock();
+        if !state.changed.iter().any(|changed| changed == path) {
+            state.changed.push(path.to_path_buf());
+        }
+    }
+
+    /// Files the agent changed in this session, in the order first changed.
+    pub fn changed_files(&self) -> Vec<PathBuf> {
+        self.lock().changed.clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, ReadState> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
