@@ -111,6 +111,8 @@ pub struct ConfigLayer {
     pub max_tool_rounds_per_input: Option<u32>,
     /// Record every model exchange of the run to this cassette file.
     pub record: Option<PathBuf>,
+    /// The cassette the `replay` provider plays back.
+    pub cassette: Option<PathBuf>,
     /// Allow tools to touch paths outside the workspace roots.
     pub allow_outside_workspace: Option<bool>,
     /// Extra instructions appended to the system prompt.
@@ -130,7 +132,7 @@ impl ConfigLayer {
     /// Overlays `other` on `self`: every value `other` sets wins.
     pub fn merge(&mut self, other: ConfigLayer) {
         merge_fields!(self, other; provider, model, reasoning_effort, approval, max_turns,
-            max_tool_rounds_per_input, record, allow_outside_workspace, instructions);
+            max_tool_rounds_per_input, record, cassette, allow_outside_workspace, instructions);
         if let Some(limits) = other.tool_output_limits {
             self.tool_output_limits.get_or_insert_with(BTreeMap::new).extend(limits);
         }

@@ -1,7 +1,21 @@
-//! The unified LLM client: provider-neutral types, one adapter per provider dialect.
+//! The unified LLM client: provider-neutral types, one adapter per provider dialect, retries,
+//! and cassette record/replay. Callers use [`Client`]; adapters stay private to this module.
 
+mod adapter;
+pub mod anthropic;
+mod assemble;
+pub mod cassette;
+pub mod client;
+pub mod error;
+pub mod gemini;
+pub mod openai;
+pub mod openai_chat;
+pub mod retry;
 pub mod types;
 
+pub use client::{Client, EventStream, http_client};
+pub use error::LlmError;
+pub use retry::RetryPolicy;
 pub use types::{
     ContentPart, FinishReason, Image, Message, ReasoningEffort, Request, Response, Role, StreamEvent,
     ToolCall, ToolChoice, ToolDefinition, ToolResult, Usage,

@@ -1,0 +1,220 @@
+//! Builds a [`Response`] from streamed pieces while emitting the matching [`StreamEvent`]s, so
+//! every adapter reports deltas the same way. Invariant: parts stay in the order the provider
+//! produced them and `finish` is called once.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use super::types::{ContentPart, FinishReason, Response, StreamEvent, ToolCall, Usage};
+
+/// Accumulates one response. Tool calls are addressed by a provider key (block index, item id).
+#[derive(Debug, Default)]
+pub struct Assembler {
+    pub id: String,
+    pub model: String,
+    content: Vec<ContentPart>,
+    /// Provider key → (position in `content`, joined argument text).
+    open_tools: HashMap<String, (usize, String)>,
+    /// Provider key → position of a thinking part still being streamed.
+    open_thinking: HashMap<String, usize>,
+    pub usage: Usage,
+    pub finish_reason: Option<FinishReason>,
+    events: Vec<StreamEvent>,
+}
+
+impl Assembler {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Events produced since the last call.
+    pub fn drain(&mut self) -> Vec<StreamEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    pub fn text(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        match self.content.last_mut() {
+            Some(ContentPart::Text { text: last }) => last.push_str(text),
+            _ => self.content.push(ContentPart::text(text)),
+        }
+        self.events.push(StreamEvent::TextDelta(text.to_string()));
+    }
+
+    /// Appends reasoning text to the thinking part `key` (opening it if needed).
+    pub fn thinking(&mut self, key: &str, text: &str) {
+        let at = self.thinking_slot(key);
+        if let ContentPart::Thinking { text: t, .. } = &mut self.content[at] {
+            t.push_str(text);
+        }
+        if !text.is_empty() {
+            self.events.push(StreamEvent::ThinkingDelta(text.to_string()));
+        }
+    }
+
+    /// Sets the signature (and item id) of the thinking part `key`.
+    pub fn thinking_signature(&mut self, key: &str, signature: Option<String>, id: Option<String>) {
+        let at = self.thinking_slot(key);
+        if let ContentPart::Thinking { signature: s, id: i, .. } = &mut self.content[at] {
+            if signature.is_some() {
+                *s = signature;
+            }
+            if id.is_some() {
+                *i = id;
+            }
+        }
+    }
+
+    /// Closes thinking part `key`: later thinking with the same key starts a new part.
+    pub fn end_thinking(&mut self, key: &str) {
+        self.open_thinking.remove(key);
+    }
+
+    fn thinking_slot(&mut self, key: &str) -> usize {
+        if let Some(&at) = self.open_thinking.get(key) {
+            return at;
+        }
+        self.content.push(ContentPart::Thinking { text: String::new(), signature: None, id: None });
+        let at = self.content.len() - 1;
+        self.open_thinking.insert(key.to_string(), at);
+        at
+    }
+
+    pub fn push_part(&mut self, part: ContentPart) {
+        self.content.push(part);
+    }
+
+    pub fn has_tool(&self, key: &str) -> bool {
+        self.open_tools.contains_key(key)
+    }
+
+    pub fn start_tool(&mut self, key: &str, id: &str, name: &str) {
+        self.content.push(ContentPart::ToolCall(ToolCall {
+            id: id.to_string(),
+            name: name.to_string(),
+            arguments: Value::Null,
+            signature: None,
+        }));
+        self.open_tools.insert(key.to_string(), (self.content.len() - 1, String::new()));
+        self.events.push(StreamEvent::ToolCallStart { id: id.to_string(), name: name.to_string() });
+    }
+
+    pub fn tool_args(&mut self, key: &str, fragment: &str) {
+        if fragment.is_empty() {
+            return;
+        }
+        let Some((at, args)) = self.open_tools.get_mut(key) else { return };
+        args.push_str(fragment);
+        if let ContentPart::ToolCall(call) = &self.content[*at] {
+            self.events.push(StreamEvent::ToolCallDelta {
+                id: call.id.clone(),
+                arguments_fragment: fragment.to_string(),
+            });
+        }
+    }
+
+    pub fn tool_signature(&mut self, key: &str, signature: Option<String>) {
+        if let Some((at, _)) = self.open_tools.get(key)
+            && let ContentPart::ToolCall(call) = &mut self.content[*at]
+        {
+            call.signature = signature;
+        }
+    }
+
+    /// Parses the joined arguments of tool `key` (or `complete` when the provider sent them
+    /// whole) and emits `ToolCallEnd`.
+    pub fn end_tool(&mut self, key: &str, complete: Option<&str>) {
+        let Some((at, joined)) = self.open_tools.remove(key) else { return };
+        let raw = complete.map(str::to_string).unwrap_or(joined);
+        let arguments = parse_arguments(&raw);
+        if let ContentPart::ToolCall(call) = &mut self.content[at] {
+            call.arguments = arguments.clone();
+            self.events.push(StreamEvent::ToolCallEnd {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                arguments,
+            });
+        }
+    }
+
+    /// A tool call that arrived whole (Gemini, Ollama).
+    pub fn whole_tool(
+        &mut self,
+        key: &str,
+        id: &str,
+        name: &str,
+        arguments: &str,
+        signature: Option<String>,
+    ) {
+        self.start_tool(key, id, name);
+        self.tool_signature(key, signature);
+        self.tool_args(key, arguments);
+        self.end_tool(key, None);
+    }
+
+    /// Closes whatever is still open, emits `Finish` and returns the response.
+    pub fn finish(&mut self) -> Response {
+        let mut keys: Vec<String> = self.open_tools.keys().cloned().collect();
+        keys.sort_by_key(|k| self.open_tools[k].0);
+        for key in keys {
+            self.end_tool(&key, None);
+        }
+        let has_calls = self.content.iter().any(|p| matches!(p, ContentPart::ToolCall(_)));
+        let finish_reason = match self.finish_reason.clone() {
+            Some(FinishReason::Stop) | None if has_calls => FinishReason::ToolCalls,
+            Some(r) => r,
+            None => FinishReason::Stop,
+        };
+        let response = Response {
+            id: self.id.clone(),
+            model: self.model.clone(),
+            content: std::mem::take(&mut self.content),
+            finish_reason,
+            usage: self.usage,
+        };
+        self.events.push(StreamEvent::Finish(response.clone()));
+        response
+    }
+}
+
+/// Tool arguments as JSON; empty means `{}`. Unparseable text is kept as a string so the tool
+/// layer can report the problem to the model.
+pub fn parse_arguments(raw: &str) -> Value {
+    if raw.trim().is_empty() {
+        return Value::Object(Default::default());
+    }
+    serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_string()))
+}
+
+/// The events a caller would have seen had `response` been streamed (replay, non-streaming).
+pub fn events_for(response: &Response) -> Vec<StreamEvent> {
+    let mut events = Vec::new();
+    for part in &response.content {
+        match part {
+            ContentPart::Text { text } if !text.is_empty() => {
+                events.push(StreamEvent::TextDelta(text.clone()))
+            }
+            ContentPart::Thinking { text, .. } if !text.is_empty() => {
+                events.push(StreamEvent::ThinkingDelta(text.clone()))
+            }
+            ContentPart::ToolCall(call) => {
+                events.push(StreamEvent::ToolCallStart { id: call.id.clone(), name: call.name.clone() });
+                events.push(StreamEvent::ToolCallDelta {
+                    id: call.id.clone(),
+                    arguments_fragment: call.arguments.to_string(),
+                });
+                events.push(StreamEvent::ToolCallEnd {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                });
+            }
+            _ => {}
+        }
+    }
+    events.push(StreamEvent::Finish(response.clone()));
+    events
+}
