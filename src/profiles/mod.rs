@@ -1,1 +1,133 @@
-//! profiles (to be filled in).
+//! Provider-aligned profiles (spec §3.4–3.6, §6): for each model family, its base system prompt,
+//! the project instruction files it loads, its shell timeout, context window and whether it runs
+//! tool calls in parallel. The tool sets themselves are built by [`crate::tools`].
+//!
+//! Invariant: each profile's base prompt is our own text, kept in `prompts/*.md`.
+
+pub mod environment;
+pub mod project_docs;
+pub mod prompt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::ProviderKind;
+
+pub use environment::{EnvironmentInfo, GitSnapshot};
+pub use project_docs::{ProjectDocs, discover as discover_project_docs};
+pub use prompt::{SystemPrompt, ToolSummary};
+
+/// Which agent a model is aligned with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ProfileKind {
+    /// codex-aligned: apply_patch editing.
+    #[serde(rename = "openai")]
+    OpenAi,
+    /// Claude Code-aligned: edit_file with old_string/new_string.
+    #[serde(rename = "anthropic")]
+    Anthropic,
+    /// gemini-cli-aligned: replace, read_many_files, list_dir.
+    #[serde(rename = "gemini")]
+    Gemini,
+}
+
+impl ProfileKind {
+    pub const ALL: [ProfileKind; 3] = [Self::OpenAi, Self::Anthropic, Self::Gemini];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::OpenAi => "openai",
+            Self::Anthropic => "anthropic",
+            Self::Gemini => "gemini",
+        }
+    }
+
+    /// The profile a provider's models are aligned with. OpenAI-compatible servers get the
+    /// codex profile.
+    pub fn for_provider(kind: ProviderKind) -> Self {
+        match kind {
+            ProviderKind::Anthropic => Self::Anthropic,
+            ProviderKind::Gemini => Self::Gemini,
+            ProviderKind::OpenAi | ProviderKind::OpenAiChat | ProviderKind::Replay => Self::OpenAi,
+        }
+    }
+
+    /// The profile's own base instructions (spec §6.2).
+    pub fn base_prompt(self) -> &'static str {
+        match self {
+            Self::OpenAi => include_str!("prompts/openai.md"),
+            Self::Anthropic => include_str!("prompts/anthropic.md"),
+            Self::Gemini => include_str!("prompts/gemini.md"),
+        }
+    }
+
+    /// Default shell timeout: Claude Code uses 120 s, codex and gemini-cli 10 s.
+    pub fn default_shell_timeout_ms(self) -> u64 {
+        match self {
+            Self::Anthropic => 120_000,
+            Self::OpenAi | Self::Gemini => 10_000,
+        }
+    }
+
+    /// Whether several tool calls of one response run concurrently.
+    pub fn supports_parallel_tool_calls(self) -> bool {
+        true
+    }
+
+    /// Context window in tokens for `model` (a conservative default for unknown models).
+    pub fn context_window(self, model: &str) -> u64 {
+        let m = model.to_ascii_lowercase();
+        match self {
+            Self::Anthropic => 200_000,
+            Self::Gemini => 1_048_576,
+            Self::OpenAi if m.starts_with("gpt-5") => 400_000,
+            Self::OpenAi if m.starts_with("gpt-4.1") => 1_047_576,
+            Self::OpenAi if m.starts_with("o3") || m.starts_with("o4") => 200_000,
+            Self::OpenAi => 128_000,
+        }
+    }
+}
+
+impl std::fmt::Display for ProfileKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for ProfileKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| format!("unknown profile `{s}`, expected one of: openai, anthropic, gemini"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_profile_has_its_own_prompt_covering_the_topics() {
+        let prompts: Vec<_> = ProfileKind::ALL.iter().map(|k| k.base_prompt()).collect();
+        assert_ne!(prompts[0], prompts[1]);
+        assert_ne!(prompts[1], prompts[2]);
+        assert!(ProfileKind::OpenAi.base_prompt().contains("*** Begin Patch"));
+        assert!(ProfileKind::Anthropic.base_prompt().contains("old_string"));
+        assert!(ProfileKind::Anthropic.base_prompt().contains("unique"));
+        assert!(ProfileKind::Gemini.base_prompt().contains("GEMINI.md"));
+        for p in prompts {
+            assert!(p.contains("coding agent"), "identity");
+            assert!(p.to_lowercase().contains("error"), "error handling guidance");
+        }
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for k in ProfileKind::ALL {
+            assert_eq!(k.as_str().parse::<ProfileKind>(), Ok(k));
+            assert_eq!(serde_json::to_value(k).unwrap(), serde_json::json!(k.as_str()));
+        }
+        assert!("claude".parse::<ProfileKind>().is_err());
+    }
+}

@@ -1,1 +1,293 @@
-//! session (to be filled in).
+//! The agent core (spec §2): a session runs the agentic loop in its own task; hosts drive it
+//! through a [`SessionHandle`] and watch it through its [`Event`] stream.
+//!
+//! Invariants:
+//! - Handle methods never block and never await the model: they queue work for the session task.
+//! - Inputs are processed one at a time, in submission order.
+//! - `cancel` interrupts the current turn (and drops inputs queued before it); the session then
+//!   returns to IDLE and stays usable. `close` ends the session: SESSION_END, then CLOSED.
+//! - Every event is delivered (unbounded channel), in order.
+
+mod dispatch;
+mod events;
+mod loop_detection;
+mod prune;
+mod runner;
+mod summary;
+mod turn;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{Approval, Config};
+use crate::exec::ExecutionEnvironment;
+use crate::llm::{self, ReasoningEffort};
+use crate::profiles::ProfileKind;
+use crate::tools::Tool;
+use crate::workspace::{EditorPort, Workspace};
+
+pub use dispatch::{Executed, Limits, ToolSet};
+pub use events::{Event, EventKind};
+pub use loop_detection::{detect_loop, loop_warning};
+pub use prune::{Pruned, prune};
+pub use summary::summarize;
+pub use turn::{AssistantTurn, TextTurn, ToolResultsTurn, Turn, to_messages};
+
+/// Limits and settings of a session (spec §2.2 plus what agentls adds).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionConfig {
+    /// The model every request names; `configure` may change it between calls.
+    pub model: String,
+    /// Maximum model turns per session (0 = unlimited).
+    pub max_turns: u32,
+    /// Maximum tool rounds per user input (0 = unlimited).
+    pub max_tool_rounds_per_input: u32,
+    /// Shell timeout when a call sets none; `None` = the profile's default (120 s for anthropic).
+    pub default_command_timeout_ms: Option<u64>,
+    pub max_command_timeout_ms: u64,
+    /// `None` = the provider's default.
+    pub reasoning_effort: Option<ReasoningEffort>,
+    /// Per-tool character limits of what the model receives.
+    pub tool_output_limits: BTreeMap<String, usize>,
+    /// Per-tool line limits of what the model receives.
+    pub tool_line_limits: BTreeMap<String, usize>,
+    pub enable_loop_detection: bool,
+    /// Number of consecutive tool calls checked for a repeating pattern.
+    pub loop_detection_window: usize,
+    pub max_subagent_depth: u32,
+    /// Seed 002 mode: ask for one tool call per step; extra calls get "not executed" results.
+    pub one_call_per_step: bool,
+    /// How change sets are handled (read by editor ports that support review).
+    pub approval: Approval,
+    /// The user's own instructions, appended last to the system prompt.
+    pub instructions: Option<String>,
+    /// Overrides the profile's context window (tokens) for the 80% warning.
+    pub context_window_tokens: Option<u64>,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        Self {
+            model: String::new(),
+            max_turns: 0,
+            max_tool_rounds_per_input: 0,
+            default_command_timeout_ms: None,
+            max_command_timeout_ms: 600_000,
+            reasoning_effort: None,
+            tool_output_limits: BTreeMap::new(),
+            tool_line_limits: BTreeMap::new(),
+            enable_loop_detection: true,
+            loop_detection_window: 10,
+            max_subagent_depth: 1,
+            one_call_per_step: false,
+            approval: Approval::Review,
+            instructions: None,
+            context_window_tokens: None,
+        }
+    }
+}
+
+impl SessionConfig {
+    /// The session settings a loaded configuration asks for, with `model` as the model.
+    pub fn from_config(config: &Config, model: impl Into<String>) -> Self {
+        let layer = &config.layer;
+        let shell = config.shell();
+        let defaults = Self::default();
+        Self {
+            model: model.into(),
+            max_turns: layer.max_turns.unwrap_or(0),
+            max_tool_rounds_per_input: layer.max_tool_rounds_per_input.unwrap_or(0),
+            default_command_timeout_ms: shell.default_timeout_ms,
+            max_command_timeout_ms: shell.max_timeout_ms.unwrap_or(defaults.max_command_timeout_ms),
+            reasoning_effort: layer.reasoning_effort,
+            tool_output_limits: layer.tool_output_limits.clone().unwrap_or_default(),
+            approval: layer.approval.unwrap_or(defaults.approval),
+            instructions: layer.instructions.clone(),
+            ..defaults
+        }
+    }
+}
+
+/// A change requested with [`SessionHandle::configure`]; it applies to the next model call.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ConfigChange {
+    pub model: Option<String>,
+    /// `Some(None)` resets to the provider default.
+    pub reasoning_effort: Option<Option<ReasoningEffort>>,
+    pub approval: Option<Approval>,
+}
+
+/// Lifecycle state (spec §2.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionState {
+    Idle,
+    Processing,
+    /// The model ended its turn with a question for the user.
+    AwaitingInput,
+    Closed,
+}
+
+impl SessionState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Idle => "idle",
+            Self::Processing => "processing",
+            Self::AwaitingInput => "awaiting_input",
+            Self::Closed => "closed",
+        }
+    }
+}
+
+/// Everything a session is built from.
+pub struct SessionOptions {
+    /// Session id; a new UUID when `None`.
+    pub id: Option<String>,
+    pub profile: ProfileKind,
+    pub client: llm::Client,
+    pub env: Arc<dyn ExecutionEnvironment>,
+    pub workspace: Arc<Workspace>,
+    pub editor: Arc<dyn EditorPort>,
+    pub config: SessionConfig,
+    pub cwd: PathBuf,
+    /// The turns of a resumed session; empty for a new one.
+    pub history: Vec<Turn>,
+    /// The tools the model may call: usually the profile's set, plus custom tools (a later
+    /// tool with the same name replaces an earlier one).
+    pub tools: Vec<Arc<dyn Tool>>,
+}
+
+/// Work queued for the session task.
+enum Command {
+    Submit { text: String, epoch: u64 },
+    FollowUpWake,
+    Close,
+}
+
+/// State shared by the handle and the session task. Locks are held briefly and never across
+/// an await.
+struct Shared {
+    id: String,
+    state: Mutex<SessionState>,
+    history: Mutex<Vec<Turn>>,
+    steering: Mutex<VecDeque<String>>,
+    follow_ups: Mutex<VecDeque<String>>,
+    config: Mutex<SessionConfig>,
+    /// The current input's cancellation token; replaced for each input.
+    cancel: Mutex<CancellationToken>,
+    /// Bumped by every `cancel`; inputs submitted before it are dropped.
+    cancel_epoch: AtomicU64,
+    docs_dirty: AtomicBool,
+    commands: mpsc::UnboundedSender<Command>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic elsewhere must not take the session down with it.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Controls a running session. Cheap to clone; every method returns at once.
+#[derive(Clone)]
+pub struct SessionHandle {
+    shared: Arc<Shared>,
+}
+
+impl SessionHandle {
+    pub fn id(&self) -> &str {
+        &self.shared.id
+    }
+
+    /// Queues a user input; it is processed after the inputs queued before it.
+    pub fn submit(&self, text: String) {
+        let epoch = self.shared.cancel_epoch.load(Ordering::SeqCst);
+        let _ = self.shared.commands.send(Command::Submit { text, epoch });
+    }
+
+    /// Injects a message after the current tool round (or before the next call when idle).
+    pub fn steer(&self, text: String) {
+        lock(&self.shared.steering).push_back(text);
+    }
+
+    /// Queues a message processed once the current input is fully handled.
+    pub fn follow_up(&self, text: String) {
+        lock(&self.shared.follow_ups).push_back(text);
+        let _ = self.shared.commands.send(Command::FollowUpWake);
+    }
+
+    /// Interrupts the current turn: the model stream is closed and running commands are
+    /// stopped. Inputs, steering and follow-ups queued before the cancel are dropped.
+    pub fn cancel(&self) {
+        let token = lock(&self.shared.cancel);
+        self.shared.cancel_epoch.fetch_add(1, Ordering::SeqCst);
+        token.cancel();
+        lock(&self.shared.steering).clear();
+        lock(&self.shared.follow_ups).clear();
+    }
+
+    /// Ends the session: the current turn is interrupted, then SESSION_END, then CLOSED.
+    pub fn close(&self) {
+        self.cancel();
+        let _ = self.shared.commands.send(Command::Close);
+    }
+
+    /// Changes model, reasoning effort or approval; takes effect on the next model call.
+    pub fn configure(&self, change: ConfigChange) {
+        let mut config = lock(&self.shared.config);
+        if let Some(model) = change.model {
+            config.model = model;
+        }
+        if let Some(effort) = change.reasoning_effort {
+            config.reasoning_effort = effort;
+        }
+        if let Some(approval) = change.approval {
+            config.approval = approval;
+        }
+    }
+
+    /// An instruction file changed: the project-doc layer is rebuilt before the next call.
+    pub fn reload_project_docs(&self) {
+        self.shared.docs_dirty.store(true, Ordering::SeqCst);
+    }
+
+    pub fn state(&self) -> SessionState {
+        *lock(&self.shared.state)
+    }
+
+    /// A snapshot of the conversation (for transcripts).
+    pub fn history(&self) -> Vec<Turn> {
+        lock(&self.shared.history).clone()
+    }
+
+    /// A snapshot of the current configuration.
+    pub fn config(&self) -> SessionConfig {
+        lock(&self.shared.config).clone()
+    }
+}
+
+/// Starts a session task on the current tokio runtime. SESSION_START is the first event.
+pub fn spawn(opts: SessionOptions) -> (SessionHandle, mpsc::UnboundedReceiver<Event>) {
+    let (event_tx, event_rx) = mpsc::unbounded_channel();
+    let (command_tx, command_rx) = mpsc::unbounded_channel();
+    let id = opts.id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let shared = Arc::new(Shared {
+        id: id.clone(),
+        state: Mutex::new(SessionState::Idle),
+        history: Mutex::new(opts.history.clone()),
+        steering: Mutex::new(VecDeque::new()),
+        follow_ups: Mutex::new(VecDeque::new()),
+        config: Mutex::new(opts.config.clone()),
+        cancel: Mutex::new(CancellationToken::new()),
+        cancel_epoch: AtomicU64::new(0),
+        docs_dirty: AtomicBool::new(false),
+        commands: command_tx,
+    });
+    let emitter = events::Emitter::new(id, event_tx);
+    tokio::spawn(runner::run(opts, shared.clone(), emitter, command_rx));
+    (SessionHandle { shared }, event_rx)
+}

@@ -1,0 +1,530 @@
+//! The session task: the agentic loop of spec §2.5 with streaming, steering, follow-ups, limits,
+//! loop detection, context-usage warnings and context-overflow pruning.
+//!
+//! Invariants: the history always alternates validly (every tool call gets exactly one result,
+//! also when a turn is cancelled); PROCESSING_END ends every processing cycle; SESSION_END is
+//! the last event.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use futures::StreamExt;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::dispatch::{Limits, ToolSet};
+use super::events::{Emitter, EventKind};
+use super::loop_detection::{detect_loop, loop_warning};
+use super::summary::summarize;
+use super::turn::{Turn, to_messages};
+use super::{Command, SessionConfig, SessionOptions, SessionState, Shared, lock};
+use crate::llm::{self, LlmError, Message, Request, Response, StreamEvent, ToolCall, ToolChoice, ToolResult, Usage};
+use crate::profiles::{EnvironmentInfo, ProfileKind, ProjectDocs, SystemPrompt, ToolSummary, discover_project_docs};
+use crate::tools::{ShellLimits, ToolContext};
+use crate::workspace::ReadTracker;
+
+/// Why a processing cycle ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EndReason {
+    Completed,
+    TurnLimit,
+    RoundLimit,
+    Cancelled,
+    Error,
+    /// Unrecoverable (authentication, quota): the session closes.
+    Fatal,
+}
+
+impl EndReason {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::TurnLimit => "turn_limit",
+            Self::RoundLimit => "round_limit",
+            Self::Cancelled => "cancelled",
+            Self::Error => "error",
+            Self::Fatal => "fatal_error",
+        }
+    }
+}
+
+enum CallError {
+    Cancelled,
+    Llm(LlmError),
+}
+
+struct Runner {
+    shared: Arc<Shared>,
+    events: Emitter,
+    profile: ProfileKind,
+    client: llm::Client,
+    tools: ToolSet,
+    ctx_template: ToolContext,
+    environment: EnvironmentInfo,
+    project_docs: ProjectDocs,
+    totals: Usage,
+}
+
+pub(super) async fn run(
+    opts: SessionOptions,
+    shared: Arc<Shared>,
+    events: Emitter,
+    mut commands: mpsc::UnboundedReceiver<Command>,
+) {
+    let resumed = !opts.history.is_empty();
+    let environment = EnvironmentInfo::capture(&opts.cwd, &opts.config.model).await;
+    let project_docs = discover_project_docs(&opts.cwd, opts.profile);
+    events.emit(
+        EventKind::SessionStart,
+        json!({
+            "profile": opts.profile.as_str(),
+            "model": opts.config.model,
+            "cwd": opts.cwd,
+            "resumed": resumed,
+            "tools": ToolSet::new(opts.tools.iter().cloned()).names(),
+            "project_docs": project_docs.docs.iter().map(|d| &d.path).collect::<Vec<_>>(),
+        }),
+    );
+    let ctx_template = ToolContext {
+        env: opts.env.clone(),
+        workspace: opts.workspace.clone(),
+        editor: opts.editor.clone(),
+        reads: Arc::new(ReadTracker::default()),
+        cwd: opts.cwd.clone(),
+        call_id: String::new(),
+        shell: ShellLimits::default(),
+        cancel: CancellationToken::new(),
+    };
+    let mut runner = Runner {
+        shared,
+        events,
+        profile: opts.profile,
+        client: opts.client,
+        tools: ToolSet::new(opts.tools),
+        ctx_template,
+        environment,
+        project_docs,
+        totals: Usage::default(),
+    };
+    let cwd = opts.cwd;
+    while let Some(command) = commands.recv().await {
+        let input = match command {
+            Command::Submit { text, epoch } => Some((text, epoch)),
+            Command::FollowUpWake => {
+                let next = lock(&runner.shared.follow_ups).pop_front();
+                next.map(|t| (t, runner.shared.cancel_epoch.load(Ordering::SeqCst)))
+            }
+            Command::Close => break,
+        };
+        let Some((text, epoch)) = input else { continue };
+        let Some(token) = runner.begin_input(epoch) else { continue };
+        if runner.process(text, token, &cwd).await == EndReason::Fatal {
+            break;
+        }
+    }
+    runner.shutdown().await;
+}
+
+impl Runner {
+    /// Installs a fresh cancellation token for an input, unless a cancel came after it was queued.
+    fn begin_input(&self, epoch: u64) -> Option<CancellationToken> {
+        let mut slot = lock(&self.shared.cancel);
+        if self.shared.cancel_epoch.load(Ordering::SeqCst) != epoch {
+            return None;
+        }
+        let token = CancellationToken::new();
+        *slot = token.clone();
+        Some(token)
+    }
+
+    fn set_state(&self, state: SessionState) {
+        *lock(&self.shared.state) = state;
+    }
+
+    fn push(&self, turn: Turn) {
+        lock(&self.shared.history).push(turn);
+    }
+
+    fn config(&self) -> SessionConfig {
+        lock(&self.shared.config).clone()
+    }
+
+    /// One processing cycle: the input, then queued follow-ups; ends with PROCESSING_END.
+    async fn process(&mut self, mut text: String, token: CancellationToken, cwd: &std::path::Path) -> EndReason {
+        self.set_state(SessionState::Processing);
+        let mut last_text;
+        let mut reason;
+        loop {
+            (reason, last_text) = self.process_input(text, &token, cwd).await;
+            if reason != EndReason::Completed {
+                break;
+            }
+            match lock(&self.shared.follow_ups).pop_front() {
+                Some(next) => text = next,
+                None => break,
+            }
+        }
+        let state = match reason {
+            EndReason::Fatal => SessionState::Closed,
+            EndReason::Completed if last_text.trim_end().ends_with('?') => SessionState::AwaitingInput,
+            _ => SessionState::Idle,
+        };
+        if state != SessionState::Closed {
+            self.set_state(state);
+        }
+        self.events.emit(
+            EventKind::ProcessingEnd,
+            json!({
+                "state": state.as_str(),
+                "reason": reason.as_str(),
+                "text": last_text,
+                "totals": self.totals,
+            }),
+        );
+        reason
+    }
+
+    fn drain_steering(&self) {
+        loop {
+            let Some(message) = lock(&self.shared.steering).pop_front() else { break };
+            self.push(Turn::steering(message.clone()));
+            self.events.emit(EventKind::SteeringInjected, json!({ "content": message }));
+        }
+    }
+
+    /// Spec §2.5 `process_input`. Returns why it stopped and the last answer text.
+    async fn process_input(
+        &mut self,
+        input: String,
+        token: &CancellationToken,
+        cwd: &std::path::Path,
+    ) -> (EndReason, String) {
+        self.push(Turn::user(input.clone()));
+        self.events.emit(EventKind::UserInput, json!({ "content": input }));
+        self.drain_steering();
+        let mut rounds = 0u32;
+        let mut warned_context = false;
+        let mut last_text = String::new();
+        loop {
+            let config = self.config();
+            if config.max_tool_rounds_per_input > 0 && rounds >= config.max_tool_rounds_per_input {
+                self.events.emit(EventKind::TurnLimit, json!({ "round": rounds }));
+                return (EndReason::RoundLimit, last_text);
+            }
+            let turns = self.count_model_turns();
+            if config.max_turns > 0 && turns >= config.max_turns as usize {
+                self.events.emit(EventKind::TurnLimit, json!({ "total_turns": turns }));
+                return (EndReason::TurnLimit, last_text);
+            }
+            if token.is_cancelled() {
+                return (EndReason::Cancelled, last_text);
+            }
+            if self.shared.docs_dirty.swap(false, Ordering::SeqCst) {
+                self.project_docs = discover_project_docs(cwd, self.profile);
+            }
+
+            let response = match self.call_with_pruning(&config, token).await {
+                Ok(r) => r,
+                Err(CallError::Cancelled) => return (EndReason::Cancelled, last_text),
+                Err(CallError::Llm(e)) => {
+                    let fatal = matches!(e, LlmError::Authentication { .. } | LlmError::QuotaExceeded { .. });
+                    self.events.emit(
+                        EventKind::Error,
+                        json!({ "message": e.to_string(), "fatal": fatal, "error": e }),
+                    );
+                    return (if fatal { EndReason::Fatal } else { EndReason::Error }, last_text);
+                }
+            };
+            self.totals += response.usage;
+            let turn = Turn::assistant(&response);
+            self.push(turn);
+            last_text = response.text();
+            let calls: Vec<ToolCall> = response.tool_calls().into_iter().cloned().collect();
+            self.events.emit(
+                EventKind::AssistantTextEnd,
+                json!({
+                    "text": last_text,
+                    "reasoning": response.reasoning(),
+                    "tool_calls": calls.iter().map(|c| json!({
+                        "call_id": c.id, "tool_name": c.name, "summary": summarize(&c.name, &c.arguments),
+                    })).collect::<Vec<_>>(),
+                    "usage": response.usage,
+                    "totals": self.totals,
+                    "response_id": response.id,
+                    "model": response.model,
+                }),
+            );
+            if !warned_context {
+                warned_context = self.check_context_usage(&config, &response);
+            }
+            if calls.is_empty() {
+                return (EndReason::Completed, last_text);
+            }
+
+            rounds += 1;
+            let results = self.execute_tool_calls(&config, &calls, token).await;
+            self.push(Turn::tool_results(results));
+            if token.is_cancelled() {
+                return (EndReason::Cancelled, last_text);
+            }
+            self.drain_steering();
+            if config.enable_loop_detection {
+                let detected = detect_loop(&lock(&self.shared.history), config.loop_detection_window);
+                if detected {
+                    let warning = loop_warning(config.loop_detection_window);
+                    self.push(Turn::steering(warning.clone()));
+                    self.events.emit(EventKind::LoopDetection, json!({ "message": warning }));
+                }
+            }
+        }
+    }
+
+    fn count_model_turns(&self) -> usize {
+        lock(&self.shared.history).iter().filter(|t| matches!(t, Turn::Assistant(_))).count()
+    }
+
+    fn build_request(&self, config: &SessionConfig) -> Request {
+        let definitions = self.tools.definitions();
+        let summaries: Vec<ToolSummary> = definitions
+            .iter()
+            .map(|d| ToolSummary { name: d.name.clone(), description: d.description.clone() })
+            .collect();
+        let mut environment = self.environment.clone();
+        environment.model = config.model.clone();
+        environment.knowledge_cutoff = crate::profiles::environment::knowledge_cutoff(&config.model);
+        let system = SystemPrompt {
+            profile: self.profile,
+            environment: &environment,
+            tools: &summaries,
+            project_docs: &self.project_docs,
+            user_instructions: config.instructions.as_deref(),
+            one_call_per_step: config.one_call_per_step,
+        }
+        .build();
+        let mut messages = vec![Message::system(system)];
+        messages.extend(to_messages(&lock(&self.shared.history)));
+        Request {
+            model: config.model.clone(),
+            messages,
+            tool_choice: ToolChoice::Auto,
+            reasoning_effort: config.reasoning_effort,
+            parallel_tool_calls: (config.one_call_per_step && !definitions.is_empty()).then_some(false),
+            tools: definitions,
+            ..Default::default()
+        }
+    }
+
+    /// Calls the model; on a context-length error prunes the history and tries again.
+    async fn call_with_pruning(
+        &mut self,
+        config: &SessionConfig,
+        token: &CancellationToken,
+    ) -> Result<Response, CallError> {
+        loop {
+            let request = self.build_request(config);
+            match self.call_model(request, token).await {
+                Err(CallError::Llm(LlmError::ContextLengthExceeded { provider, message })) => {
+                    let pruned = super::prune::prune(&mut lock(&self.shared.history));
+                    match pruned {
+                        Some(p) => self.events.emit(
+                            EventKind::Warning,
+                            json!({
+                                "message": format!(
+                                    "The conversation exceeded the context window; dropped the {} oldest turns \
+                                     ({} characters) and retried.",
+                                    p.turns_removed, p.chars_removed
+                                ),
+                                "turns_removed": p.turns_removed,
+                            }),
+                        ),
+                        None => {
+                            return Err(CallError::Llm(LlmError::ContextLengthExceeded {
+                                provider,
+                                message: format!(
+                                    "{message}; nothing more can be dropped from the history (the task and \
+                                     the latest round alone are too large): start a new session or ask for \
+                                     smaller steps"
+                                ),
+                            }));
+                        }
+                    }
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// One streamed model call; text and reasoning deltas become events as they arrive.
+    async fn call_model(&self, request: Request, token: &CancellationToken) -> Result<Response, CallError> {
+        self.events.emit(EventKind::AssistantTextStart, json!({ "model": request.model }));
+        let mut stream = tokio::select! {
+            biased;
+            _ = token.cancelled() => return Err(CallError::Cancelled),
+            s = self.client.stream(request) => s.map_err(CallError::Llm)?,
+        };
+        loop {
+            let next = tokio::select! {
+                biased;
+                _ = token.cancelled() => return Err(CallError::Cancelled),
+                n = stream.next() => n,
+            };
+            match next {
+                Some(Ok(StreamEvent::TextDelta(delta))) => {
+                    self.events.emit(EventKind::AssistantTextDelta, json!({ "delta": delta }));
+                }
+                Some(Ok(StreamEvent::ThinkingDelta(delta))) => {
+                    self.events.emit(EventKind::AssistantReasoningDelta, json!({ "delta": delta }));
+                }
+                Some(Ok(StreamEvent::Finish(response))) => return Ok(response),
+                Some(Ok(_)) => {}
+                Some(Err(e)) => return Err(CallError::Llm(e)),
+                None => {
+                    return Err(CallError::Llm(LlmError::StreamCut {
+                        provider: self.client.provider(),
+                        message: "the stream ended without a final response".into(),
+                    }));
+                }
+            }
+        }
+    }
+
+    /// Emits a WARNING when the conversation uses more than 80% of the context window.
+    /// Returns whether it warned.
+    fn check_context_usage(&self, config: &SessionConfig, response: &Response) -> bool {
+        let window = config.context_window_tokens.unwrap_or_else(|| self.profile.context_window(&config.model));
+        let chars: usize = lock(&self.shared.history).iter().map(Turn::char_len).sum();
+        let estimate = (chars / 4) as u64;
+        let reported = response.usage.input_tokens + response.usage.output_tokens;
+        let tokens = estimate.max(reported);
+        if window == 0 || tokens * 10 <= window * 8 {
+            return false;
+        }
+        let percent = (tokens * 100 / window).min(999);
+        self.events.emit(
+            EventKind::Warning,
+            json!({
+                "message": format!("Context usage at ~{percent}% of context window"),
+                "approx_tokens": tokens,
+                "context_window": window,
+            }),
+        );
+        true
+    }
+
+    async fn execute_tool_calls(
+        &self,
+        config: &SessionConfig,
+        calls: &[ToolCall],
+        token: &CancellationToken,
+    ) -> Vec<ToolResult> {
+        let limits =
+            Limits { chars: config.tool_output_limits.clone(), lines: config.tool_line_limits.clone() };
+        let shell = ShellLimits {
+            default_timeout_ms: config
+                .default_command_timeout_ms
+                .unwrap_or_else(|| self.profile.default_shell_timeout_ms())
+                .min(config.max_command_timeout_ms),
+            max_timeout_ms: config.max_command_timeout_ms,
+        };
+        let (run, skipped) = if config.one_call_per_step { calls.split_at(1) } else { (calls, &calls[..0]) };
+        let futures = run.iter().map(|call| self.execute_single(call, &limits, &shell, token));
+        let mut results = if self.profile.supports_parallel_tool_calls() && run.len() > 1 {
+            futures::future::join_all(futures).await
+        } else {
+            let mut out = Vec::with_capacity(run.len());
+            for f in futures {
+                out.push(f.await);
+            }
+            out
+        };
+        for call in skipped {
+            let message = "Not executed: only one tool call is executed per step. Call it again in a separate step.";
+            self.events.emit(
+                EventKind::ToolCallEnd,
+                json!({
+                    "tool_name": call.name, "call_id": call.id, "summary": summarize(&call.name, &call.arguments),
+                    "status": "skipped", "error": message, "duration_ms": 0,
+                }),
+            );
+            results.push(error_result(call, message));
+        }
+        results
+    }
+
+    async fn execute_single(
+        &self,
+        call: &ToolCall,
+        limits: &Limits,
+        shell: &ShellLimits,
+        token: &CancellationToken,
+    ) -> ToolResult {
+        let summary = summarize(&call.name, &call.arguments);
+        let base = json!({ "tool_name": call.name, "call_id": call.id, "summary": summary });
+        if token.is_cancelled() {
+            let message = "Not executed: the turn was cancelled by the user.";
+            self.events.emit(EventKind::ToolCallEnd, with(&base, json!({ "status": "cancelled", "error": message, "duration_ms": 0 })));
+            return error_result(call, message);
+        }
+        self.events.emit(EventKind::ToolCallStart, with(&base, json!({ "arguments": call.arguments })));
+        let started = Instant::now();
+        let mut ctx = self.ctx_template.clone();
+        ctx.call_id = call.id.clone();
+        ctx.shell = shell.clone();
+        ctx.cancel = token.child_token();
+        let executed = self.tools.execute(&call.name, &call.arguments, &ctx, limits).await;
+        let duration_ms = started.elapsed().as_millis() as u64;
+        let status = if token.is_cancelled() {
+            "cancelled"
+        } else if executed.is_error {
+            "error"
+        } else {
+            "ok"
+        };
+        let end = if executed.is_error {
+            json!({ "status": status, "error": executed.full, "duration_ms": duration_ms })
+        } else {
+            json!({
+                "status": status,
+                "output": executed.full,
+                "truncated": executed.for_model != executed.full,
+                "duration_ms": duration_ms,
+            })
+        };
+        self.events.emit(EventKind::ToolCallEnd, with(&base, end));
+        ToolResult {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            content: executed.for_model,
+            is_error: executed.is_error,
+            images: executed.images,
+        }
+    }
+
+    /// Graceful shutdown (spec Appendix B): stop what runs, clean up, SESSION_END, CLOSED.
+    async fn shutdown(&self) {
+        lock(&self.shared.cancel).cancel();
+        self.ctx_template.env.cleanup().await;
+        self.set_state(SessionState::Closed);
+        self.events.emit(EventKind::SessionEnd, json!({ "state": "closed", "totals": self.totals }));
+    }
+}
+
+fn with(base: &Value, extra: Value) -> Value {
+    let mut out = base.clone();
+    if let (Some(o), Value::Object(e)) = (out.as_object_mut(), extra) {
+        o.extend(e);
+    }
+    out
+}
+
+fn error_result(call: &ToolCall, message: &str) -> ToolResult {
+    ToolResult {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        content: message.to_string(),
+        is_error: true,
+        images: Vec::new(),
+    }
+}

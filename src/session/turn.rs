@@ -1,0 +1,154 @@
+//! Conversation turns (spec §2.4) and their conversion to model messages.
+//!
+//! Invariants: a turn is stored exactly as it happened (assistant turns keep the provider's
+//! content parts, signatures included, so they can be echoed back); steering and system turns
+//! reach the model as user-role messages. Turns serialize as tagged JSON objects (transcripts).
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::llm::{ContentPart, Message, Response, ToolCall, ToolResult, Usage};
+
+/// One entry of the conversation history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Turn {
+    User(TextTurn),
+    Assistant(AssistantTurn),
+    ToolResults(ToolResultsTurn),
+    System(TextTurn),
+    Steering(TextTurn),
+}
+
+/// A user, system or steering message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TextTurn {
+    pub content: String,
+    pub timestamp: DateTime<Utc>,
+}
+
+/// What the model answered in one call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AssistantTurn {
+    /// The answer text.
+    pub content: String,
+    pub tool_calls: Vec<ToolCall>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
+    pub usage: Usage,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_id: Option<String>,
+    /// The model's content parts exactly as received (thinking signatures included).
+    #[serde(default)]
+    pub parts: Vec<ContentPart>,
+    pub timestamp: DateTime<Utc>,
+}
+
+/// The results of one round of tool calls, in call order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResultsTurn {
+    pub results: Vec<ToolResult>,
+    pub timestamp: DateTime<Utc>,
+}
+
+impl Turn {
+    pub fn user(content: impl Into<String>) -> Self {
+        Self::User(TextTurn { content: content.into(), timestamp: Utc::now() })
+    }
+
+    pub fn steering(content: impl Into<String>) -> Self {
+        Self::Steering(TextTurn { content: content.into(), timestamp: Utc::now() })
+    }
+
+    pub fn system(content: impl Into<String>) -> Self {
+        Self::System(TextTurn { content: content.into(), timestamp: Utc::now() })
+    }
+
+    pub fn tool_results(results: Vec<ToolResult>) -> Self {
+        Self::ToolResults(ToolResultsTurn { results, timestamp: Utc::now() })
+    }
+
+    pub fn assistant(response: &Response) -> Self {
+        Self::Assistant(AssistantTurn {
+            content: response.text(),
+            tool_calls: response.tool_calls().into_iter().cloned().collect(),
+            reasoning: response.reasoning(),
+            usage: response.usage,
+            response_id: (!response.id.is_empty()).then(|| response.id.clone()),
+            parts: response.content.clone(),
+            timestamp: Utc::now(),
+        })
+    }
+
+    /// True for turns that start a new exchange from the user's side.
+    pub fn is_user_boundary(&self) -> bool {
+        matches!(self, Self::User(_) | Self::Steering(_))
+    }
+
+    /// The message this turn becomes in a request.
+    pub fn to_message(&self) -> Message {
+        match self {
+            Self::User(t) | Self::Steering(t) | Self::System(t) => Message::user(t.content.clone()),
+            Self::Assistant(a) if !a.parts.is_empty() => Message::assistant(a.parts.clone()),
+            Self::Assistant(a) => {
+                let mut parts = Vec::new();
+                if !a.content.is_empty() {
+                    parts.push(ContentPart::text(a.content.clone()));
+                }
+                parts.extend(a.tool_calls.iter().cloned().map(ContentPart::ToolCall));
+                Message::assistant(parts)
+            }
+            Self::ToolResults(r) => Message::tool_results(r.results.clone()),
+        }
+    }
+
+    /// Approximate size in characters (for the 4-characters-per-token estimate).
+    pub fn char_len(&self) -> usize {
+        match self {
+            Self::User(t) | Self::Steering(t) | Self::System(t) => t.content.len(),
+            Self::Assistant(a) => {
+                a.content.len()
+                    + a.reasoning.as_ref().map_or(0, String::len)
+                    + a.tool_calls.iter().map(|c| c.name.len() + c.arguments.to_string().len()).sum::<usize>()
+            }
+            Self::ToolResults(r) => r.results.iter().map(|r| r.content.len()).sum(),
+        }
+    }
+}
+
+/// The messages of a history, in order.
+pub fn to_messages(history: &[Turn]) -> Vec<Message> {
+    history.iter().map(Turn::to_message).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn turns_round_trip_as_tagged_json() {
+        let response = Response {
+            id: "r1".into(),
+            content: vec![
+                ContentPart::thinking("plan", Some("sig".into())),
+                ContentPart::text("hi"),
+                ContentPart::ToolCall(ToolCall {
+                    id: "c1".into(),
+                    name: "read_file".into(),
+                    arguments: json!({"file_path": "a"}),
+                    signature: None,
+                }),
+            ],
+            ..Default::default()
+        };
+        let history = vec![Turn::user("do it"), Turn::assistant(&response), Turn::steering("faster")];
+        let line = serde_json::to_string(&history[1]).unwrap();
+        assert!(line.starts_with(r#"{"type":"assistant""#), "{line}");
+        let back: Vec<Turn> = serde_json::from_value(serde_json::to_value(&history).unwrap()).unwrap();
+        assert_eq!(back, history);
+        let messages = to_messages(&history);
+        assert_eq!(messages[1].content, response.content, "assistant parts echoed unchanged");
+        assert_eq!(messages[2].role, crate::llm::Role::User, "steering becomes a user message");
+    }
+}
