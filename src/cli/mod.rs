@@ -5,7 +5,6 @@
 //! LSP wire and nothing here writes to it.
 
 mod doctor;
-mod exec;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -31,7 +30,6 @@ pub enum Command {
         stdio: bool,
     },
     /// Run one headless task and stream the answer to stdout.
-    #[command(after_help = exec::EXIT_CODES_HELP)]
     Exec(ExecArgs),
     /// Run one tool of a profile directly (no model) and print what the model would receive.
     Tool(ToolArgs),
@@ -139,7 +137,7 @@ pub fn main() -> ExitCode {
     let env = Env::from_process();
     let result = match cli.command.unwrap_or(Command::Serve { stdio: true }) {
         Command::Serve { stdio: _ } => not_yet("serve"),
-        Command::Exec(args) => Ok(exec::run(&env, args)),
+        Command::Exec(_) => not_yet("exec"),
         Command::Tool(_) => not_yet("tool"),
         Command::Doctor(args) => doctor::run(&env, args),
         Command::Sessions { .. } => not_yet("sessions"),

@@ -145,9 +145,8 @@ mod tests {
         write(&root.join("other/AGENTS.md"), "not on the path");
         let cwd = root.join("sub");
 
-        let names = |kind| -> Vec<String> {
-            discover(&cwd, kind).docs.iter().map(|d| d.content.clone()).collect()
-        };
+        let names =
+            |kind| -> Vec<String> { discover(&cwd, kind).docs.iter().map(|d| d.content.clone()).collect() };
         assert_eq!(names(ProfileKind::Anthropic), ["root agents", "root claude", "sub agents"]);
         assert_eq!(names(ProfileKind::Gemini), ["root agents", "root gemini", "sub agents"]);
         assert_eq!(names(ProfileKind::OpenAi), ["root agents", "root codex", "sub agents"]);

@@ -51,7 +51,9 @@ impl SystemPrompt<'_> {
             ));
         }
         if let Some(text) = self.user_instructions.map(str::trim).filter(|t| !t.is_empty()) {
-            sections.push(format!("# User instructions\n\nThese take precedence over everything above.\n\n{text}"));
+            sections.push(format!(
+                "# User instructions\n\nThese take precedence over everything above.\n\n{text}"
+            ));
         }
         sections.join("\n\n")
     }

@@ -92,7 +92,10 @@ impl ToolSet {
                 for_model: limits.truncate(name, &content),
                 full: content,
                 is_error: false,
-                images: images.into_iter().map(|i| Image { media_type: i.media_type, data: i.data }).collect(),
+                images: images
+                    .into_iter()
+                    .map(|i| Image { media_type: i.media_type, data: i.data })
+                    .collect(),
             },
             Err(ToolError(message)) => {
                 let message = format!("Tool error ({name}): {message}");
@@ -207,9 +210,11 @@ mod tests {
         let out = Limits::default().truncate("read_file", &text);
         assert!(out.starts_with(&"a".repeat(25_000)));
         assert!(out.ends_with(&"b".repeat(25_000)));
-        assert!(out.contains(
-            "[WARNING: Tool output was truncated. 50000 characters were removed from the middle."
-        ));
+        assert!(
+            out.contains(
+                "[WARNING: Tool output was truncated. 50000 characters were removed from the middle."
+            )
+        );
     }
 
     #[test]
@@ -223,10 +228,8 @@ mod tests {
 
     #[test]
     fn overrides_apply() {
-        let limits = Limits {
-            chars: [("shell".to_string(), 10)].into(),
-            lines: [("shell".to_string(), 1000)].into(),
-        };
+        let limits =
+            Limits { chars: [("shell".to_string(), 10)].into(), lines: [("shell".to_string(), 1000)].into() };
         let out = limits.truncate("shell", &"x".repeat(30));
         assert!(out.contains("20 characters were removed"));
         assert_eq!(Limits::default().truncate("shell", "short"), "short");

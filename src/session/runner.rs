@@ -20,8 +20,12 @@ use super::loop_detection::{detect_loop, loop_warning};
 use super::summary::summarize;
 use super::turn::{Turn, to_messages};
 use super::{Command, SessionConfig, SessionOptions, SessionState, Shared, lock};
-use crate::llm::{self, LlmError, Message, Request, Response, StreamEvent, ToolCall, ToolChoice, ToolResult, Usage};
-use crate::profiles::{EnvironmentInfo, ProfileKind, ProjectDocs, SystemPrompt, ToolSummary, discover_project_docs};
+use crate::llm::{
+    self, LlmError, Message, Request, Response, StreamEvent, ToolCall, ToolChoice, ToolResult, Usage,
+};
+use crate::profiles::{
+    EnvironmentInfo, ProfileKind, ProjectDocs, SystemPrompt, ToolSummary, discover_project_docs,
+};
 use crate::tools::{ShellLimits, ToolContext};
 use crate::workspace::ReadTracker;
 
@@ -152,7 +156,12 @@ impl Runner {
     }
 
     /// One processing cycle: the input, then queued follow-ups; ends with PROCESSING_END.
-    async fn process(&mut self, mut text: String, token: CancellationToken, cwd: &std::path::Path) -> EndReason {
+    async fn process(
+        &mut self,
+        mut text: String,
+        token: CancellationToken,
+        cwd: &std::path::Path,
+    ) -> EndReason {
         self.set_state(SessionState::Processing);
         let mut last_text;
         let mut reason;
@@ -362,7 +371,7 @@ impl Runner {
         let mut stream = tokio::select! {
             biased;
             _ = token.cancelled() => return Err(CallError::Cancelled),
-            s = self.client.stream(request) => s.map_err(CallError::Llm)?,
+            s = self.client.stream(&request) => s.map_err(CallError::Llm)?,
         };
         loop {
             let next = tokio::select! {
@@ -382,7 +391,7 @@ impl Runner {
                 Some(Err(e)) => return Err(CallError::Llm(e)),
                 None => {
                     return Err(CallError::Llm(LlmError::StreamCut {
-                        provider: self.client.provider(),
+                        provider: self.client.settings().kind,
                         message: "the stream ended without a final response".into(),
                     }));
                 }
@@ -393,7 +402,8 @@ impl Runner {
     /// Emits a WARNING when the conversation uses more than 80% of the context window.
     /// Returns whether it warned.
     fn check_context_usage(&self, config: &SessionConfig, response: &Response) -> bool {
-        let window = config.context_window_tokens.unwrap_or_else(|| self.profile.context_window(&config.model));
+        let window =
+            config.context_window_tokens.unwrap_or_else(|| self.profile.context_window(&config.model));
         let chars: usize = lock(&self.shared.history).iter().map(Turn::char_len).sum();
         let estimate = (chars / 4) as u64;
         let reported = response.usage.input_tokens + response.usage.output_tokens;
@@ -440,7 +450,8 @@ impl Runner {
             out
         };
         for call in skipped {
-            let message = "Not executed: only one tool call is executed per step. Call it again in a separate step.";
+            let message =
+                "Not executed: only one tool call is executed per step. Call it again in a separate step.";
             self.events.emit(
                 EventKind::ToolCallEnd,
                 json!({
@@ -464,7 +475,10 @@ impl Runner {
         let base = json!({ "tool_name": call.name, "call_id": call.id, "summary": summary });
         if token.is_cancelled() {
             let message = "Not executed: the turn was cancelled by the user.";
-            self.events.emit(EventKind::ToolCallEnd, with(&base, json!({ "status": "cancelled", "error": message, "duration_ms": 0 })));
+            self.events.emit(
+                EventKind::ToolCallEnd,
+                with(&base, json!({ "status": "cancelled", "error": message, "duration_ms": 0 })),
+            );
             return error_result(call, message);
         }
         self.events.emit(EventKind::ToolCallStart, with(&base, json!({ "arguments": call.arguments })));
@@ -505,7 +519,6 @@ impl Runner {
     /// Graceful shutdown (spec Appendix B): stop what runs, clean up, SESSION_END, CLOSED.
     async fn shutdown(&self) {
         lock(&self.shared.cancel).cancel();
-        self.ctx_template.env.cleanup().await;
         self.set_state(SessionState::Closed);
         self.events.emit(EventKind::SessionEnd, json!({ "state": "closed", "totals": self.totals }));
     }

@@ -34,16 +34,16 @@ pub fn summarize(tool: &str, args: &Value) -> String {
             format!("apply_patch {}", files.join(", "))
         }
         "read_many_files" => {
-            let paths = args.get("paths").and_then(Value::as_array).map(|a| {
-                a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", ")
-            });
+            let paths = args
+                .get("paths")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "));
             format!("read_many_files {}", paths.unwrap_or_default())
         }
         "spawn_agent" => format!("spawn_agent: {}", s("task").unwrap_or_default()),
         _ => {
-            let path = ["file_path", "path", "dir_path", "absolute_path", "agent_id"]
-                .iter()
-                .find_map(|k| s(k));
+            let path =
+                ["file_path", "path", "dir_path", "absolute_path", "agent_id"].iter().find_map(|k| s(k));
             match path {
                 Some(p) => format!("{tool} {p}"),
                 None => tool.to_string(),
@@ -72,7 +72,10 @@ mod tests {
         assert_eq!(summarize("read_file", &json!({"file_path": "src/main.rs"})), "read_file src/main.rs");
         assert_eq!(summarize("shell", &json!({"command": "cargo test"})), "shell: cargo test");
         assert_eq!(
-            summarize("apply_patch", &json!({"patch": "*** Begin Patch\n*** Add File: a.py\n+x\n*** End Patch"})),
+            summarize(
+                "apply_patch",
+                &json!({"patch": "*** Begin Patch\n*** Add File: a.py\n+x\n*** End Patch"})
+            ),
             "apply_patch a.py"
         );
         assert_eq!(summarize("shell", &json!({"command": "a\nb"})), "shell: a…");
