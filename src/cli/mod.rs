@@ -136,7 +136,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let env = Env::from_process();
     let result = match cli.command.unwrap_or(Command::Serve { stdio: true }) {
-        Command::Serve { stdio: _ } => not_yet("serve"),
+        Command::Serve { stdio: _ } => serve(env),
         Command::Exec(_) => not_yet("exec"),
         Command::Tool(_) => not_yet("tool"),
         Command::Doctor(args) => doctor::run(&env, args),
@@ -149,6 +149,18 @@ pub fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `agentls serve`: logs go to the log file (stdout is the LSP wire).
+fn serve(env: Env) -> Result<ExitCode, String> {
+    let config = load_config(&env, None, ConfigLayer::default()).unwrap_or_else(|e| {
+        eprintln!("agentls: {e}; starting with defaults");
+        Config::defaults()
+    });
+    crate::logging::init(&config, &env, true);
+    crate::lsp::run_stdio(crate::lsp::ServerOptions::from_env(env))
+        .map_err(|e| format!("cannot start the language server runtime: {e}"))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn not_yet(what: &str) -> Result<ExitCode, String> {

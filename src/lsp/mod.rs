@@ -1,1 +1,93 @@
-//! lsp (to be filled in).
+//! The language server: the only module that speaks LSP. It hosts agent sessions tied to the
+//! workspace folders, streams their events, and carries reviews, permissions and edits between
+//! the agent core and the editor.
+//!
+//! Invariants:
+//! - Handlers never await the editor or the model; long work runs in session tasks.
+//! - Document sync is applied in arrival order before any handler runs ([`text_sync`]).
+//! - Every request to the client has a deadline ([`outbound`]); nothing waits forever.
+//!
+//! One file per method family: `server` (lifecycle, routing), `text_sync`, `commands/*`,
+//! `permission`, `capabilities`, `convert`, `outbound`.
+
+pub mod capabilities;
+pub mod commands;
+pub mod convert;
+pub mod outbound;
+pub mod permission;
+pub mod server;
+pub mod text_sync;
+pub mod transport;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite};
+use tower_lsp_server::{LspService, Server};
+
+use crate::config::Env;
+use crate::workspace::DocumentStore;
+pub use outbound::Deadlines;
+use server::Backend;
+use text_sync::OrderedSync;
+
+/// How a server instance is set up (the binary builds it from the environment; tests build it
+/// directly).
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    pub env: Env,
+    pub deadlines: Deadlines,
+    /// Where transcripts and permission rules live; `None` keeps them in memory only.
+    pub data_dir: Option<PathBuf>,
+}
+
+impl ServerOptions {
+    /// Options from the environment: `AGENTLS_DATA_DIR`, and `AGENTLS_CLIENT_TIMEOUT_MS` (the
+    /// deadline for requests the editor answers by itself).
+    pub fn from_env(env: Env) -> Self {
+        let mut deadlines = Deadlines::default();
+        if let Some(ms) = env.get("AGENTLS_CLIENT_TIMEOUT_MS").and_then(|v| v.parse::<u64>().ok()) {
+            deadlines.request = Duration::from_millis(ms.max(1));
+        }
+        let data_dir = crate::store::data_dir(&env);
+        Self { env, deadlines, data_dir }
+    }
+}
+
+/// Serves one client over `input`/`output` until it exits or the input closes.
+pub async fn serve<I, O>(input: I, output: O, options: ServerOptions)
+where
+    I: AsyncRead + Unpin + Send + 'static,
+    O: AsyncWrite + Unpin + Send + 'static,
+{
+    let documents = Arc::new(DocumentStore::new());
+    let mut shared = None;
+    let (service, socket) = commands::register_custom_methods(LspService::build(|client| {
+        let backend = Backend::new(client, options, documents);
+        shared = Some(backend.state.clone());
+        backend
+    }))
+    .finish();
+    let Some(state) = shared else { return };
+    // The framework sits between two pipes; the guard answers malformed input itself.
+    let (to_server, server_input) = tokio::io::duplex(PIPE_BYTES);
+    let (server_output, from_server) = tokio::io::duplex(PIPE_BYTES);
+    let (replies_tx, replies_rx) = tokio::sync::mpsc::unbounded_channel();
+    let guard = tokio::spawn(transport::guard_input(input, to_server, replies_tx));
+    let writer = tokio::spawn(transport::merge_output(from_server, replies_rx, output));
+    Server::new(server_input, server_output, socket).serve(OrderedSync::new(service, state)).await;
+    guard.abort();
+    let _ = writer.await;
+}
+
+const PIPE_BYTES: usize = 256 << 10;
+
+/// `agentls serve`: LSP over stdio on a multi-threaded runtime.
+pub fn run_stdio(options: ServerOptions) -> std::io::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(serve(tokio::io::stdin(), tokio::io::stdout(), options));
+    // The stdin reader may sit in a blocking read after `exit`; do not wait for it.
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    Ok(())
+}

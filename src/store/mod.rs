@@ -1,1 +1,48 @@
-//! store (to be filled in).
+//! Session transcripts and per-project permission rules on disk, under the data dir.
+//!
+//! Invariants:
+//! - A transcript is append-only JSONL: a header line, then one record per line. Lines are
+//!   flushed at the end of every turn, so a killed server loses at most the turn in flight; a
+//!   torn last line is skipped on load, never an error.
+//! - Session ids are validated before they become file names: nothing outside the sessions
+//!   directory is ever read, written or removed.
+
+pub mod permissions;
+mod transcript;
+
+use std::path::PathBuf;
+
+pub use permissions::PermissionRules;
+pub use transcript::{Transcript, TranscriptHeader, TranscriptStore, TranscriptSummary, TranscriptWriter};
+
+use crate::config::Env;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("no stored session `{0}`; `agentls sessions list` shows the stored ones")]
+    NotFound(String),
+    #[error("`{0}` is not a session id (letters, digits, `-` and `_` only)")]
+    BadId(String),
+    #[error("cannot access {path}: {source}; check the permissions of the data directory or set AGENTLS_DATA_DIR")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("stored session {path} is unreadable: {message}")]
+    Corrupt { path: String, message: String },
+}
+
+impl StoreError {
+    fn io(path: &std::path::Path, source: std::io::Error) -> Self {
+        Self::Io { path: path.display().to_string(), source }
+    }
+}
+
+/// The agentls data directory: `AGENTLS_DATA_DIR`, else `<data dir>/agentls`.
+pub fn data_dir(env: &Env) -> Option<PathBuf> {
+    match env.get("AGENTLS_DATA_DIR") {
+        Some(dir) => Some(PathBuf::from(dir)),
+        None => dirs::data_dir().map(|d| d.join("agentls")),
+    }
+}

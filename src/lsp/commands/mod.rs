@@ -1,0 +1,50 @@
+//! `workspace/executeCommand`: the `agentls.*` commands, one object argument each, one object
+//! result each.
+//!
+//! Invariant: a command either returns at once (work is queued on a session task) or answers
+//! with a JSON-RPC error that names the bad field; an unknown command names the known ones.
+
+pub mod args;
+mod permission;
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use tower_lsp_server::LspServiceBuilder;
+use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
+
+use super::server::{Backend, ServerState};
+use args::CommandArgs;
+
+/// Every command the server executes, as announced in `executeCommandProvider`.
+pub const NAMES: &[&str] = &[
+    "agentls.newSession",
+    "agentls.prompt",
+    "agentls.steer",
+    "agentls.followUp",
+    "agentls.cancel",
+    "agentls.closeSession",
+    "agentls.listSessions",
+    "agentls.resumeSession",
+    "agentls.configure",
+    "agentls.resolveReview",
+    "agentls.resolvePermission",
+];
+
+/// Runs one command.
+pub async fn dispatch(state: &Arc<ServerState>, command: String, arguments: Vec<Value>) -> Result<Value> {
+    let args = CommandArgs::from_arguments(arguments)?;
+    match command.as_str() {
+        "agentls.resolvePermission" => permission::resolve(state, &args),
+        other => Err(Error {
+            code: ErrorCode::InvalidParams,
+            message: format!("unknown command `{other}`; known commands: {}", NAMES.join(", ")).into(),
+            data: Some(Value::String("command".into())),
+        }),
+    }
+}
+
+/// Adds the methods `LanguageServer` has no slot for.
+pub fn register_custom_methods(builder: LspServiceBuilder<Backend>) -> LspServiceBuilder<Backend> {
+    builder
+}

@@ -1,0 +1,174 @@
+//! Shell-command permissions: the policy, allow-rules, and asking the user.
+//!
+//! Invariants:
+//! - Policy `allow` runs, `deny` refuses, `ask` consults the configured and stored allow-rules
+//!   and otherwise asks: a plugin client gets `agentls/permission` and answers with
+//!   `agentls.resolvePermission`; a plain client gets `window/showMessageRequest`.
+//! - Every question is answered: resolving, cancelling the session's turn, or the editor not
+//!   answering in time all produce a decision. Anything but an explicit allow is a denial.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use serde_json::json;
+use tokio::sync::oneshot;
+use tower_lsp_server::ls_types::request::ShowMessageRequest;
+use tower_lsp_server::ls_types::{MessageActionItem, MessageType, ShowMessageRequestParams};
+
+use super::capabilities::ClientProfile;
+use super::outbound::{Outbound, PermissionNotification};
+use crate::config::ShellPermission;
+use crate::store::PermissionRules;
+use crate::store::permissions::{prefix_allows, rule_for};
+use crate::workspace::{PermissionDecision, PermissionRequest};
+
+const ALLOW_ONCE: &str = "Allow once";
+const ALLOW_ALWAYS: &str = "Always allow";
+const DENY: &str = "Deny";
+
+/// The permission settings of one session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PermissionPolicy {
+    pub mode: ShellPermission,
+    /// Command prefixes from the configuration (`shell.allow`).
+    pub allow: Vec<String>,
+    /// The project root stored rules are kept under.
+    pub root: PathBuf,
+}
+
+struct Pending {
+    session_id: String,
+    answer: oneshot::Sender<PermissionDecision>,
+}
+
+/// Open permission questions and the stored rules.
+pub struct PermissionBroker {
+    pending: Mutex<HashMap<String, Pending>>,
+    rules: Arc<PermissionRules>,
+}
+
+impl PermissionBroker {
+    pub fn new(rules: Arc<PermissionRules>) -> Self {
+        Self { pending: Mutex::new(HashMap::new()), rules }
+    }
+
+    fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
+        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Decides whether `request` may run, asking the user when the policy says so.
+    pub async fn decide(
+        &self,
+        outbound: &Outbound,
+        profile: &ClientProfile,
+        session_id: &str,
+        policy: &PermissionPolicy,
+        request: PermissionRequest,
+    ) -> PermissionDecision {
+        match policy.mode {
+            ShellPermission::Allow => return PermissionDecision::AllowOnce,
+            ShellPermission::Deny => {
+                return PermissionDecision::Deny {
+                    feedback: Some(
+                        "shell commands are disabled by the permission policy (shell.permission = \"deny\")"
+                            .into(),
+                    ),
+                };
+            }
+            ShellPermission::Ask => {}
+        }
+        if policy.allow.iter().any(|p| prefix_allows(p, &request.command))
+            || self.rules.allows(&policy.root, &request.command)
+        {
+            return PermissionDecision::AllowOnce;
+        }
+        let decision = if profile.plugin {
+            self.ask_plugin(outbound, session_id, &request).await
+        } else {
+            ask_plain(outbound, &request).await
+        };
+        if decision == PermissionDecision::AllowAlways {
+            let rule = rule_for(&request.command);
+            match self.rules.add(&policy.root, &rule) {
+                Ok(()) => tracing::info!("always allowing `{rule}` in {}", policy.root.display()),
+                Err(e) => tracing::warn!("cannot store the allow-rule `{rule}`: {e}"),
+            }
+        }
+        decision
+    }
+
+    async fn ask_plugin(
+        &self,
+        outbound: &Outbound,
+        session_id: &str,
+        request: &PermissionRequest,
+    ) -> PermissionDecision {
+        let request_id = uuid::Uuid::new_v4().to_string();
+        let (tx, rx) = oneshot::channel();
+        self.pending().insert(request_id.clone(), Pending { session_id: session_id.to_string(), answer: tx });
+        outbound
+            .notify::<PermissionNotification>(json!({
+                "requestId": request_id,
+                "sessionId": session_id,
+                "callId": request.call_id,
+                "toolName": request.tool_name,
+                "command": request.command,
+                "cwd": request.cwd,
+                "options": ["allow_once", "allow_always", "deny"],
+            }))
+            .await;
+        let answer = rx.await;
+        self.pending().remove(&request_id);
+        answer.unwrap_or(PermissionDecision::Deny { feedback: Some("the permission request was abandoned".into()) })
+    }
+
+    /// Answers a pending question; `false` when `request_id` is not pending.
+    pub fn resolve(&self, request_id: &str, decision: PermissionDecision) -> bool {
+        match self.pending().remove(request_id) {
+            Some(pending) => {
+                let _ = pending.answer.send(decision);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Denies every question of a session whose turn was cancelled.
+    pub fn cancel_session(&self, session_id: &str) {
+        let mut pending = self.pending();
+        let ids: Vec<String> =
+            pending.iter().filter(|(_, p)| p.session_id == session_id).map(|(id, _)| id.clone()).collect();
+        for id in ids {
+            if let Some(p) = pending.remove(&id) {
+                let _ = p.answer.send(PermissionDecision::Deny { feedback: Some("the turn was cancelled".into()) });
+            }
+        }
+    }
+}
+
+async fn ask_plain(outbound: &Outbound, request: &PermissionRequest) -> PermissionDecision {
+    let params = ShowMessageRequestParams {
+        typ: MessageType::WARNING,
+        message: format!("agentls wants to run: {}\n(in {})", request.command, request.cwd.display()),
+        actions: Some(
+            [ALLOW_ONCE, ALLOW_ALWAYS, DENY].iter().map(|t| MessageActionItem { title: t.to_string(), properties: Default::default() }).collect(),
+        ),
+    };
+    match outbound.request_within::<ShowMessageRequest>(params, outbound.deadlines.human).await {
+        Ok(Some(item)) if item.title == ALLOW_ONCE => PermissionDecision::AllowOnce,
+        Ok(Some(item)) if item.title == ALLOW_ALWAYS => PermissionDecision::AllowAlways,
+        Ok(_) => PermissionDecision::Deny { feedback: Some("the user denied the command".into()) },
+        Err(e) => PermissionDecision::Deny { feedback: Some(format!("no permission: {e}")) },
+    }
+}
+
+/// Parses the `decision` of `agentls.resolvePermission`.
+pub fn decision_from(name: &str, feedback: Option<String>) -> Option<PermissionDecision> {
+    match name {
+        "allow_once" => Some(PermissionDecision::AllowOnce),
+        "allow_always" => Some(PermissionDecision::AllowAlways),
+        "deny" => Some(PermissionDecision::Deny { feedback }),
+        _ => None,
+    }
+}

@@ -1,0 +1,186 @@
+//! The `LanguageServer` implementation: lifecycle, capabilities, and routing of each LSP method
+//! to the file that handles its family.
+//!
+//! Invariant: no handler awaits the editor or the model. Handlers decode, hand the work to a
+//! session task or a spawned task, and return; document sync never reaches this type (it is
+//! applied in arrival order by [`super::text_sync`]).
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock, RwLock};
+
+use serde_json::{Value, json};
+use tower_lsp_server::jsonrpc::Result;
+use tower_lsp_server::ls_types::*;
+use tower_lsp_server::{Client, LanguageServer};
+
+use super::ServerOptions;
+use super::capabilities::ClientProfile;
+use super::{commands, convert};
+use super::outbound::Outbound;
+use super::permission::PermissionBroker;
+use crate::config::ConfigLayer;
+use crate::store::PermissionRules;
+use crate::workspace::DocumentStore;
+
+/// State shared by every handler and every session task.
+pub struct ServerState {
+    pub outbound: Outbound,
+    pub options: ServerOptions,
+    profile: OnceLock<ClientProfile>,
+    roots: RwLock<Vec<PathBuf>>,
+    /// The `initializationOptions` and `workspace/didChangeConfiguration` layer.
+    client_layer: RwLock<ConfigLayer>,
+    pub documents: Arc<DocumentStore>,
+    pub permissions: PermissionBroker,
+}
+
+impl ServerState {
+    /// The client's profile; the default (a plain UTF-16 client) before `initialize`.
+    pub fn profile(&self) -> ClientProfile {
+        self.profile.get().cloned().unwrap_or_default()
+    }
+
+    pub fn is_initialized(&self) -> bool {
+        self.profile.get().is_some()
+    }
+
+    pub fn roots(&self) -> Vec<PathBuf> {
+        self.roots.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub fn client_layer(&self) -> ConfigLayer {
+        self.client_layer.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// The server behind `tower-lsp-server`.
+pub struct Backend {
+    pub state: Arc<ServerState>,
+}
+
+impl Backend {
+    pub fn new(client: Client, options: ServerOptions, documents: Arc<DocumentStore>) -> Self {
+        let rules = Arc::new(PermissionRules::open(options.data_dir.as_deref()));
+        let state = ServerState {
+            outbound: Outbound::new(client, options.deadlines),
+            options,
+            profile: OnceLock::new(),
+            roots: RwLock::new(Vec::new()),
+            client_layer: RwLock::new(ConfigLayer::default()),
+            documents,
+            permissions: PermissionBroker::new(rules),
+        };
+        Self { state: Arc::new(state) }
+    }
+}
+
+fn roots_of(params: &InitializeParams) -> Vec<PathBuf> {
+    let from_folders: Vec<PathBuf> = params
+        .workspace_folders
+        .iter()
+        .flatten()
+        .filter_map(|f| f.uri.to_file_path().map(|p| p.into_owned()))
+        .collect();
+    if !from_folders.is_empty() {
+        return from_folders;
+    }
+    #[allow(deprecated)]
+    let root_uri = params.root_uri.as_ref().and_then(|u| u.to_file_path().map(|p| p.into_owned()));
+    root_uri.into_iter().collect()
+}
+
+/// The capabilities this server announces.
+fn server_capabilities(profile: &ClientProfile) -> ServerCapabilities {
+    ServerCapabilities {
+        position_encoding: Some(convert::encoding_kind(profile.encoding)),
+        text_document_sync: Some(TextDocumentSyncCapability::Options(TextDocumentSyncOptions {
+            open_close: Some(true),
+            change: Some(TextDocumentSyncKind::INCREMENTAL),
+            ..Default::default()
+        })),
+        code_action_provider: Some(CodeActionProviderCapability::Options(CodeActionOptions {
+            code_action_kinds: Some(vec![CodeActionKind::QUICKFIX, CodeActionKind::EMPTY]),
+            ..Default::default()
+        })),
+        execute_command_provider: Some(ExecuteCommandOptions {
+            commands: commands::NAMES.iter().map(|c| c.to_string()).collect(),
+            ..Default::default()
+        }),
+        workspace: Some(WorkspaceServerCapabilities {
+            workspace_folders: Some(WorkspaceFoldersServerCapabilities {
+                supported: Some(true),
+                change_notifications: Some(OneOf::Left(true)),
+            }),
+            file_operations: None,
+        }),
+        experimental: Some(json!({"agentls": {"protocolVersion": 1}})),
+        ..Default::default()
+    }
+}
+
+impl LanguageServer for Backend {
+    async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
+        let profile = ClientProfile::from_initialize(&params);
+        *self.state.roots.write().unwrap_or_else(|p| p.into_inner()) = roots_of(&params);
+        if let Some(options) = params.initialization_options.clone().filter(|v| !v.is_null()) {
+            match ConfigLayer::from_json(options, "initializationOptions") {
+                Ok(layer) => *self.state.client_layer.write().unwrap_or_else(|p| p.into_inner()) = layer,
+                Err(e) => tracing::warn!("{e}; continuing with the other configuration layers"),
+            }
+        }
+        tracing::info!(
+            client = %profile.name,
+            plugin = profile.plugin,
+            encoding = ?profile.encoding,
+            document_changes = profile.document_changes,
+            "initialize"
+        );
+        let capabilities = server_capabilities(&profile);
+        let _ = self.state.profile.set(profile);
+        Ok(InitializeResult {
+            capabilities,
+            server_info: Some(ServerInfo {
+                name: "agentls".into(),
+                version: Some(env!("CARGO_PKG_VERSION").into()),
+            }),
+            offset_encoding: None,
+        })
+    }
+
+    async fn initialized(&self, _: InitializedParams) {
+        tracing::info!(roots = ?self.state.roots(), "initialized");
+    }
+
+    async fn shutdown(&self) -> Result<()> {
+        tracing::info!("shutdown");
+        Ok(())
+    }
+
+    async fn execute_command(&self, params: ExecuteCommandParams) -> Result<Option<Value>> {
+        commands::dispatch(&self.state, params.command, params.arguments).await.map(Some)
+    }
+
+    async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
+        let section = params.settings.get("agentls").cloned().unwrap_or(params.settings);
+        if section.is_null() {
+            return;
+        }
+        match ConfigLayer::from_json(section, "workspace/didChangeConfiguration") {
+            Ok(layer) => self.state.client_layer.write().unwrap_or_else(|p| p.into_inner()).merge(layer),
+            Err(e) => tracing::warn!("{e}; the previous settings stay in effect"),
+        }
+    }
+
+    async fn did_change_workspace_folders(&self, params: DidChangeWorkspaceFoldersParams) {
+        let path = |f: &WorkspaceFolder| f.uri.to_file_path().map(|p| p.into_owned());
+        let removed: Vec<PathBuf> = params.event.removed.iter().filter_map(path).collect();
+        let added: Vec<PathBuf> = params.event.added.iter().filter_map(path).collect();
+        let mut roots = self.state.roots.write().unwrap_or_else(|p| p.into_inner());
+        roots.retain(|r| !removed.contains(r));
+        for root in added {
+            if !roots.contains(&root) {
+                roots.push(root);
+            }
+        }
+    }
+}

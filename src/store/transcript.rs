@@ -1,0 +1,265 @@
+//! Append-only JSONL transcripts: `<data dir>/sessions/<id>.jsonl`.
+//!
+//! Invariant: the first line is the [`TranscriptHeader`]; every later line is one record (a JSON
+//! object with a `type`). Writers only append; a partial last line (a crash mid-write) is
+//! ignored when reading.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::StoreError;
+
+/// What a transcript says about its session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TranscriptHeader {
+    pub session_id: String,
+    /// The workspace root the session ran in.
+    pub root: PathBuf,
+    pub profile: String,
+    pub model: String,
+    /// RFC 3339 creation time.
+    pub created: String,
+}
+
+/// A transcript read back from disk.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Transcript {
+    pub header: TranscriptHeader,
+    pub records: Vec<Value>,
+}
+
+/// One line of `agentls sessions list`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TranscriptSummary {
+    pub header: TranscriptHeader,
+    pub records: usize,
+    /// The first user input, for a human to recognise the session.
+    pub title: String,
+}
+
+/// The sessions directory.
+#[derive(Debug, Clone)]
+pub struct TranscriptStore {
+    dir: PathBuf,
+}
+
+fn valid_id(id: &str) -> Result<(), StoreError> {
+    let ok = !id.is_empty()
+        && id.len() <= 128
+        && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if ok { Ok(()) } else { Err(StoreError::BadId(id.to_string())) }
+}
+
+impl TranscriptStore {
+    /// Transcripts under `<data_dir>/sessions`.
+    pub fn new(data_dir: &Path) -> Self {
+        Self { dir: data_dir.join("sessions") }
+    }
+
+    fn path(&self, id: &str) -> Result<PathBuf, StoreError> {
+        valid_id(id)?;
+        Ok(self.dir.join(format!("{id}.jsonl")))
+    }
+
+    /// Starts a new transcript; the header is written and flushed at once.
+    pub fn create(&self, header: TranscriptHeader) -> Result<TranscriptWriter, StoreError> {
+        let path = self.path(&header.session_id)?;
+        std::fs::create_dir_all(&self.dir).map_err(|e| StoreError::io(&self.dir, e))?;
+        let file = OpenOptions::new().create_new(true).append(true).open(&path).map_err(|e| StoreError::io(&path, e))?;
+        let mut writer = TranscriptWriter { path, out: BufWriter::new(file) };
+        let line = serde_json::to_value(&header).map_err(|e| StoreError::Corrupt {
+            path: writer.path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        writer.append(&line)?;
+        writer.flush()?;
+        Ok(writer)
+    }
+
+    /// Reopens an existing transcript to append more turns to it (resume).
+    pub fn reopen(&self, id: &str) -> Result<TranscriptWriter, StoreError> {
+        let path = self.path(id)?;
+        let file = OpenOptions::new().append(true).open(&path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => StoreError::NotFound(id.to_string()),
+            _ => StoreError::io(&path, e),
+        })?;
+        Ok(TranscriptWriter { path, out: BufWriter::new(file) })
+    }
+
+    pub fn load(&self, id: &str) -> Result<Transcript, StoreError> {
+        let path = self.path(id)?;
+        let file = File::open(&path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => StoreError::NotFound(id.to_string()),
+            _ => StoreError::io(&path, e),
+        })?;
+        read_transcript(&path, file)
+    }
+
+    /// Every stored session, newest first.
+    pub fn list(&self) -> Result<Vec<TranscriptSummary>, StoreError> {
+        let entries = match std::fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(StoreError::io(&self.dir, e)),
+        };
+        let mut out = Vec::new();
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Some(id) = path.file_stem().and_then(|s| s.to_str()).map(str::to_string) else { continue };
+            if path.extension().and_then(|e| e.to_str()) != Some("jsonl") || valid_id(&id).is_err() {
+                continue;
+            }
+            match self.load(&id) {
+                Ok(t) => out.push(TranscriptSummary {
+                    title: first_user_text(&t.records).unwrap_or_default(),
+                    records: t.records.len(),
+                    header: t.header,
+                }),
+                Err(e) => tracing::warn!("skipping stored session {}: {e}", path.display()),
+            }
+        }
+        out.sort_by(|a, b| b.header.created.cmp(&a.header.created));
+        Ok(out)
+    }
+
+    pub fn remove(&self, id: &str) -> Result<(), StoreError> {
+        let path = self.path(id)?;
+        std::fs::remove_file(&path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => StoreError::NotFound(id.to_string()),
+            _ => StoreError::io(&path, e),
+        })
+    }
+}
+
+fn read_transcript(path: &Path, file: File) -> Result<Transcript, StoreError> {
+    let corrupt = |message: String| StoreError::Corrupt { path: path.display().to_string(), message };
+    let mut lines = BufReader::new(file).lines();
+    let header_line = match lines.next() {
+        Some(Ok(line)) => line,
+        Some(Err(e)) => return Err(StoreError::io(path, e)),
+        None => return Err(corrupt("the file is empty".into())),
+    };
+    let header: TranscriptHeader =
+        serde_json::from_str(&header_line).map_err(|e| corrupt(format!("bad header: {e}")))?;
+    let mut records = Vec::new();
+    for line in lines {
+        let line = line.map_err(|e| StoreError::io(path, e))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Value>(&line) {
+            Ok(record) => records.push(record),
+            // A torn line from a crash mid-write: everything before it is intact.
+            Err(e) => tracing::warn!("ignoring an unreadable line in {}: {e}", path.display()),
+        }
+    }
+    Ok(Transcript { header, records })
+}
+
+fn first_user_text(records: &[Value]) -> Option<String> {
+    records.iter().find_map(|r| {
+        (r.get("type")?.as_str()? == "user_input").then(|| r.get("text")?.as_str().map(str::to_string))?
+    })
+}
+
+/// Appends records to one transcript.
+#[derive(Debug)]
+pub struct TranscriptWriter {
+    path: PathBuf,
+    out: BufWriter<File>,
+}
+
+impl TranscriptWriter {
+    /// Buffers one record; [`TranscriptWriter::flush`] makes it durable.
+    pub fn append(&mut self, record: &Value) -> Result<(), StoreError> {
+        let mut line = serde_json::to_string(record)
+            .map_err(|e| StoreError::Corrupt { path: self.path.display().to_string(), message: e.to_string() })?;
+        line.push('\n');
+        self.out.write_all(line.as_bytes()).map_err(|e| StoreError::io(&self.path, e))
+    }
+
+    /// Called at the end of each turn.
+    pub fn flush(&mut self) -> Result<(), StoreError> {
+        self.out.flush().map_err(|e| StoreError::io(&self.path, e))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for TranscriptWriter {
+    fn drop(&mut self) {
+        if let Err(e) = self.out.flush() {
+            tracing::warn!("cannot flush transcript {}: {e}", self.path.display());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn header(id: &str, created: &str) -> TranscriptHeader {
+        TranscriptHeader {
+            session_id: id.into(),
+            root: "/w".into(),
+            profile: "anthropic".into(),
+            model: "m".into(),
+            created: created.into(),
+        }
+    }
+
+    #[test]
+    fn round_trip_list_and_remove() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = TranscriptStore::new(dir.path());
+        let mut w = store.create(header("a1", "2026-01-01T00:00:00Z")).expect("create");
+        w.append(&json!({"type": "user_input", "text": "add a flag"})).expect("append");
+        w.flush().expect("flush");
+        drop(w);
+        store.create(header("b2", "2026-01-02T00:00:00Z")).expect("create");
+        let mut again = store.reopen("a1").expect("reopen");
+        again.append(&json!({"type": "assistant_text", "text": "done"})).expect("append");
+        drop(again);
+
+        let t = store.load("a1").expect("load");
+        assert_eq!(
+            t,
+            Transcript {
+                header: header("a1", "2026-01-01T00:00:00Z"),
+                records: vec![
+                    json!({"type": "user_input", "text": "add a flag"}),
+                    json!({"type": "assistant_text", "text": "done"})
+                ],
+            }
+        );
+        let list = store.list().expect("list");
+        assert_eq!(list.iter().map(|s| s.header.session_id.as_str()).collect::<Vec<_>>(), ["b2", "a1"]);
+        assert_eq!(list[1].title, "add a flag");
+        store.remove("a1").expect("rm");
+        assert!(matches!(store.load("a1"), Err(StoreError::NotFound(_))));
+        assert!(matches!(store.remove("a1"), Err(StoreError::NotFound(_))));
+    }
+
+    #[test]
+    fn torn_last_line_is_ignored_and_ids_are_checked() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = TranscriptStore::new(dir.path());
+        let w = store.create(header("s", "t")).expect("create");
+        let path = w.path().to_path_buf();
+        drop(w);
+        let mut f = OpenOptions::new().append(true).open(&path).expect("open");
+        f.write_all(b"{\"type\":\"user_input\",\"text\":\"ok\"}\n{\"type\":\"assis").expect("write");
+        assert_eq!(store.load("s").expect("load").records, vec![json!({"type": "user_input", "text": "ok"})]);
+        assert!(matches!(store.load("../etc/passwd"), Err(StoreError::BadId(_))));
+        assert!(matches!(store.remove(""), Err(StoreError::BadId(_))));
+    }
+}

@@ -1,0 +1,403 @@
+//! A test LSP client speaking real Content-Length framing, to the server in-process over
+//! `tokio::io::duplex` or to the real binary over stdio.
+//!
+//! Requests from the server are either answered automatically (`auto_answer`) or queued for
+//! the test (`next_request` / `respond`); notifications are kept in arrival order and waited
+//! for by predicate. Waits have a generous hang guard, not a timing assertion.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::{Notify, mpsc, oneshot};
+
+/// How long a test waits for something before it fails instead of hanging.
+pub const HANG_GUARD: Duration = Duration::from_secs(20);
+
+/// A request the server sent to the client.
+#[derive(Debug, Clone)]
+pub struct ServerRequest {
+    pub id: Value,
+    pub method: String,
+    pub params: Value,
+}
+
+#[derive(Default)]
+struct Inbox {
+    notifications: Vec<(String, Value)>,
+    requests: Vec<ServerRequest>,
+    /// Every message the server sent, raw, for whole-stream assertions.
+    all: Vec<Value>,
+}
+
+type Pending = Arc<Mutex<HashMap<i64, oneshot::Sender<Value>>>>;
+
+pub struct LspClient {
+    writer: mpsc::UnboundedSender<Vec<u8>>,
+    pending: Pending,
+    inbox: Arc<Mutex<Inbox>>,
+    arrived: Arc<Notify>,
+    auto: Arc<Mutex<HashMap<String, Value>>>,
+    next_id: Mutex<i64>,
+    /// Index of the first notification not yet taken by `next_notification`.
+    cursor: Mutex<HashMap<String, usize>>,
+    request_cursor: Mutex<usize>,
+    _child: Option<tokio::process::Child>,
+}
+
+fn frame(body: &[u8]) -> Vec<u8> {
+    let mut out = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+async fn read_frame<R: AsyncRead + Unpin>(reader: &mut BufReader<R>) -> Option<Vec<u8>> {
+    let mut length = None;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).await.ok()? == 0 {
+            return None;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some(v) = line.strip_prefix("Content-Length:") {
+            length = v.trim().parse::<usize>().ok();
+        }
+    }
+    let mut body = vec![0; length?];
+    reader.read_exact(&mut body).await.ok()?;
+    Some(body)
+}
+
+impl LspClient {
+    /// Connects over any byte pipe.
+    pub fn connect<R, W>(read: R, write: W, child: Option<tokio::process::Child>) -> Self
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
+        tokio::spawn(async move {
+            let mut write = write;
+            while let Some(bytes) = rx.recv().await {
+                if write.write_all(&bytes).await.is_err() || write.flush().await.is_err() {
+                    break;
+                }
+            }
+        });
+        let pending: Pending = Arc::default();
+        let inbox: Arc<Mutex<Inbox>> = Arc::default();
+        let arrived = Arc::new(Notify::new());
+        let auto: Arc<Mutex<HashMap<String, Value>>> = Arc::default();
+        {
+            let mut auto = auto.lock().unwrap();
+            for method in ["window/workDoneProgress/create", "client/registerCapability", "client/unregisterCapability"] {
+                auto.insert(method.to_string(), Value::Null);
+            }
+        }
+        let (pending2, inbox2, arrived2, auto2, tx2) =
+            (pending.clone(), inbox.clone(), arrived.clone(), auto.clone(), tx.clone());
+        tokio::spawn(async move {
+            let mut reader = BufReader::new(read);
+            while let Some(body) = read_frame(&mut reader).await {
+                let Ok(message) = serde_json::from_slice::<Value>(&body) else { continue };
+                inbox2.lock().unwrap().all.push(message.clone());
+                let method = message.get("method").and_then(Value::as_str).map(str::to_string);
+                let id = message.get("id").cloned();
+                match (method, id) {
+                    (Some(method), Some(id)) => {
+                        let answer = auto2.lock().unwrap().get(&method).cloned();
+                        match answer {
+                            Some(result) => {
+                                let reply = json!({"jsonrpc": "2.0", "id": id, "result": result});
+                                let _ = tx2.send(frame(reply.to_string().as_bytes()));
+                                inbox2.lock().unwrap().requests.push(ServerRequest {
+                                    id: Value::Null,
+                                    method,
+                                    params: message.get("params").cloned().unwrap_or(Value::Null),
+                                });
+                            }
+                            None => inbox2.lock().unwrap().requests.push(ServerRequest {
+                                id,
+                                method,
+                                params: message.get("params").cloned().unwrap_or(Value::Null),
+                            }),
+                        }
+                    }
+                    (Some(method), None) => inbox2
+                        .lock()
+                        .unwrap()
+                        .notifications
+                        .push((method, message.get("params").cloned().unwrap_or(Value::Null))),
+                    (None, Some(id)) => {
+                        if let Some(n) = id.as_i64()
+                            && let Some(waiter) = pending2.lock().unwrap().remove(&n)
+                        {
+                            let _ = waiter.send(message);
+                        }
+                    }
+                    (None, None) => {}
+                }
+                arrived2.notify_waiters();
+            }
+            arrived2.notify_waiters();
+        });
+        Self {
+            writer: tx,
+            pending,
+            inbox,
+            arrived,
+            auto,
+            next_id: Mutex::new(1),
+            cursor: Mutex::default(),
+            request_cursor: Mutex::new(0),
+            _child: child,
+        }
+    }
+
+    /// The server in-process, connected over a duplex pipe.
+    pub fn in_process(options: agentls::lsp::ServerOptions) -> Self {
+        let (client_side, server_side) = tokio::io::duplex(1 << 20);
+        let (server_read, server_write) = tokio::io::split(server_side);
+        tokio::spawn(agentls::lsp::serve(server_read, server_write, options));
+        let (read, write) = tokio::io::split(client_side);
+        Self::connect(read, write, None)
+    }
+
+    /// The real binary over stdio, with exactly `env` as its environment (plus PATH).
+    pub fn spawn_binary(env: &[(&str, &str)], cwd: &Path) -> Self {
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentls"));
+        command
+            .arg("serve")
+            .arg("--stdio")
+            .current_dir(cwd)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true);
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        let mut child = command.spawn().expect("the agentls binary starts");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        Self::connect(stdout, stdin, Some(child))
+    }
+
+    /// Answers every future server request of `method` with `result`.
+    pub fn auto_answer(&self, method: &str, result: Value) {
+        self.auto.lock().unwrap().insert(method.to_string(), result);
+    }
+
+    /// Stops answering `method` automatically.
+    pub fn manual(&self, method: &str) {
+        self.auto.lock().unwrap().remove(method);
+    }
+
+    pub fn send_raw(&self, bytes: &[u8]) {
+        let _ = self.writer.send(bytes.to_vec());
+    }
+
+    pub fn send_message(&self, message: &Value) {
+        self.send_raw(&frame(message.to_string().as_bytes()));
+    }
+
+    /// Sends a request and returns the whole response object (`result` or `error`).
+    pub async fn request_raw(&self, method: &str, params: Value) -> Value {
+        let id = {
+            let mut next = self.next_id.lock().unwrap();
+            *next += 1;
+            *next
+        };
+        let (tx, rx) = oneshot::channel();
+        self.pending.lock().unwrap().insert(id, tx);
+        self.send_message(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        tokio::time::timeout(HANG_GUARD, rx)
+            .await
+            .unwrap_or_else(|_| panic!("no response to {method} within the hang guard"))
+            .expect("the reader is alive")
+    }
+
+    /// Sends a request; `Ok(result)` or `Err(error object)`.
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, Value> {
+        let response = self.request_raw(method, params).await;
+        match response.get("error") {
+            Some(error) => Err(error.clone()),
+            None => Ok(response.get("result").cloned().unwrap_or(Value::Null)),
+        }
+    }
+
+    pub fn notify(&self, method: &str, params: Value) {
+        self.send_message(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    /// Runs `agentls.<name>` with one object argument.
+    pub async fn command(&self, name: &str, args: Value) -> Result<Value, Value> {
+        self.request("workspace/executeCommand", json!({"command": name, "arguments": [args]})).await
+    }
+
+    /// `initialize` + `initialized` with the given capabilities and one workspace folder.
+    pub async fn initialize(&self, root: &Path, capabilities: Value, options: Value) -> Value {
+        let uri = file_uri(root);
+        let result = self
+            .request(
+                "initialize",
+                json!({
+                    "processId": null,
+                    "rootUri": uri,
+                    "capabilities": capabilities,
+                    "initializationOptions": options,
+                    "workspaceFolders": [{"uri": uri, "name": "root"}],
+                    "clientInfo": {"name": "agentls-test-client"},
+                }),
+            )
+            .await
+            .expect("initialize succeeds");
+        self.notify("initialized", json!({}));
+        result
+    }
+
+    async fn wait_until<T>(&self, what: &str, mut found: impl FnMut(&mut Inbox) -> Option<T>) -> T {
+        let deadline = tokio::time::Instant::now() + HANG_GUARD;
+        loop {
+            let notified = self.arrived.notified();
+            if let Some(value) = found(&mut self.inbox.lock().unwrap()) {
+                return value;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                let inbox = self.inbox.lock().unwrap();
+                panic!("waited in vain for {what}; the server sent: {:#?}", inbox.all);
+            }
+        }
+    }
+
+    /// The next notification of `method` that satisfies `pred` (each is returned once).
+    pub async fn next_notification_where(&self, method: &str, mut pred: impl FnMut(&Value) -> bool) -> Value {
+        let start = *self.cursor.lock().unwrap().get(method).unwrap_or(&0);
+        let (index, value) = self
+            .wait_until(method, |inbox| {
+                inbox
+                    .notifications
+                    .iter()
+                    .enumerate()
+                    .skip(start)
+                    .find(|(_, (m, p))| m == method && pred(p))
+                    .map(|(i, (_, p))| (i, p.clone()))
+            })
+            .await;
+        self.cursor.lock().unwrap().insert(method.to_string(), index + 1);
+        value
+    }
+
+    pub async fn next_notification(&self, method: &str) -> Value {
+        self.next_notification_where(method, |_| true).await
+    }
+
+    /// The next `agentls/event` of `kind` for `session`.
+    pub async fn next_event(&self, session: &str, kind: &str) -> Value {
+        self.next_notification_where("agentls/event", |p| p["sessionId"] == session && p["kind"] == kind).await
+    }
+
+    /// The next queued (not auto-answered) server request of `method`.
+    pub async fn next_request(&self, method: &str) -> ServerRequest {
+        let start = *self.request_cursor.lock().unwrap();
+        let (index, request) = self
+            .wait_until(method, |inbox| {
+                inbox
+                    .requests
+                    .iter()
+                    .enumerate()
+                    .skip(start)
+                    .find(|(_, r)| r.method == method && !r.id.is_null())
+                    .map(|(i, r)| (i, r.clone()))
+            })
+            .await;
+        *self.request_cursor.lock().unwrap() = index + 1;
+        request
+    }
+
+    pub fn respond(&self, request: &ServerRequest, result: Value) {
+        self.send_message(&json!({"jsonrpc": "2.0", "id": request.id, "result": result}));
+    }
+
+    /// Every notification of `method` received so far.
+    pub fn notifications(&self, method: &str) -> Vec<Value> {
+        self.inbox.lock().unwrap().notifications.iter().filter(|(m, _)| m == method).map(|(_, p)| p.clone()).collect()
+    }
+
+    /// Every server request of `method` so far (auto-answered ones included).
+    pub fn requests(&self, method: &str) -> Vec<ServerRequest> {
+        self.inbox.lock().unwrap().requests.iter().filter(|r| r.method == method).cloned().collect()
+    }
+
+    /// Every message the server sent so far.
+    pub fn all_messages(&self) -> Vec<Value> {
+        self.inbox.lock().unwrap().all.clone()
+    }
+
+    /// `textDocument/didOpen`.
+    pub fn open(&self, path: &Path, text: &str, version: i32) {
+        self.notify(
+            "textDocument/didOpen",
+            json!({"textDocument": {"uri": file_uri(path), "languageId": "rust", "version": version, "text": text}}),
+        );
+    }
+
+    /// `textDocument/didChange` with one ranged edit.
+    pub fn change(&self, path: &Path, version: i32, range: [u32; 4], text: &str) {
+        self.notify(
+            "textDocument/didChange",
+            json!({
+                "textDocument": {"uri": file_uri(path), "version": version},
+                "contentChanges": [{
+                    "range": {"start": {"line": range[0], "character": range[1]}, "end": {"line": range[2], "character": range[3]}},
+                    "text": text,
+                }],
+            }),
+        );
+    }
+
+    pub async fn shutdown(&self) {
+        let _ = self.request("shutdown", Value::Null).await;
+        self.notify("exit", Value::Null);
+    }
+}
+
+/// The `file:` URI of a path, as editors send it.
+pub fn file_uri(path: &Path) -> String {
+    url::Url::from_file_path(path).expect("absolute path").to_string()
+}
+
+/// Capabilities of a client running the agentls plugin (documentChanges, resource operations,
+/// progress, UTF-8 positions).
+pub fn plugin_capabilities() -> Value {
+    json!({
+        "general": {"positionEncodings": ["utf-8", "utf-16"]},
+        "window": {"workDoneProgress": true, "showDocument": {"support": true}},
+        "workspace": {
+            "applyEdit": true,
+            "workspaceEdit": {"documentChanges": true, "resourceOperations": ["create", "rename", "delete"]},
+            "didChangeWatchedFiles": {"dynamicRegistration": true},
+            "configuration": true,
+        },
+        "experimental": {"agentls": {"version": 1}},
+    })
+}
+
+/// Capabilities of a plain client without the plugin and without documentChanges (Neovim 0.7).
+pub fn plain_capabilities() -> Value {
+    json!({
+        "window": {"workDoneProgress": true},
+        "workspace": {"applyEdit": true, "workspaceEdit": {}},
+    })
+}
