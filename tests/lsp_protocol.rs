@@ -31,8 +31,12 @@ async fn initialize_negotiates_encoding_and_announces_commands() {
     let caps = &init["capabilities"];
     assert_eq!(caps["positionEncoding"], "utf-8");
     assert_eq!(caps["textDocumentSync"]["change"], 2);
-    let commands: Vec<&str> =
-        caps["executeCommandProvider"]["commands"].as_array().expect("commands").iter().filter_map(Value::as_str).collect();
+    let commands: Vec<&str> = caps["executeCommandProvider"]["commands"]
+        .as_array()
+        .expect("commands")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
     assert_eq!(
         commands,
         [
@@ -64,12 +68,26 @@ async fn command_errors_name_the_field() {
     assert_eq!(err["code"], -32602);
     assert!(err["message"].as_str().unwrap().contains("unknown command `agentls.doesNotExist`"), "{err}");
 
-    let err = client.command("agentls.resolvePermission", json!({"requestId": 7, "decision": "deny"})).await.unwrap_err();
+    let err = client
+        .command("agentls.resolvePermission", json!({"requestId": 7, "decision": "deny"}))
+        .await
+        .unwrap_err();
     assert_eq!(err["message"], "invalid argument `requestId`: expected a string");
-    let err = client.command("agentls.resolvePermission", json!({"requestId": "r", "decision": "sure"})).await.unwrap_err();
+    let err = client
+        .command("agentls.resolvePermission", json!({"requestId": "r", "decision": "sure"}))
+        .await
+        .unwrap_err();
     assert!(err["message"].as_str().unwrap().starts_with("invalid argument `decision`"), "{err}");
-    let err = client.command("agentls.resolvePermission", json!({"requestId": "r", "decision": "deny"})).await.unwrap_err();
-    assert!(err["message"].as_str().unwrap().starts_with("invalid argument `requestId`: expected the id of a pending"));
+    let err = client
+        .command("agentls.resolvePermission", json!({"requestId": "r", "decision": "deny"}))
+        .await
+        .unwrap_err();
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("invalid argument `requestId`: expected the id of a pending")
+    );
 
     let err = client
         .request("workspace/executeCommand", json!({"command": "agentls.listSessions", "arguments": ["x"]}))
@@ -97,17 +115,17 @@ async fn bad_input_gets_errors_and_the_server_keeps_serving() {
     assert_eq!(unknown["code"], -32601);
     // A huge message: 8 MiB of argument text.
     let huge = "x".repeat(8 << 20);
-    let err = client.command("agentls.resolvePermission", json!({"requestId": huge, "decision": "deny"})).await.unwrap_err();
+    let err = client
+        .command("agentls.resolvePermission", json!({"requestId": huge, "decision": "deny"}))
+        .await
+        .unwrap_err();
     assert_eq!(err["code"], -32602);
     // Notifications with garbage parameters are ignored.
     client.notify("textDocument/didChange", json!({"textDocument": 3}));
     client.notify("textDocument/didOpen", json!(null));
 
-    let errors: Vec<Value> = client
-        .all_messages()
-        .into_iter()
-        .filter(|m| m.get("error").is_some() && m["id"].is_null())
-        .collect();
+    let errors: Vec<Value> =
+        client.all_messages().into_iter().filter(|m| m.get("error").is_some() && m["id"].is_null()).collect();
     assert!(!errors.is_empty(), "malformed input is answered with an error");
     // Still serving.
     let err = client.command("agentls.resolvePermission", json!({"decision": "deny"})).await.unwrap_err();

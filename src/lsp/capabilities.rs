@@ -60,9 +60,8 @@ impl ClientProfile {
             .as_ref()
             .and_then(|e| e.get("agentls"))
             .is_some_and(|v| !v.is_null() && v != &serde_json::Value::Bool(false));
-        let encoding = negotiate_encoding(
-            caps.general.as_ref().and_then(|g| g.position_encodings.as_deref()),
-        );
+        let encoding =
+            negotiate_encoding(caps.general.as_ref().and_then(|g| g.position_encodings.as_deref()));
         let workspace = caps.workspace.as_ref();
         let edit = workspace.and_then(|w| w.workspace_edit.as_ref());
         let resource_ops = edit.and_then(|e| e.resource_operations.clone()).unwrap_or_default();

@@ -120,7 +120,9 @@ impl PermissionBroker {
             .await;
         let answer = rx.await;
         self.pending().remove(&request_id);
-        answer.unwrap_or(PermissionDecision::Deny { feedback: Some("the permission request was abandoned".into()) })
+        answer.unwrap_or(PermissionDecision::Deny {
+            feedback: Some("the permission request was abandoned".into()),
+        })
     }
 
     /// Answers a pending question; `false` when `request_id` is not pending.
@@ -141,7 +143,9 @@ impl PermissionBroker {
             pending.iter().filter(|(_, p)| p.session_id == session_id).map(|(id, _)| id.clone()).collect();
         for id in ids {
             if let Some(p) = pending.remove(&id) {
-                let _ = p.answer.send(PermissionDecision::Deny { feedback: Some("the turn was cancelled".into()) });
+                let _ = p
+                    .answer
+                    .send(PermissionDecision::Deny { feedback: Some("the turn was cancelled".into()) });
             }
         }
     }
@@ -152,7 +156,10 @@ async fn ask_plain(outbound: &Outbound, request: &PermissionRequest) -> Permissi
         typ: MessageType::WARNING,
         message: format!("agentls wants to run: {}\n(in {})", request.command, request.cwd.display()),
         actions: Some(
-            [ALLOW_ONCE, ALLOW_ALWAYS, DENY].iter().map(|t| MessageActionItem { title: t.to_string(), properties: Default::default() }).collect(),
+            [ALLOW_ONCE, ALLOW_ALWAYS, DENY]
+                .iter()
+                .map(|t| MessageActionItem { title: t.to_string(), properties: Default::default() })
+                .collect(),
         ),
     };
     match outbound.request_within::<ShowMessageRequest>(params, outbound.deadlines.human).await {

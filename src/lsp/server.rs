@@ -15,9 +15,9 @@ use tower_lsp_server::{Client, LanguageServer};
 
 use super::ServerOptions;
 use super::capabilities::ClientProfile;
-use super::{commands, convert};
 use super::outbound::Outbound;
 use super::permission::PermissionBroker;
+use super::{commands, convert};
 use crate::config::ConfigLayer;
 use crate::store::PermissionRules;
 use crate::workspace::DocumentStore;

@@ -49,7 +49,10 @@ fn apply(state: &ServerState, method: &str, params: Value) -> Result<(), String>
                 .into_iter()
                 .map(|c| TextChange { range: c.range.map(convert::range_from_lsp), text: c.text })
                 .collect();
-            state.documents.change(&path, p.text_document.version, &changes, encoding).map_err(|e| e.to_string())?;
+            state
+                .documents
+                .change(&path, p.text_document.version, &changes, encoding)
+                .map_err(|e| e.to_string())?;
         }
         "textDocument/didClose" => {
             let p: DidCloseTextDocumentParams = serde_json::from_value(params).map_err(|e| e.to_string())?;

@@ -6,7 +6,9 @@
 //! error and dropped, and the server keeps serving. Frames are forwarded verbatim and in order.
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{
+    AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader,
+};
 use tokio::sync::mpsc;
 use tower_lsp_server::jsonrpc::{Request, Response};
 
@@ -74,13 +76,18 @@ pub async fn read_frame<R: AsyncBufRead + Unpin>(reader: &mut R) -> std::io::Res
     if let Some(problem) = bad_header {
         return Ok(Some(Frame::Malformed(problem)));
     }
-    let Some(length) = length else { return Ok(Some(Frame::Malformed("missing Content-Length header".into()))) };
+    let Some(length) = length else {
+        return Ok(Some(Frame::Malformed("missing Content-Length header".into())));
+    };
     if length > MAX_BODY {
-        let skipped = tokio::io::copy(&mut (&mut *reader).take(length as u64), &mut tokio::io::sink()).await?;
+        let skipped =
+            tokio::io::copy(&mut (&mut *reader).take(length as u64), &mut tokio::io::sink()).await?;
         if skipped < length as u64 {
             return Ok(None);
         }
-        return Ok(Some(Frame::Malformed(format!("message of {length} bytes exceeds the {MAX_BODY}-byte limit"))));
+        return Ok(Some(Frame::Malformed(format!(
+            "message of {length} bytes exceeds the {MAX_BODY}-byte limit"
+        ))));
     }
     let mut body = vec![0; length];
     reader.read_exact(&mut body).await?;
@@ -102,13 +109,14 @@ pub fn frame(body: &[u8]) -> Vec<u8> {
 
 /// Checks a body the way the framework will decode it; `Err(reply)` is the error to send back.
 fn check_body(body: &[u8]) -> Result<(), Value> {
-    let error = |id: Value, code: i64, message: String| {
-        json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
-    };
-    let text = std::str::from_utf8(body).map_err(|e| error(Value::Null, -32700, format!("the message is not UTF-8: {e}")))?;
-    let value: Value =
-        serde_json::from_str(text).map_err(|e| error(Value::Null, -32700, format!("the message is not JSON: {e}")))?;
-    if serde_json::from_value::<Response>(value.clone()).is_ok() || serde_json::from_value::<Request>(value.clone()).is_ok() {
+    let error = |id: Value, code: i64, message: String| json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
+    let text = std::str::from_utf8(body)
+        .map_err(|e| error(Value::Null, -32700, format!("the message is not UTF-8: {e}")))?;
+    let value: Value = serde_json::from_str(text)
+        .map_err(|e| error(Value::Null, -32700, format!("the message is not JSON: {e}")))?;
+    if serde_json::from_value::<Response>(value.clone()).is_ok()
+        || serde_json::from_value::<Request>(value.clone()).is_ok()
+    {
         return Ok(());
     }
     let id = value.get("id").filter(|id| id.is_number() || id.is_string()).cloned().unwrap_or(Value::Null);
@@ -143,7 +151,8 @@ where
             },
             Ok(Some(Frame::Malformed(problem))) => {
                 tracing::warn!("dropping a malformed frame: {problem}");
-                let reply = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": problem}});
+                let reply =
+                    json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": problem}});
                 let _ = replies.send(frame(reply.to_string().as_bytes()));
             }
         }

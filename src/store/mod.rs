@@ -23,7 +23,9 @@ pub enum StoreError {
     NotFound(String),
     #[error("`{0}` is not a session id (letters, digits, `-` and `_` only)")]
     BadId(String),
-    #[error("cannot access {path}: {source}; check the permissions of the data directory or set AGENTLS_DATA_DIR")]
+    #[error(
+        "cannot access {path}: {source}; check the permissions of the data directory or set AGENTLS_DATA_DIR"
+    )]
     Io {
         path: String,
         #[source]

@@ -70,7 +70,11 @@ impl TranscriptStore {
     pub fn create(&self, header: TranscriptHeader) -> Result<TranscriptWriter, StoreError> {
         let path = self.path(&header.session_id)?;
         std::fs::create_dir_all(&self.dir).map_err(|e| StoreError::io(&self.dir, e))?;
-        let file = OpenOptions::new().create_new(true).append(true).open(&path).map_err(|e| StoreError::io(&path, e))?;
+        let file = OpenOptions::new()
+            .create_new(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| StoreError::io(&path, e))?;
         let mut writer = TranscriptWriter { path, out: BufWriter::new(file) };
         let line = serde_json::to_value(&header).map_err(|e| StoreError::Corrupt {
             path: writer.path.display().to_string(),
@@ -177,8 +181,10 @@ pub struct TranscriptWriter {
 impl TranscriptWriter {
     /// Buffers one record; [`TranscriptWriter::flush`] makes it durable.
     pub fn append(&mut self, record: &Value) -> Result<(), StoreError> {
-        let mut line = serde_json::to_string(record)
-            .map_err(|e| StoreError::Corrupt { path: self.path.display().to_string(), message: e.to_string() })?;
+        let mut line = serde_json::to_string(record).map_err(|e| StoreError::Corrupt {
+            path: self.path.display().to_string(),
+            message: e.to_string(),
+        })?;
         line.push('\n');
         self.out.write_all(line.as_bytes()).map_err(|e| StoreError::io(&self.path, e))
     }

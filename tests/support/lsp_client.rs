@@ -99,7 +99,9 @@ impl LspClient {
         let auto: Arc<Mutex<HashMap<String, Value>>> = Arc::default();
         {
             let mut auto = auto.lock().unwrap();
-            for method in ["window/workDoneProgress/create", "client/registerCapability", "client/unregisterCapability"] {
+            for method in
+                ["window/workDoneProgress/create", "client/registerCapability", "client/unregisterCapability"]
+            {
                 auto.insert(method.to_string(), Value::Null);
             }
         }
@@ -305,7 +307,8 @@ impl LspClient {
 
     /// The next `agentls/event` of `kind` for `session`.
     pub async fn next_event(&self, session: &str, kind: &str) -> Value {
-        self.next_notification_where("agentls/event", |p| p["sessionId"] == session && p["kind"] == kind).await
+        self.next_notification_where("agentls/event", |p| p["sessionId"] == session && p["kind"] == kind)
+            .await
     }
 
     /// The next queued (not auto-answered) server request of `method`.
@@ -332,7 +335,14 @@ impl LspClient {
 
     /// Every notification of `method` received so far.
     pub fn notifications(&self, method: &str) -> Vec<Value> {
-        self.inbox.lock().unwrap().notifications.iter().filter(|(m, _)| m == method).map(|(_, p)| p.clone()).collect()
+        self.inbox
+            .lock()
+            .unwrap()
+            .notifications
+            .iter()
+            .filter(|(m, _)| m == method)
+            .map(|(_, p)| p.clone())
+            .collect()
     }
 
     /// Every server request of `method` so far (auto-answered ones included).

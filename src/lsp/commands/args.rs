@@ -68,7 +68,9 @@ impl CommandArgs {
 
     /// A string restricted to `choices`.
     pub fn optional_choice(&self, field: &str, choices: &[&str]) -> Result<Option<String>, Error> {
-        let expected = || format!("one of {}", choices.iter().map(|c| format!("\"{c}\"")).collect::<Vec<_>>().join(", "));
+        let expected = || {
+            format!("one of {}", choices.iter().map(|c| format!("\"{c}\"")).collect::<Vec<_>>().join(", "))
+        };
         match self.optional_str(field) {
             Ok(Some(s)) if choices.contains(&s.as_str()) => Ok(Some(s)),
             Ok(Some(_)) | Err(_) => Err(invalid_field(field, &expected())),
@@ -77,9 +79,8 @@ impl CommandArgs {
     }
 
     pub fn required_choice(&self, field: &str, choices: &[&str]) -> Result<String, Error> {
-        self.optional_choice(field, choices)?.ok_or_else(|| {
-            invalid_field(field, &format!("one of {} (it is required)", choices.join(", ")))
-        })
+        self.optional_choice(field, choices)?
+            .ok_or_else(|| invalid_field(field, &format!("one of {} (it is required)", choices.join(", "))))
     }
 
     pub fn optional_object(&self, field: &str) -> Result<Option<CommandArgs>, Error> {
@@ -106,7 +107,9 @@ impl CommandArgs {
     ) -> Result<Option<T>, Error> {
         match self.present(field) {
             None => Ok(None),
-            Some(v) => serde_json::from_value(v.clone()).map(Some).map_err(|_| invalid_field(field, expected)),
+            Some(v) => {
+                serde_json::from_value(v.clone()).map(Some).map_err(|_| invalid_field(field, expected))
+            }
         }
     }
 }
@@ -133,7 +136,9 @@ mod tests {
         assert_eq!(err.code, ErrorCode::InvalidParams);
         assert_eq!(err.data, Some(json!("missing")));
         let d = args(json!({"decision": "maybe"}));
-        assert!(d.required_choice("decision", &["accept", "reject"]).unwrap_err().message.contains("`decision`"));
+        assert!(
+            d.required_choice("decision", &["accept", "reject"]).unwrap_err().message.contains("`decision`")
+        );
     }
 
     #[test]

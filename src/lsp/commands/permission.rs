@@ -15,9 +15,13 @@ pub fn resolve(state: &Arc<ServerState>, args: &CommandArgs) -> Result<Value> {
     let request_id = args.required_str("requestId")?;
     let name = args.required_choice("decision", DECISIONS)?;
     let feedback = args.optional_str("feedback")?;
-    let decision = decision_from(&name, feedback).ok_or_else(|| invalid_field("decision", "a known decision"))?;
+    let decision =
+        decision_from(&name, feedback).ok_or_else(|| invalid_field("decision", "a known decision"))?;
     if !state.permissions.resolve(&request_id, decision) {
-        return Err(invalid_field("requestId", "the id of a pending permission request (it may already be resolved)"));
+        return Err(invalid_field(
+            "requestId",
+            "the id of a pending permission request (it may already be resolved)",
+        ));
     }
     Ok(json!({"requestId": request_id, "decision": name}))
 }
