@@ -1,0 +1,208 @@
+//! Shared helpers for integration tests. Each test crate uses what it needs.
+#![allow(dead_code)]
+
+pub mod mock_provider;
+
+use std::time::Duration;
+
+use agentls::config::{ProviderKind, ProviderSettings, Secret};
+use agentls::llm::{Client, LlmError, RetryPolicy, StreamEvent};
+use futures::StreamExt;
+use mock_provider::{Dialect, MockProvider};
+use serde_json::Value;
+
+/// The keys the wire transcripts were written with, so header assertions compare exactly.
+pub fn fixture_key(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::Anthropic => "sk-ant-api03-TEST",
+        Dialect::OpenAiResponses | Dialect::OpenAiChat => "sk-proj-TEST",
+        Dialect::Gemini => "AIzaSy-TEST",
+    }
+}
+
+pub fn provider_kind(dialect: Dialect) -> ProviderKind {
+    dialect.provider().parse().expect("known provider")
+}
+
+pub fn settings_for(mock: &MockProvider, model: &str) -> ProviderSettings {
+    let dialect = mock.dialect();
+    ProviderSettings {
+        kind: provider_kind(dialect),
+        model: model.to_string(),
+        base_url: mock.url(),
+        api_key: Some(Secret::new(fixture_key(dialect))),
+        api_key_var: Some(dialect.key_var().to_string()),
+        chosen_by: "test".into(),
+    }
+}
+
+/// Retries quickly (tests must not sleep for seconds) unless the provider names a delay.
+pub fn fast_retry() -> RetryPolicy {
+    RetryPolicy { max_retries: 3, base_delay: Duration::from_millis(5), max_delay: Duration::from_secs(5) }
+}
+
+pub fn client_for(mock: &MockProvider, model: &str) -> Client {
+    Client::new(settings_for(mock, model)).expect("client").with_retry(fast_retry())
+}
+
+/// Every item of a stream: the events, then the error that ended it (if any).
+pub async fn collect(
+    client: &Client,
+    request: &agentls::llm::Request,
+) -> (Vec<StreamEvent>, Option<LlmError>) {
+    let mut stream = match client.stream(request).await {
+        Ok(s) => s,
+        Err(e) => return (Vec::new(), Some(e)),
+    };
+    let mut events = Vec::new();
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(e) => events.push(e),
+            Err(e) => return (events, Some(e)),
+        }
+    }
+    (events, None)
+}
+
+pub fn finish_of(events: &[StreamEvent]) -> agentls::llm::Response {
+    match events.last() {
+        Some(StreamEvent::Finish(r)) => r.clone(),
+        other => panic!("stream did not end with Finish: {other:?}"),
+    }
+}
+
+pub fn text_deltas(events: &[StreamEvent]) -> String {
+    events
+        .iter()
+        .filter_map(|e| if let StreamEvent::TextDelta(t) = e { Some(t.as_str()) } else { None })
+        .collect()
+}
+
+pub fn thinking_deltas(events: &[StreamEvent]) -> String {
+    events
+        .iter()
+        .filter_map(|e| if let StreamEvent::ThinkingDelta(t) = e { Some(t.as_str()) } else { None })
+        .collect()
+}
+
+/// Puts two request bodies into one canonical shape where the API accepts either spelling:
+/// string vs. single-text-block content, argument JSON strings vs. their parsed value,
+/// `is_error:false` vs. absent, and Gemini's optional `includeThoughts`.
+pub fn normalize(dialect: Dialect, body: &Value) -> Value {
+    let mut v = body.clone();
+    walk(&mut v, dialect);
+    v
+}
+
+fn walk(v: &mut Value, dialect: Dialect) {
+    match v {
+        Value::Object(map) => {
+            if dialect == Dialect::Anthropic {
+                if let Some(Value::String(s)) = map.get("content").cloned()
+                    && map.contains_key("role")
+                {
+                    map.insert("content".into(), serde_json::json!([{"type": "text", "text": s}]));
+                }
+                if map.get("type").and_then(Value::as_str) == Some("tool_result") {
+                    if let Some(Value::Array(blocks)) = map.get("content").cloned() {
+                        let all_text =
+                            blocks.iter().all(|b| b.get("type").and_then(Value::as_str) == Some("text"));
+                        if all_text {
+                            let text: String =
+                                blocks.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).collect();
+                            map.insert("content".into(), Value::String(text));
+                        }
+                    }
+                    if map.get("is_error") == Some(&Value::Bool(false)) {
+                        map.remove("is_error");
+                    }
+                }
+            }
+            if dialect == Dialect::Gemini {
+                map.remove("includeThoughts");
+            }
+            if let Some(Value::String(args)) = map.get("arguments").cloned()
+                && let Ok(parsed) = serde_json::from_str::<Value>(&args)
+            {
+                map.insert("arguments".into(), parsed);
+            }
+            for (_, child) in map.iter_mut() {
+                walk(child, dialect);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|i| walk(i, dialect)),
+        _ => {}
+    }
+}
+
+pub const SYSTEM: &str = "You are a concise coding assistant running inside an editor.";
+pub const TOOLS_PROMPT: &str = "Open src/main.rs and find TODO comments under src/.";
+pub const READ_RESULT: &str = "fn main() {\n    // TODO: parse args\n    println!(\"hi\");\n}\n";
+pub const GREP_RESULT: &str =
+    "src/main.rs:2:    // TODO: parse args\nsrc/lsp.rs:40:    // TODO: handle shutdown";
+
+/// The two tools every `request_tools*.json` transcript declares.
+pub fn fixture_tools() -> Vec<agentls::llm::ToolDefinition> {
+    use serde_json::json;
+    vec![
+        agentls::llm::ToolDefinition {
+            name: "read_file".into(),
+            description: "Read a UTF-8 text file from the workspace.".into(),
+            parameters: json!({"type": "object", "properties": {"path": {"type": "string",
+                "description": "Workspace-relative file path"}}, "required": ["path"]}),
+        },
+        agentls::llm::ToolDefinition {
+            name: "grep".into(),
+            description: "Search files under a directory with a regex.".into(),
+            parameters: json!({"type": "object", "properties": {
+                "pattern": {"type": "string", "description": "Regular expression to search for"},
+                "path": {"type": "string", "description": "Directory to search"}}, "required": ["pattern", "path"]}),
+        },
+    ]
+}
+
+/// Asserts that the mock's `index`-th request matches a `request_*.json` transcript: method,
+/// path, every transcript header (exactly) and the normalized body.
+pub fn assert_request_matches(mock: &MockProvider, index: usize, transcript: &str) {
+    let expected = mock_provider::wire_json(transcript);
+    let requests = mock.requests();
+    let got = requests.get(index).unwrap_or_else(|| panic!("no request #{index} (have {})", requests.len()));
+    assert_eq!(got.method, expected["method"], "{transcript}: method");
+    assert_eq!(got.path, expected["path"], "{transcript}: path");
+    for (name, value) in expected["headers"].as_object().expect("headers") {
+        assert_eq!(got.header(name), value.as_str(), "{transcript}: header {name}");
+    }
+    let dialect = mock.dialect();
+    pretty_assertions::assert_eq!(
+        normalize(dialect, &got.body),
+        normalize(dialect, &expected["body"]),
+        "{transcript}: body"
+    );
+}
+
+pub fn tool_result(call_id: &str, name: &str, content: &str) -> agentls::llm::ToolResult {
+    agentls::llm::ToolResult {
+        call_id: call_id.into(),
+        name: name.into(),
+        content: content.into(),
+        is_error: false,
+        images: vec![],
+    }
+}
+
+pub fn tool_call(
+    id: &str,
+    name: &str,
+    arguments: Value,
+    signature: Option<&str>,
+) -> agentls::llm::ContentPart {
+    agentls::llm::ContentPart::ToolCall(agentls::llm::ToolCall {
+        id: id.into(),
+        name: name.into(),
+        arguments,
+        signature: signature.map(str::to_string),
+    })
+}
+
+/// A predicate over an error, for tables of error cases.
+pub type ErrorCheck = fn(&LlmError) -> bool;
