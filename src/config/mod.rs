@@ -119,6 +119,8 @@ pub struct ConfigLayer {
     pub instructions: Option<String>,
     /// Per-tool output limits in characters, overriding the profile defaults.
     pub tool_output_limits: Option<BTreeMap<String, usize>>,
+    /// Per-tool output limits in lines (0 = no line limit), overriding the profile defaults.
+    pub tool_line_limits: Option<BTreeMap<String, usize>>,
     pub providers: Option<BTreeMap<ProviderKind, ProviderLayer>>,
     pub shell: Option<ShellLayer>,
     pub log: Option<LogLayer>,
@@ -135,6 +137,9 @@ impl ConfigLayer {
             max_tool_rounds_per_input, record, cassette, allow_outside_workspace, instructions);
         if let Some(limits) = other.tool_output_limits {
             self.tool_output_limits.get_or_insert_with(BTreeMap::new).extend(limits);
+        }
+        if let Some(limits) = other.tool_line_limits {
+            self.tool_line_limits.get_or_insert_with(BTreeMap::new).extend(limits);
         }
         if let Some(providers) = other.providers {
             let mine = self.providers.get_or_insert_with(BTreeMap::new);

@@ -1,5 +1,195 @@
-//! Where tools run: the [`ExecutionEnvironment`] trait (spec §4) and its local implementation.
-//! Placeholder: the full interface is filled in by the execution-environment work.
+//! Where tools run: the [`ExecutionEnvironment`] trait (spec §4), its local implementation and
+//! the read-only / logging wrappers.
+//!
+//! Invariants:
+//! - Every command runs in its own process group; a timeout, an abort or `cleanup()` ends the
+//!   whole group (SIGTERM, then SIGKILL after the grace period), so nothing is orphaned.
+//! - Child processes never inherit secrets (`*_API_KEY`, `*_SECRET`, `*_TOKEN`, `*_PASSWORD`,
+//!   `*_CREDENTIAL`…), whatever the environment policy.
+//! - Paths are resolved against the working directory with symlinks followed; paths outside the
+//!   workspace roots are refused unless the environment was built to allow them.
 
-/// Files, processes and search, wherever they live (local by default).
-pub trait ExecutionEnvironment: Send + Sync {}
+mod env_filter;
+mod local;
+mod paths;
+mod process;
+mod search;
+mod wrappers;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use async_trait::async_trait;
+use tokio_util::sync::CancellationToken;
+
+pub use env_filter::{CORE_VARIABLES, filter_environment, is_secret_name};
+pub use local::{LocalExecutionEnvironment, LocalOptions};
+pub use process::KILL_GRACE;
+pub use wrappers::{LoggingExecutionEnvironment, ReadOnlyExecutionEnvironment};
+
+/// A failure of an environment operation. Messages say what went wrong and what to do.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ExecError {
+    #[error("{path} does not exist; check the path (glob or list_dir can find the right one)")]
+    NotFound { path: String },
+    #[error("{path} is outside the workspace ({roots}); only paths inside the workspace can be used")]
+    OutsideWorkspace { path: String, roots: String },
+    #[error("permission denied: {path}")]
+    PermissionDenied { path: String },
+    #[error("{0}")]
+    InvalidInput(String),
+    #[error("write operations are disabled in read-only mode")]
+    ReadOnly,
+    #[error("cannot run the command: {0}")]
+    Spawn(String),
+    #[error("{path}: {message}")]
+    Io { path: String, message: String },
+}
+
+impl ExecError {
+    /// Maps an IO error on `path` to the matching variant.
+    pub fn io(path: &Path, error: std::io::Error) -> Self {
+        let path = path.display().to_string();
+        match error.kind() {
+            std::io::ErrorKind::NotFound => Self::NotFound { path },
+            std::io::ErrorKind::PermissionDenied => Self::PermissionDenied { path },
+            _ => Self::Io { path, message: error.to_string() },
+        }
+    }
+}
+
+/// One command to run.
+#[derive(Debug, Clone, Default)]
+pub struct ExecRequest {
+    /// Run by `/bin/bash -c`.
+    pub command: String,
+    /// Wall-clock limit; 0 means the environment's default.
+    pub timeout_ms: u64,
+    /// Where the command runs (default: the environment's working directory).
+    pub working_dir: Option<PathBuf>,
+    /// Extra variables set on top of the filtered environment.
+    pub env_vars: BTreeMap<String, String>,
+    /// Fires to abort the command; the process group is then terminated.
+    pub cancel: CancellationToken,
+}
+
+impl ExecRequest {
+    pub fn new(command: impl Into<String>) -> Self {
+        Self { command: command.into(), ..Self::default() }
+    }
+}
+
+/// What a finished (or stopped) command produced.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ExecResult {
+    pub stdout: String,
+    pub stderr: String,
+    /// The exit status; `128 + signal` when a signal ended it, -1 when unknown.
+    pub exit_code: i32,
+    pub timed_out: bool,
+    /// The command was stopped because its cancellation token fired.
+    pub cancelled: bool,
+    pub duration_ms: u64,
+    /// The timeout that applied, after defaults and the maximum.
+    pub timeout_ms: u64,
+}
+
+/// One entry of a directory listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirEntry {
+    /// Path relative to the listed directory, `/`-separated.
+    pub name: String,
+    pub is_dir: bool,
+    pub size: Option<u64>,
+    /// Nesting level below the listed directory (0 = direct child).
+    pub depth: usize,
+}
+
+/// What `grep` reports per file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GrepMode {
+    /// Matching lines (with context lines when asked).
+    #[default]
+    Content,
+    /// Only which files match.
+    FilesWithMatches,
+    /// How many matching lines each file has.
+    Count,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct GrepOptions {
+    /// Only files whose path (relative to the search root) or name matches this glob.
+    pub glob: Option<String>,
+    pub case_insensitive: bool,
+    pub mode: GrepMode,
+    pub context_before: usize,
+    pub context_after: usize,
+    /// Stop after this many matching lines (content/count) or files (files mode); 0 = no limit.
+    pub max_results: usize,
+    /// Let `.` match newlines and patterns span lines.
+    pub multiline: bool,
+}
+
+/// One line of grep output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrepLine {
+    pub line_number: u64,
+    pub text: String,
+    /// A context line around a match rather than a match.
+    pub is_context: bool,
+}
+
+/// Matches in one file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GrepFile {
+    pub path: PathBuf,
+    /// Matching lines (content mode; empty otherwise).
+    pub lines: Vec<GrepLine>,
+    /// Number of matching lines.
+    pub match_count: u64,
+    pub modified: Option<SystemTime>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct GrepResult {
+    /// Files with at least one match, sorted by path (files mode: newest first).
+    pub files: Vec<GrepFile>,
+    /// Whether `max_results` cut the search short.
+    pub limit_reached: bool,
+}
+
+/// Files, processes and search, wherever they live (local by default). Implement it to run the
+/// same tools in a container, over SSH, or in memory.
+#[async_trait]
+pub trait ExecutionEnvironment: Send + Sync {
+    /// Reads a text file; `offset` is the 1-based first line, `limit` the number of lines.
+    async fn read_file(&self, path: &Path, offset: Option<usize>, limit: Option<usize>)
+    -> Result<String, ExecError>;
+    /// Reads a file's raw bytes (images, binary detection).
+    async fn read_bytes(&self, path: &Path) -> Result<Vec<u8>, ExecError>;
+    /// Writes a file, creating parent directories.
+    async fn write_file(&self, path: &Path, content: &str) -> Result<(), ExecError>;
+    async fn file_exists(&self, path: &Path) -> bool;
+    /// Lists a directory down to `depth` levels (1 = direct children), gitignored entries skipped.
+    async fn list_directory(&self, path: &Path, depth: usize) -> Result<Vec<DirEntry>, ExecError>;
+    async fn exec_command(&self, request: ExecRequest) -> Result<ExecResult, ExecError>;
+    /// Searches file contents below `path` (a file or a directory) with a regex.
+    async fn grep(&self, pattern: &str, path: &Path, options: GrepOptions) -> Result<GrepResult, ExecError>;
+    /// Files below `path` matching a glob, newest first.
+    async fn glob(&self, pattern: &str, path: &Path) -> Result<Vec<PathBuf>, ExecError>;
+    /// Makes a path absolute against the working directory and checks it may be used.
+    fn resolve_path(&self, path: &Path) -> Result<PathBuf, ExecError>;
+
+    async fn initialize(&self) -> Result<(), ExecError> {
+        Ok(())
+    }
+    /// Ends whatever the environment still runs (background process groups).
+    async fn cleanup(&self) {}
+
+    fn working_directory(&self) -> &Path;
+    /// "linux", "darwin", "windows", …
+    fn platform(&self) -> String;
+    fn os_version(&self) -> String;
+}

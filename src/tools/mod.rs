@@ -7,6 +7,9 @@
 //!   the registry/session, so `tool_call_end` events can carry everything.
 //! - Every failure the model can act on is a [`ToolError`], which becomes an `is_error` result.
 
+pub mod registry;
+pub mod truncate;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 

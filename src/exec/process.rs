@@ -1,0 +1,277 @@
+//! Running one command in its own process group: output capture, timeout, cancellation, and
+//! ending the group (SIGTERM, then SIGKILL after [`KILL_GRACE`]). A group whose command future is
+//! dropped is killed too, so nothing outlives the call unless it was left running on purpose
+//! (background jobs of a command that exited), which [`LiveGroups::terminate_all`] ends.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::{Child, Command};
+use tokio_util::sync::CancellationToken;
+
+use super::ExecError;
+
+/// Time between SIGTERM and SIGKILL when a process group is ended.
+pub const KILL_GRACE: Duration = Duration::from_secs(2);
+/// How long output is still read after the command exited (background jobs may hold the pipes).
+const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
+/// Bytes kept from each end of a stream; the middle of larger outputs is dropped.
+const CAPTURE_HALF: usize = 8 * 1024 * 1024;
+const POLL: Duration = Duration::from_millis(20);
+/// Upper bound on waiting for SIGKILLed processes to disappear.
+const POST_KILL_WAIT: Duration = Duration::from_millis(500);
+
+/// Process groups started by an environment and possibly still running.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct LiveGroups(Arc<Mutex<BTreeSet<i32>>>);
+
+impl LiveGroups {
+    fn insert(&self, pgid: i32) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).insert(pgid);
+    }
+    fn remove(&self, pgid: i32) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).remove(&pgid);
+    }
+    fn take_all(&self) -> Vec<i32> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner())).into_iter().collect()
+    }
+
+    /// Ends every group still alive: SIGTERM, grace period, SIGKILL.
+    pub(crate) async fn terminate_all(&self) {
+        let groups: Vec<i32> = self.take_all().into_iter().filter(|g| group_alive(*g)).collect();
+        if groups.is_empty() {
+            return;
+        }
+        for &pgid in &groups {
+            let _ = killpg(Pid::from_raw(pgid), Signal::SIGTERM);
+        }
+        let deadline = Instant::now() + KILL_GRACE;
+        while Instant::now() < deadline && groups.iter().any(|g| group_alive(*g)) {
+            tokio::time::sleep(POLL).await;
+        }
+        for &pgid in &groups {
+            let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+            wait_group_gone(pgid, POST_KILL_WAIT).await;
+        }
+    }
+
+    /// Kills every group at once (no grace): used when the environment is dropped.
+    pub(crate) fn kill_all_now(&self) {
+        for pgid in self.take_all() {
+            let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+        }
+    }
+}
+
+/// Waits (bounded) until a killed group has exited; zombies nobody reaps may keep it "alive".
+async fn wait_group_gone(pgid: i32, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while group_alive(pgid) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Whether any process of the group still exists.
+fn group_alive(pgid: i32) -> bool {
+    !matches!(killpg(Pid::from_raw(pgid), None), Err(Errno::ESRCH))
+}
+
+/// One command to spawn.
+pub(crate) struct Spawn<'a> {
+    pub command: &'a str,
+    pub cwd: &'a Path,
+    pub env: Vec<(String, String)>,
+    pub timeout: Duration,
+    pub cancel: CancellationToken,
+}
+
+pub(crate) struct Finished {
+    pub stdout: String,
+    pub stderr: String,
+    pub exit_code: i32,
+    pub timed_out: bool,
+    pub cancelled: bool,
+    pub duration: Duration,
+}
+
+/// Kills the group if the command future is dropped before it finished.
+struct GroupGuard {
+    pgid: i32,
+    armed: bool,
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = killpg(Pid::from_raw(self.pgid), Signal::SIGKILL);
+        }
+    }
+}
+
+enum Stop {
+    Exited(std::io::Result<ExitStatus>),
+    TimedOut,
+    Cancelled,
+}
+
+fn shell_program() -> &'static str {
+    if Path::new("/bin/bash").exists() { "/bin/bash" } else { "/bin/sh" }
+}
+
+pub(crate) async fn run(spawn: Spawn<'_>, groups: &LiveGroups) -> Result<Finished, ExecError> {
+    let mut command = Command::new(shell_program());
+    command
+        .arg("-c")
+        .arg(spawn.command)
+        .current_dir(spawn.cwd)
+        .env_clear()
+        .envs(spawn.env)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let started = Instant::now();
+    let mut child = command.spawn().map_err(|e| ExecError::Spawn(format!("{e} (in {})", spawn.cwd.display())))?;
+    let pgid = child.id().map(|id| id as i32).ok_or_else(|| ExecError::Spawn("the process vanished".into()))?;
+    groups.insert(pgid);
+    let mut guard = GroupGuard { pgid, armed: true };
+
+    let stdout = Capture::start(child.stdout.take());
+    let stderr = Capture::start(child.stderr.take());
+
+    let stop = tokio::select! {
+        status = child.wait() => Stop::Exited(status),
+        _ = tokio::time::sleep(spawn.timeout) => Stop::TimedOut,
+        _ = spawn.cancel.cancelled() => Stop::Cancelled,
+    };
+    let (status, timed_out, cancelled) = match stop {
+        Stop::Exited(status) => (status.ok(), false, false),
+        Stop::TimedOut => (terminate_group(pgid, &mut child).await, true, false),
+        Stop::Cancelled => (terminate_group(pgid, &mut child).await, false, true),
+    };
+    let duration = started.elapsed();
+    if !group_alive(pgid) {
+        groups.remove(pgid);
+    }
+    guard.armed = false;
+
+    let deadline = tokio::time::Instant::now() + DRAIN_AFTER_EXIT;
+    let stdout = stdout.finish(deadline).await;
+    let stderr = stderr.finish(deadline).await;
+    Ok(Finished {
+        stdout,
+        stderr,
+        exit_code: status.map(exit_code).unwrap_or(-1),
+        timed_out,
+        cancelled,
+        duration,
+    })
+}
+
+/// SIGTERM to the group, up to [`KILL_GRACE`] for it to go away, then SIGKILL.
+async fn terminate_group(pgid: i32, child: &mut Child) -> Option<ExitStatus> {
+    let group = Pid::from_raw(pgid);
+    let _ = killpg(group, Signal::SIGTERM);
+    let deadline = Instant::now() + KILL_GRACE;
+    let mut status = None;
+    loop {
+        if status.is_none() {
+            status = child.try_wait().ok().flatten();
+        }
+        if status.is_some() && !group_alive(pgid) {
+            return status;
+        }
+        if Instant::now() >= deadline {
+            break;
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    let _ = killpg(group, Signal::SIGKILL);
+    wait_group_gone(pgid, POST_KILL_WAIT).await;
+    match status {
+        Some(status) => Some(status),
+        None => child.wait().await.ok(),
+    }
+}
+
+fn exit_code(status: ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status.code().or_else(|| status.signal().map(|s| 128 + s)).unwrap_or(-1)
+}
+
+/// Head and tail of a stream; the middle of very large outputs is counted, not kept.
+#[derive(Default)]
+struct CaptureBuffer {
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    dropped: u64,
+}
+
+impl CaptureBuffer {
+    fn push(&mut self, mut bytes: &[u8]) {
+        let room = CAPTURE_HALF.saturating_sub(self.head.len());
+        let into_head = room.min(bytes.len());
+        self.head.extend_from_slice(&bytes[..into_head]);
+        bytes = &bytes[into_head..];
+        self.tail.extend(bytes);
+        let excess = self.tail.len().saturating_sub(CAPTURE_HALF);
+        if excess > 0 {
+            self.tail.drain(..excess);
+            self.dropped += excess as u64;
+        }
+    }
+
+    fn into_string(self) -> String {
+        let mut bytes = self.head;
+        if self.dropped > 0 {
+            bytes.extend_from_slice(
+                format!("\n[... {} bytes of output were not captured ...]\n", self.dropped).as_bytes(),
+            );
+        }
+        bytes.extend(self.tail);
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+}
+
+/// A stream being read in the background.
+struct Capture {
+    buffer: Arc<Mutex<CaptureBuffer>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Capture {
+    fn start(stream: Option<impl AsyncRead + Unpin + Send + 'static>) -> Self {
+        let buffer = Arc::new(Mutex::new(CaptureBuffer::default()));
+        let task = stream.map(|mut stream| {
+            let buffer = Arc::clone(&buffer);
+            tokio::spawn(async move {
+                let mut chunk = vec![0u8; 64 * 1024];
+                while let Ok(n) = stream.read(&mut chunk).await {
+                    if n == 0 {
+                        break;
+                    }
+                    buffer.lock().unwrap_or_else(|e| e.into_inner()).push(&chunk[..n]);
+                }
+            })
+        });
+        Self { buffer, task }
+    }
+
+    /// Waits for the stream's end until `deadline`, then returns what was read.
+    async fn finish(mut self, deadline: tokio::time::Instant) -> String {
+        if let Some(mut task) = self.task.take()
+            && tokio::time::timeout_at(deadline, &mut task).await.is_err()
+        {
+            task.abort();
+        }
+        let buffer = std::mem::take(&mut *self.buffer.lock().unwrap_or_else(|e| e.into_inner()));
+        buffer.into_string()
+    }
+}

@@ -1,0 +1,107 @@
+//! Environments that wrap another one for a cross-cutting concern (spec §4.4): logging every
+//! operation, or refusing writes.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::{DirEntry, ExecError, ExecRequest, ExecResult, ExecutionEnvironment, GrepOptions, GrepResult};
+
+/// Implements the trait for `$ty`: the given methods, everything else delegated to `$inner`.
+macro_rules! wrapper_impl {
+    ($ty:ty, $inner:ident, { $($own:item)* }) => {
+        #[async_trait]
+        impl ExecutionEnvironment for $ty {
+        $($own)*
+        async fn read_file(&self, path: &Path, offset: Option<usize>, limit: Option<usize>)
+        -> Result<String, ExecError> {
+            self.$inner.read_file(path, offset, limit).await
+        }
+        async fn read_bytes(&self, path: &Path) -> Result<Vec<u8>, ExecError> {
+            self.$inner.read_bytes(path).await
+        }
+        async fn file_exists(&self, path: &Path) -> bool {
+            self.$inner.file_exists(path).await
+        }
+        async fn list_directory(&self, path: &Path, depth: usize) -> Result<Vec<DirEntry>, ExecError> {
+            self.$inner.list_directory(path, depth).await
+        }
+        async fn grep(&self, pattern: &str, path: &Path, options: GrepOptions) -> Result<GrepResult, ExecError> {
+            self.$inner.grep(pattern, path, options).await
+        }
+        async fn glob(&self, pattern: &str, path: &Path) -> Result<Vec<PathBuf>, ExecError> {
+            self.$inner.glob(pattern, path).await
+        }
+        fn resolve_path(&self, path: &Path) -> Result<PathBuf, ExecError> {
+            self.$inner.resolve_path(path)
+        }
+        async fn initialize(&self) -> Result<(), ExecError> {
+            self.$inner.initialize().await
+        }
+        async fn cleanup(&self) {
+            self.$inner.cleanup().await
+        }
+        fn working_directory(&self) -> &Path {
+            self.$inner.working_directory()
+        }
+        fn platform(&self) -> String {
+            self.$inner.platform()
+        }
+        fn os_version(&self) -> String {
+            self.$inner.os_version()
+        }
+        }
+    };
+}
+
+/// Logs each command and its outcome through `tracing`.
+pub struct LoggingExecutionEnvironment {
+    inner: Arc<dyn ExecutionEnvironment>,
+}
+
+impl LoggingExecutionEnvironment {
+    pub fn new(inner: Arc<dyn ExecutionEnvironment>) -> Self {
+        Self { inner }
+    }
+}
+
+wrapper_impl!(LoggingExecutionEnvironment, inner, {
+
+    async fn write_file(&self, path: &Path, content: &str) -> Result<(), ExecError> {
+        tracing::info!(path = %path.display(), bytes = content.len(), "write_file");
+        self.inner.write_file(path, content).await
+    }
+
+    async fn exec_command(&self, request: ExecRequest) -> Result<ExecResult, ExecError> {
+        tracing::info!(command = %request.command, "exec");
+        let result = self.inner.exec_command(request).await;
+        match &result {
+            Ok(r) => tracing::info!(exit_code = r.exit_code, duration_ms = r.duration_ms, timed_out = r.timed_out, "exit"),
+            Err(e) => tracing::info!(error = %e, "exec failed"),
+        }
+        result
+    }
+});
+
+/// Refuses every write; commands still run (they are not analysed for write intent).
+pub struct ReadOnlyExecutionEnvironment {
+    inner: Arc<dyn ExecutionEnvironment>,
+}
+
+impl ReadOnlyExecutionEnvironment {
+    pub fn new(inner: Arc<dyn ExecutionEnvironment>) -> Self {
+        Self { inner }
+    }
+}
+
+wrapper_impl!(ReadOnlyExecutionEnvironment, inner, {
+
+    async fn write_file(&self, _path: &Path, _content: &str) -> Result<(), ExecError> {
+        Err(ExecError::ReadOnly)
+    }
+
+    async fn exec_command(&self, request: ExecRequest) -> Result<ExecResult, ExecError> {
+        self.inner.exec_command(request).await
+    }
+});

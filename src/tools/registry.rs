@@ -1,0 +1,283 @@
+//! The tool registry: tools by name (latest registration wins), their definitions for the model,
+//! and the execution pipeline lookup → parse → validate (JSON Schema) → call → truncate.
+//!
+//! Invariant: `execute` never fails and never panics: unknown tools, malformed or invalid
+//! arguments, tool errors, tool panics and cancelled turns all become `is_error` outcomes the
+//! model can recover from, with the full output kept next to the truncated one.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use futures::FutureExt;
+use serde_json::Value;
+
+use super::truncate::TruncationPolicy;
+use super::{Tool, ToolContext, ToolImage};
+
+/// What the model is told about a tool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolDefinition {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments (root type `object`).
+    pub parameters: Value,
+}
+
+/// One call the model asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCallRequest {
+    pub id: String,
+    pub name: String,
+    /// The arguments as the provider sent them (a JSON object, possibly empty text).
+    pub arguments: String,
+}
+
+/// The result of one call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCallOutcome {
+    /// Full, untruncated output (or error message): what `tool_call_end` events carry.
+    pub content: String,
+    /// What the model receives: `content` after truncation.
+    pub model_content: String,
+    pub images: Vec<ToolImage>,
+    pub is_error: bool,
+}
+
+impl ToolCallOutcome {
+    fn error(message: String, truncation: &TruncationPolicy, tool: &str) -> Self {
+        let model_content = truncation.truncate(tool, &message).into_owned();
+        Self { content: message, model_content, images: Vec::new(), is_error: true }
+    }
+}
+
+/// How the calls of one model step are run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchMode {
+    /// All calls concurrently; results in call order.
+    Parallel,
+    /// One after the other, in call order.
+    Sequential,
+    /// Only the first call runs; the others get "not executed" error results (seed 002).
+    FirstOnly,
+}
+
+/// Progress of a batch, for event emission.
+#[derive(Debug)]
+pub enum BatchEvent<'a> {
+    Started { index: usize, call: &'a ToolCallRequest },
+    Finished { index: usize, call: &'a ToolCallRequest, outcome: &'a ToolCallOutcome },
+}
+
+struct Registered {
+    tool: Arc<dyn Tool>,
+    /// The compiled argument schema, or why it could not be compiled.
+    validator: Result<jsonschema::Validator, String>,
+}
+
+/// Tools available to a session.
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    tools: Vec<(String, Arc<Registered>)>,
+    truncation: TruncationPolicy,
+}
+
+impl std::fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolRegistry").field("tools", &self.names()).finish()
+    }
+}
+
+fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
+    if schema.get("type").and_then(Value::as_str) != Some("object") {
+        return Err("the root of a tool's parameter schema must have type \"object\"".into());
+    }
+    jsonschema::validator_for(schema).map_err(|e| e.to_string())
+}
+
+impl ToolRegistry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn set_truncation(&mut self, truncation: TruncationPolicy) {
+        self.truncation = truncation;
+    }
+
+    pub fn truncation(&self) -> &TruncationPolicy {
+        &self.truncation
+    }
+
+    /// Adds a tool; a tool already registered under the same name is replaced (and returned).
+    pub fn register(&mut self, tool: Arc<dyn Tool>) -> Option<Arc<dyn Tool>> {
+        let name = tool.name().to_string();
+        let validator = compile(&tool.parameters());
+        if let Err(error) = &validator {
+            tracing::warn!(tool = %name, %error, "tool schema does not compile; calls will fail");
+        }
+        let entry = Arc::new(Registered { tool, validator });
+        match self.tools.iter_mut().find(|(n, _)| *n == name) {
+            Some(slot) => Some(std::mem::replace(&mut slot.1, entry).tool.clone()),
+            None => {
+                self.tools.push((name, entry));
+                None
+            }
+        }
+    }
+
+    pub fn unregister(&mut self, name: &str) -> Option<Arc<dyn Tool>> {
+        let index = self.tools.iter().position(|(n, _)| n == name)?;
+        Some(self.tools.remove(index).1.tool.clone())
+    }
+
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.entry(name).map(|r| r.tool.clone())
+    }
+
+    fn entry(&self, name: &str) -> Option<&Arc<Registered>> {
+        self.tools.iter().find(|(n, _)| n == name).map(|(_, r)| r)
+    }
+
+    /// Tool names in registration order.
+    pub fn names(&self) -> Vec<String> {
+        self.tools.iter().map(|(n, _)| n.clone()).collect()
+    }
+
+    /// Definitions for the model, in registration order.
+    pub fn definitions(&self) -> Vec<ToolDefinition> {
+        self.tools
+            .iter()
+            .map(|(name, r)| ToolDefinition {
+                name: name.clone(),
+                description: r.tool.description().to_string(),
+                parameters: r.tool.parameters(),
+            })
+            .collect()
+    }
+
+    /// Parses raw arguments and checks them against the tool's schema; the error names each
+    /// offending field and what is expected.
+    pub fn parse_arguments(&self, name: &str, raw: &str) -> Result<Value, String> {
+        let entry = self.entry(name).ok_or_else(|| self.unknown_tool_message(name))?;
+        let args: Value = if raw.trim().is_empty() {
+            Value::Object(Default::default())
+        } else {
+            serde_json::from_str(raw).map_err(|e| {
+                format!(
+                    "Invalid arguments for tool {name}: the arguments are not valid JSON ({e}). \
+                     Send one JSON object that matches the tool's parameter schema."
+                )
+            })?
+        };
+        if !args.is_object() {
+            return Err(format!("Invalid arguments for tool {name}: the arguments must be a JSON object."));
+        }
+        let validator = entry.validator.as_ref().map_err(|e| {
+            format!("Tool {name} cannot be called: its parameter schema is invalid ({e}).")
+        })?;
+        let problems: Vec<String> = validator
+            .iter_errors(&args)
+            .map(|error| {
+                let pointer = error.instance_path().to_string();
+                let field = pointer.trim_start_matches('/').replace('/', ".");
+                if field.is_empty() { error.to_string() } else { format!("`{field}`: {error}") }
+            })
+            .collect();
+        if problems.is_empty() {
+            Ok(args)
+        } else {
+            Err(format!("Invalid arguments for tool {name}: {}.", problems.join("; ")))
+        }
+    }
+
+    fn unknown_tool_message(&self, name: &str) -> String {
+        format!("Unknown tool: {name}. Available tools: {}.", self.names().join(", "))
+    }
+
+    /// Runs one call end to end. Never fails: every problem is an `is_error` outcome.
+    pub async fn execute(&self, name: &str, raw_arguments: &str, ctx: &ToolContext) -> ToolCallOutcome {
+        let Some(entry) = self.entry(name) else {
+            return ToolCallOutcome::error(self.unknown_tool_message(name), &self.truncation, name);
+        };
+        let args = match self.parse_arguments(name, raw_arguments) {
+            Ok(args) => args,
+            Err(message) => return ToolCallOutcome::error(message, &self.truncation, name),
+        };
+        if ctx.cancel.is_cancelled() {
+            return ToolCallOutcome::error(
+                format!("Tool call {name} was not executed: the turn was cancelled."),
+                &self.truncation,
+                name,
+            );
+        }
+        let call = AssertUnwindSafe(entry.tool.call(args, ctx)).catch_unwind().await;
+        match call {
+            Ok(Ok(output)) => {
+                let model_content = self.truncation.truncate(name, &output.content).into_owned();
+                ToolCallOutcome { content: output.content, model_content, images: output.images, is_error: false }
+            }
+            Ok(Err(error)) => ToolCallOutcome::error(error.0, &self.truncation, name),
+            Err(panic) => {
+                let what = panic
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| panic.downcast_ref::<&str>().copied())
+                    .unwrap_or("unknown failure");
+                tracing::error!(tool = %name, panic = %what, "tool panicked");
+                ToolCallOutcome::error(format!("Tool error ({name}): the tool crashed: {what}"), &self.truncation, name)
+            }
+        }
+    }
+
+    /// Runs the calls of one model step and returns their outcomes in call order. Each call gets
+    /// `ctx` with its own `call_id`.
+    pub async fn execute_batch(
+        &self,
+        calls: &[ToolCallRequest],
+        ctx: &ToolContext,
+        mode: BatchMode,
+        observe: &(dyn Fn(BatchEvent<'_>) + Send + Sync),
+    ) -> Vec<ToolCallOutcome> {
+        let run_one = |index: usize| {
+            let call = &calls[index];
+            let mut call_ctx = ctx.clone();
+            call_ctx.call_id = call.id.clone();
+            async move {
+                observe(BatchEvent::Started { index, call });
+                let outcome = self.execute(&call.name, &call.arguments, &call_ctx).await;
+                observe(BatchEvent::Finished { index, call, outcome: &outcome });
+                outcome
+            }
+        };
+        match mode {
+            BatchMode::Parallel => futures::future::join_all((0..calls.len()).map(run_one)).await,
+            BatchMode::Sequential => {
+                let mut outcomes = Vec::with_capacity(calls.len());
+                for index in 0..calls.len() {
+                    outcomes.push(run_one(index).await);
+                }
+                outcomes
+            }
+            BatchMode::FirstOnly => {
+                let mut outcomes = Vec::with_capacity(calls.len());
+                if !calls.is_empty() {
+                    outcomes.push(run_one(0).await);
+                }
+                for (index, call) in calls.iter().enumerate().skip(1) {
+                    let outcome = ToolCallOutcome::error(
+                        format!(
+                            "Tool call {} was not executed: only one tool call is executed per step. \
+                             Call it again on its own if it is still needed.",
+                            call.name
+                        ),
+                        &self.truncation,
+                        &call.name,
+                    );
+                    observe(BatchEvent::Started { index, call });
+                    observe(BatchEvent::Finished { index, call, outcome: &outcome });
+                    outcomes.push(outcome);
+                }
+                outcomes
+            }
+        }
+    }
+}
