@@ -149,7 +149,8 @@ async fn no_orphaned_grandchild_after_cancel() {
 async fn cleanup_ends_background_jobs_left_by_finished_commands() {
     let dir = tempfile::tempdir().unwrap();
     let env = env_with(dir.path(), 10_000, 600_000);
-    let result = env.exec_command(ExecRequest::new("sleep 60 >/dev/null 2>&1 & echo $! > bg.pid")).await.unwrap();
+    let result =
+        env.exec_command(ExecRequest::new("sleep 60 >/dev/null 2>&1 & echo $! > bg.pid")).await.unwrap();
     assert_eq!(result.exit_code, 0);
     let pid = read_pid(&dir.path().join("bg.pid")).await;
     assert!(!process_gone(pid), "the background job should keep running until cleanup");
@@ -250,7 +251,8 @@ async fn paths_outside_the_workspace_are_refused_unless_configured() {
 async fn read_only_wrapper_refuses_writes_and_logging_wrapper_delegates() {
     let dir = tempfile::tempdir().unwrap();
     let local: Arc<dyn ExecutionEnvironment> = Arc::new(LocalExecutionEnvironment::new(dir.path()));
-    let logged: Arc<dyn ExecutionEnvironment> = Arc::new(LoggingExecutionEnvironment::new(Arc::clone(&local)));
+    let logged: Arc<dyn ExecutionEnvironment> =
+        Arc::new(LoggingExecutionEnvironment::new(Arc::clone(&local)));
     logged.write_file(Path::new("f.txt"), "hi").await.unwrap();
     assert_eq!(logged.exec_command(ExecRequest::new("cat f.txt")).await.unwrap().stdout, "hi");
 

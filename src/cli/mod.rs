@@ -5,6 +5,7 @@
 //! LSP wire and nothing here writes to it.
 
 mod doctor;
+mod tool;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -138,7 +139,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command.unwrap_or(Command::Serve { stdio: true }) {
         Command::Serve { stdio: _ } => serve(env),
         Command::Exec(_) => not_yet("exec"),
-        Command::Tool(_) => not_yet("tool"),
+        Command::Tool(args) => tool::run(&env, args),
         Command::Doctor(args) => doctor::run(&env, args),
         Command::Sessions { .. } => not_yet("sessions"),
     };

@@ -93,7 +93,9 @@ impl LocalExecutionEnvironment {
 
     fn child_env(&self, extra: &std::collections::BTreeMap<String, String>) -> Vec<(String, String)> {
         let mut vars = match &self.parent_env {
-            Some(parent) => filter_environment(self.env_policy, parent.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
+            Some(parent) => {
+                filter_environment(self.env_policy, parent.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            }
             None => {
                 let parent: Vec<(String, String)> = std::env::vars().collect();
                 filter_environment(self.env_policy, parent.iter().map(|(k, v)| (k.as_str(), v.as_str())))

@@ -165,8 +165,12 @@ pub struct GrepResult {
 #[async_trait]
 pub trait ExecutionEnvironment: Send + Sync {
     /// Reads a text file; `offset` is the 1-based first line, `limit` the number of lines.
-    async fn read_file(&self, path: &Path, offset: Option<usize>, limit: Option<usize>)
-    -> Result<String, ExecError>;
+    async fn read_file(
+        &self,
+        path: &Path,
+        offset: Option<usize>,
+        limit: Option<usize>,
+    ) -> Result<String, ExecError>;
     /// Reads a file's raw bytes (images, binary detection).
     async fn read_bytes(&self, path: &Path) -> Result<Vec<u8>, ExecError>;
     /// Writes a file, creating parent directories.

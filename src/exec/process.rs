@@ -138,8 +138,10 @@ pub(crate) async fn run(spawn: Spawn<'_>, groups: &LiveGroups) -> Result<Finishe
         .stderr(Stdio::piped())
         .process_group(0);
     let started = Instant::now();
-    let mut child = command.spawn().map_err(|e| ExecError::Spawn(format!("{e} (in {})", spawn.cwd.display())))?;
-    let pgid = child.id().map(|id| id as i32).ok_or_else(|| ExecError::Spawn("the process vanished".into()))?;
+    let mut child =
+        command.spawn().map_err(|e| ExecError::Spawn(format!("{e} (in {})", spawn.cwd.display())))?;
+    let pgid =
+        child.id().map(|id| id as i32).ok_or_else(|| ExecError::Spawn("the process vanished".into()))?;
     groups.insert(pgid);
     let mut guard = GroupGuard { pgid, armed: true };
 

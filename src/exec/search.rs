@@ -149,7 +149,12 @@ fn apply_limit(files: &mut Vec<GrepFile>, options: &GrepOptions) -> bool {
     cut
 }
 
-fn search_file(searcher: &mut Searcher, matcher: &RegexMatcher, path: &Path, mode: GrepMode) -> Option<GrepFile> {
+fn search_file(
+    searcher: &mut Searcher,
+    matcher: &RegexMatcher,
+    path: &Path,
+    mode: GrepMode,
+) -> Option<GrepFile> {
     let mut sink = Collect { mode, lines: Vec::new(), match_count: 0 };
     if let Err(error) = searcher.search_path(matcher, path, &mut sink) {
         tracing::debug!(path = %path.display(), %error, "grep skipped a file");
@@ -188,7 +193,11 @@ impl Sink for Collect {
         for (i, line) in m.lines().enumerate() {
             lines += 1;
             if self.mode == GrepMode::Content {
-                self.lines.push(GrepLine { line_number: first + i as u64, text: line_text(line), is_context: false });
+                self.lines.push(GrepLine {
+                    line_number: first + i as u64,
+                    text: line_text(line),
+                    is_context: false,
+                });
             }
         }
         self.match_count += lines.max(1);
@@ -235,7 +244,8 @@ pub(crate) fn glob(pattern: &str, root: &Path) -> Result<Vec<PathBuf>, ExecError
             }
             let Ok(relative) = entry.path().strip_prefix(root) else { return WalkState::Continue };
             let hit = if by_name {
-                entry.path().file_name().is_some_and(|name| matcher.is_match(name)) || matcher.is_match(relative)
+                entry.path().file_name().is_some_and(|name| matcher.is_match(name))
+                    || matcher.is_match(relative)
             } else {
                 matcher.is_match(relative)
             };

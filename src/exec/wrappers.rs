@@ -67,7 +67,6 @@ impl LoggingExecutionEnvironment {
 }
 
 wrapper_impl!(LoggingExecutionEnvironment, inner, {
-
     async fn write_file(&self, path: &Path, content: &str) -> Result<(), ExecError> {
         tracing::info!(path = %path.display(), bytes = content.len(), "write_file");
         self.inner.write_file(path, content).await
@@ -77,7 +76,12 @@ wrapper_impl!(LoggingExecutionEnvironment, inner, {
         tracing::info!(command = %request.command, "exec");
         let result = self.inner.exec_command(request).await;
         match &result {
-            Ok(r) => tracing::info!(exit_code = r.exit_code, duration_ms = r.duration_ms, timed_out = r.timed_out, "exit"),
+            Ok(r) => tracing::info!(
+                exit_code = r.exit_code,
+                duration_ms = r.duration_ms,
+                timed_out = r.timed_out,
+                "exit"
+            ),
             Err(e) => tracing::info!(error = %e, "exec failed"),
         }
         result
@@ -96,7 +100,6 @@ impl ReadOnlyExecutionEnvironment {
 }
 
 wrapper_impl!(ReadOnlyExecutionEnvironment, inner, {
-
     async fn write_file(&self, _path: &Path, _content: &str) -> Result<(), ExecError> {
         Err(ExecError::ReadOnly)
     }

@@ -7,7 +7,15 @@
 //!   the registry/session, so `tool_call_end` events can carry everything.
 //! - Every failure the model can act on is a [`ToolError`], which becomes an `is_error` result.
 
+pub mod glob;
+pub mod grep;
+pub mod list_dir;
+mod paths;
+pub mod profiles;
+pub mod read_file;
+pub mod read_many_files;
 pub mod registry;
+pub mod shell;
 pub mod truncate;
 
 use std::path::PathBuf;

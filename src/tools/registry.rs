@@ -171,9 +171,10 @@ impl ToolRegistry {
         if !args.is_object() {
             return Err(format!("Invalid arguments for tool {name}: the arguments must be a JSON object."));
         }
-        let validator = entry.validator.as_ref().map_err(|e| {
-            format!("Tool {name} cannot be called: its parameter schema is invalid ({e}).")
-        })?;
+        let validator = entry
+            .validator
+            .as_ref()
+            .map_err(|e| format!("Tool {name} cannot be called: its parameter schema is invalid ({e})."))?;
         let problems: Vec<String> = validator
             .iter_errors(&args)
             .map(|error| {
@@ -213,7 +214,12 @@ impl ToolRegistry {
         match call {
             Ok(Ok(output)) => {
                 let model_content = self.truncation.truncate(name, &output.content).into_owned();
-                ToolCallOutcome { content: output.content, model_content, images: output.images, is_error: false }
+                ToolCallOutcome {
+                    content: output.content,
+                    model_content,
+                    images: output.images,
+                    is_error: false,
+                }
             }
             Ok(Err(error)) => ToolCallOutcome::error(error.0, &self.truncation, name),
             Err(panic) => {
@@ -223,7 +229,11 @@ impl ToolRegistry {
                     .or_else(|| panic.downcast_ref::<&str>().copied())
                     .unwrap_or("unknown failure");
                 tracing::error!(tool = %name, panic = %what, "tool panicked");
-                ToolCallOutcome::error(format!("Tool error ({name}): the tool crashed: {what}"), &self.truncation, name)
+                ToolCallOutcome::error(
+                    format!("Tool error ({name}): the tool crashed: {what}"),
+                    &self.truncation,
+                    name,
+                )
             }
         }
     }

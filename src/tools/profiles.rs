@@ -1,0 +1,91 @@
+//! Which tools each provider profile registers, with the parameter shapes and defaults of the
+//! reference agent it is aligned with (codex for `openai`, Claude Code for `anthropic`,
+//! gemini-cli for `gemini`).
+
+use std::sync::Arc;
+
+use super::glob::GlobTool;
+use super::grep::GrepTool;
+use super::list_dir::ListDirTool;
+use super::read_file::{ReadFileShape, ReadFileTool};
+use super::read_many_files::ReadManyFilesTool;
+use super::registry::ToolRegistry;
+use super::shell::ShellTool;
+
+/// The shell timeout Claude Code uses when a call sets none.
+pub const ANTHROPIC_SHELL_TIMEOUT_MS: u64 = 120_000;
+
+/// A provider-aligned tool set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolProfile {
+    OpenAi,
+    Anthropic,
+    Gemini,
+}
+
+impl ToolProfile {
+    pub const NAMES: &'static [&'static str] = &["openai", "anthropic", "gemini"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::OpenAi => "openai",
+            Self::Anthropic => "anthropic",
+            Self::Gemini => "gemini",
+        }
+    }
+}
+
+impl std::str::FromStr for ToolProfile {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "openai" | "openai-chat" | "codex" => Ok(Self::OpenAi),
+            "anthropic" | "claude" => Ok(Self::Anthropic),
+            "gemini" | "google" => Ok(Self::Gemini),
+            other => Err(format!("unknown profile `{other}`, expected one of: {}", Self::NAMES.join(", "))),
+        }
+    }
+}
+
+/// Choices that change how a profile's tools behave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolSetOptions {
+    /// Turn on the read-before-edit guard where the profile uses it (Anthropic's edit_file).
+    /// Off for one-shot runs such as `agentls tool`, where nothing could have been read first.
+    pub read_before_edit: bool,
+}
+
+impl Default for ToolSetOptions {
+    fn default() -> Self {
+        Self { read_before_edit: true }
+    }
+}
+
+/// The tools of `profile`, in the order the model sees them.
+pub fn profile_tools(profile: ToolProfile, options: &ToolSetOptions) -> ToolRegistry {
+    let _ = options.read_before_edit;
+    let mut registry = ToolRegistry::new();
+    match profile {
+        ToolProfile::OpenAi => {
+            registry.register(Arc::new(ReadFileTool::new(ReadFileShape::FilePath)));
+            registry.register(Arc::new(ShellTool::new()));
+            registry.register(Arc::new(GrepTool));
+            registry.register(Arc::new(GlobTool));
+        }
+        ToolProfile::Anthropic => {
+            registry.register(Arc::new(ReadFileTool::new(ReadFileShape::FilePath)));
+            registry.register(Arc::new(ShellTool::with_default_timeout_ms(ANTHROPIC_SHELL_TIMEOUT_MS)));
+            registry.register(Arc::new(GrepTool));
+            registry.register(Arc::new(GlobTool));
+        }
+        ToolProfile::Gemini => {
+            registry.register(Arc::new(ReadFileTool::new(ReadFileShape::AbsolutePath)));
+            registry.register(Arc::new(ReadManyFilesTool));
+            registry.register(Arc::new(ShellTool::new()));
+            registry.register(Arc::new(GrepTool));
+            registry.register(Arc::new(GlobTool));
+            registry.register(Arc::new(ListDirTool));
+        }
+    }
+    registry
+}
