@@ -131,3 +131,16 @@ fn unknown_tools_get_a_fallback_limit() {
     let limit = default_limit("my_custom_tool");
     assert_eq!((limit.max_chars, limit.mode, limit.max_lines), (30_000, TruncationMode::HeadTail, None));
 }
+
+#[test]
+fn the_character_marker_survives_the_line_pass() {
+    let lines: Vec<String> = (1..=100_000).map(|i| i.to_string()).collect();
+    let joined = lines.join("\n");
+    let policy = TruncationPolicy::default();
+    let shown = policy.truncate("shell", &joined);
+    let shown_lines: Vec<&str> = shown.lines().collect();
+    assert_eq!(shown_lines.len(), 256 + 2, "head + tail + both markers");
+    assert!(shown_lines[128].starts_with("[WARNING: Tool output was truncated. "), "{}", shown_lines[128]);
+    assert!(shown_lines[129].starts_with("[... ") && shown_lines[129].ends_with(" lines omitted ...]"));
+    assert_eq!((shown_lines[0], shown_lines[257]), ("1", "100000"));
+}

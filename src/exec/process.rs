@@ -101,6 +101,26 @@ pub(crate) struct Finished {
     pub duration: Duration,
 }
 
+/// Commands longer than this are passed in a script file instead of `-c`.
+const MAX_ARG_BYTES: usize = 96 * 1024;
+
+/// A temporary script holding a long command; removed when dropped.
+struct ScriptFile(std::path::PathBuf);
+
+impl ScriptFile {
+    fn write(command: &str) -> Result<Self, ExecError> {
+        let path = std::env::temp_dir().join(format!("agentls-command-{}.sh", uuid::Uuid::new_v4()));
+        std::fs::write(&path, command).map_err(|e| ExecError::io(&path, e))?;
+        Ok(Self(path))
+    }
+}
+
+impl Drop for ScriptFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 /// Kills the group if the command future is dropped before it finished.
 struct GroupGuard {
     pgid: i32,
@@ -127,9 +147,16 @@ fn shell_program() -> &'static str {
 
 pub(crate) async fn run(spawn: Spawn<'_>, groups: &LiveGroups) -> Result<Finished, ExecError> {
     let mut command = Command::new(shell_program());
+    // One argv string is limited to 128 KiB; longer scripts are run from a temporary file.
+    let script_file = if spawn.command.len() > MAX_ARG_BYTES {
+        let file = ScriptFile::write(spawn.command)?;
+        command.arg(&file.0);
+        Some(file)
+    } else {
+        command.arg("-c").arg(spawn.command);
+        None
+    };
     command
-        .arg("-c")
-        .arg(spawn.command)
         .current_dir(spawn.cwd)
         .env_clear()
         .envs(spawn.env)
@@ -164,6 +191,7 @@ pub(crate) async fn run(spawn: Spawn<'_>, groups: &LiveGroups) -> Result<Finishe
     }
     guard.armed = false;
 
+    drop(script_file);
     let deadline = tokio::time::Instant::now() + DRAIN_AFTER_EXIT;
     let stdout = stdout.finish(deadline).await;
     let stderr = stderr.finish(deadline).await;

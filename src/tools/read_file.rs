@@ -15,8 +15,6 @@ use crate::workspace::WorkspaceError;
 
 /// Lines returned when the call sets no limit.
 pub const DEFAULT_LINE_LIMIT: usize = 2_000;
-/// Characters kept of one line; longer lines (minified code, data) are cut.
-pub const MAX_LINE_CHARS: usize = 2_000;
 /// Largest image sent to the model.
 pub const MAX_IMAGE_BYTES: u64 = 10 * 1024 * 1024;
 
@@ -66,17 +64,7 @@ pub fn number_lines<'a>(first: usize, lines: impl ExactSizeIterator<Item = &'a s
     let mut out = String::new();
     for (i, line) in lines.enumerate() {
         let line = line.strip_suffix('\r').unwrap_or(line);
-        let shown = match line.char_indices().nth(MAX_LINE_CHARS) {
-            Some((cut, _)) => {
-                format!(
-                    "{}... [line truncated: {} more characters]",
-                    &line[..cut],
-                    line[cut..].chars().count()
-                )
-            }
-            None => line.to_string(),
-        };
-        out.push_str(&format!("{:>width$} | {shown}\n", first + i));
+        out.push_str(&format!("{:>width$} | {line}\n", first + i));
     }
     out
 }
@@ -92,10 +80,9 @@ impl Tool for ReadFileTool {
             ReadFileShape::FilePath => {
                 "Reads a file from the workspace. Returns its lines numbered as `N | text` (line numbers \
                  start at 1 and are not part of the file). By default up to 2000 lines from the start \
-                 are returned; use `offset` (1-based first line) and `limit` for long files. Lines longer \
-                 than 2000 characters are cut. Images (PNG, JPEG, GIF, WebP) are returned as images. \
-                 Binary files cannot be read. Open editor buffers are read with their unsaved changes. \
-                 Read a file before editing it."
+                 are returned; use `offset` (1-based first line) and `limit` for long files. Images \
+                 (PNG, JPEG, GIF, WebP) are returned as images. Binary files cannot be read. Open \
+                 editor buffers are read with their unsaved changes. Read a file before editing it."
             }
             ReadFileShape::AbsolutePath => {
                 "Reads and returns the content of a file, line-numbered as `N | text` (line numbers start \

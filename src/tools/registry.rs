@@ -137,6 +137,11 @@ impl ToolRegistry {
         self.tools.iter().find(|(n, _)| n == name).map(|(_, r)| r)
     }
 
+    /// The tools themselves, in registration order.
+    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.tools.iter().map(|(_, r)| r.tool.clone()).collect()
+    }
+
     /// Tool names in registration order.
     pub fn names(&self) -> Vec<String> {
         self.tools.iter().map(|(n, _)| n.clone()).collect()

@@ -70,19 +70,32 @@ impl TruncationPolicy {
         limit
     }
 
-    /// What the model receives for `output` of `tool`: characters first, then lines.
+    /// What the model receives for `output` of `tool`: characters first, then lines. When the
+    /// line pass drops the character marker (it sits in the middle of a head/tail cut), the
+    /// marker is put back next to the line marker, so the model always learns about both.
     pub fn truncate<'a>(&self, tool: &str, output: &'a str) -> Cow<'a, str> {
         let limit = self.limit(tool);
         let by_chars = truncate_output(output, limit.max_chars, limit.mode);
-        match limit.max_lines {
-            Some(lines) => match truncate_lines(&by_chars, lines) {
-                Cow::Borrowed(_) => by_chars,
-                Cow::Owned(s) => Cow::Owned(s),
-            },
-            None => by_chars,
+        let Some(max_lines) = limit.max_lines else { return by_chars };
+        let by_lines = match truncate_lines(&by_chars, max_lines) {
+            Cow::Borrowed(_) => return by_chars,
+            Cow::Owned(s) => s,
+        };
+        let char_marker = matches!(by_chars, Cow::Owned(_))
+            .then(|| by_chars.lines().find(|l| l.starts_with(CHAR_MARKER_START)))
+            .flatten();
+        match char_marker {
+            Some(marker) if !by_lines.contains(CHAR_MARKER_START) => {
+                let at = by_lines.find("\n[... ").map_or(0, |i| i + 1);
+                Cow::Owned(format!("{}{marker}\n{}", &by_lines[..at], &by_lines[at..]))
+            }
+            _ => Cow::Owned(by_lines),
         }
     }
 }
+
+/// How every character-truncation marker begins.
+const CHAR_MARKER_START: &str = "[WARNING: Tool output was truncated.";
 
 /// Byte index of the `n`th character of `s` (or its length).
 fn char_index(s: &str, n: usize) -> usize {
