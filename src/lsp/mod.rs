@@ -10,12 +10,17 @@
 //! One file per method family: `server` (lifecycle, routing), `text_sync`, `commands/*`,
 //! `permission`, `capabilities`, `convert`, `outbound`.
 
+pub mod apply;
 pub mod capabilities;
 pub mod commands;
 pub mod convert;
+pub mod diagnostics;
 pub mod outbound;
 pub mod permission;
+pub mod port;
+pub mod review;
 pub mod server;
+pub mod sessions;
 pub mod text_sync;
 pub mod transport;
 

@@ -17,9 +17,11 @@ use super::ServerOptions;
 use super::capabilities::ClientProfile;
 use super::outbound::Outbound;
 use super::permission::PermissionBroker;
+use super::review::ReviewBroker;
+use super::sessions::{SessionRegistry, cancel_turn};
 use super::{commands, convert};
 use crate::config::ConfigLayer;
-use crate::store::PermissionRules;
+use crate::store::{PermissionRules, TranscriptStore};
 use crate::workspace::DocumentStore;
 
 /// State shared by every handler and every session task.
@@ -32,6 +34,10 @@ pub struct ServerState {
     client_layer: RwLock<ConfigLayer>,
     pub documents: Arc<DocumentStore>,
     pub permissions: PermissionBroker,
+    pub reviews: ReviewBroker,
+    pub sessions: SessionRegistry,
+    /// Stored transcripts; `None` without a data directory.
+    pub transcripts: Option<TranscriptStore>,
 }
 
 impl ServerState {
@@ -61,8 +67,12 @@ pub struct Backend {
 impl Backend {
     pub fn new(client: Client, options: ServerOptions, documents: Arc<DocumentStore>) -> Self {
         let rules = Arc::new(PermissionRules::open(options.data_dir.as_deref()));
+        let transcripts = options.data_dir.as_deref().map(TranscriptStore::new);
         let state = ServerState {
             outbound: Outbound::new(client, options.deadlines),
+            reviews: ReviewBroker::default(),
+            sessions: SessionRegistry::default(),
+            transcripts,
             options,
             profile: OnceLock::new(),
             roots: RwLock::new(Vec::new()),
@@ -118,6 +128,22 @@ fn server_capabilities(profile: &ClientProfile) -> ServerCapabilities {
     }
 }
 
+impl Backend {
+    /// `window/workDoneProgress/cancel`: cancelling a turn's or a tool's progress interrupts
+    /// the turn.
+    pub async fn work_done_progress_cancel(&self, params: WorkDoneProgressCancelParams) {
+        let token = match &params.token {
+            NumberOrString::String(s) => s.clone(),
+            NumberOrString::Number(n) => n.to_string(),
+        };
+        let Some(id) = self.state.sessions.session_of_progress(&token) else { return };
+        if let Some(session) = self.state.sessions.get(&id) {
+            tracing::info!(session = %id, "progress cancelled by the user: interrupting the turn");
+            cancel_turn(&self.state, &session);
+        }
+    }
+}
+
 impl LanguageServer for Backend {
     async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
         let profile = ClientProfile::from_initialize(&params);
@@ -153,6 +179,10 @@ impl LanguageServer for Backend {
 
     async fn shutdown(&self) -> Result<()> {
         tracing::info!("shutdown");
+        for session in self.state.sessions.all() {
+            cancel_turn(&self.state, &session);
+            session.handle.close();
+        }
         Ok(())
     }
 

@@ -6,6 +6,8 @@
 
 pub mod args;
 mod permission;
+mod review;
+mod session;
 
 use std::sync::Arc;
 
@@ -35,6 +37,16 @@ pub const NAMES: &[&str] = &[
 pub async fn dispatch(state: &Arc<ServerState>, command: String, arguments: Vec<Value>) -> Result<Value> {
     let args = CommandArgs::from_arguments(arguments)?;
     match command.as_str() {
+        "agentls.newSession" => session::new_session(state, &args),
+        "agentls.prompt" => session::prompt(state, &args),
+        "agentls.steer" => session::steer(state, &args),
+        "agentls.followUp" => session::follow_up(state, &args),
+        "agentls.cancel" => session::cancel(state, &args),
+        "agentls.closeSession" => session::close(state, &args),
+        "agentls.listSessions" => session::list(state),
+        "agentls.resumeSession" => session::resume(state, &args),
+        "agentls.configure" => session::configure(state, &args),
+        "agentls.resolveReview" => review::resolve(state, &args),
         "agentls.resolvePermission" => permission::resolve(state, &args),
         other => Err(Error {
             code: ErrorCode::InvalidParams,
@@ -46,5 +58,5 @@ pub async fn dispatch(state: &Arc<ServerState>, command: String, arguments: Vec<
 
 /// Adds the methods `LanguageServer` has no slot for.
 pub fn register_custom_methods(builder: LspServiceBuilder<Backend>) -> LspServiceBuilder<Backend> {
-    builder
+    builder.custom_method("window/workDoneProgress/cancel", Backend::work_done_progress_cancel)
 }

@@ -1,0 +1,316 @@
+//! Applying a reviewed change set through the editor: one `workspace/applyEdit` per change set,
+//! shaped by what the client announced.
+//!
+//! Invariants:
+//! - Edits are computed against the text the editor holds now (the buffer when open, else the
+//!   disk). When it moved on since the agent read it, the change is rebased three-way; when the
+//!   rebase conflicts, nothing is sent and the model is told to re-read.
+//! - Open documents get versioned `TextDocumentEdit`s with minimal edits; clients without
+//!   `documentChanges` get `changes`. Create/rename/delete go out as resource operations where
+//!   supported; otherwise they are done on disk, and only for files the editor does not have
+//!   open.
+//! - `applied: false`, an editor error or no answer in time is a failure: nothing is reported
+//!   as applied.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tower_lsp_server::ls_types::request::ApplyWorkspaceEdit;
+use tower_lsp_server::ls_types::{
+    AnnotatedTextEdit, ApplyWorkspaceEditParams, ChangeAnnotation, CreateFile, CreateFileOptions, DeleteFile,
+    DocumentChangeOperation, DocumentChanges, OneOf, OptionalVersionedTextDocumentIdentifier, Range,
+    RenameFile, ResourceOp, TextDocumentEdit, TextEdit, Uri, WorkspaceEdit,
+};
+
+use super::capabilities::ClientProfile;
+use super::convert;
+use super::outbound::Outbound;
+use crate::workspace::position::{PositionEncoding, position_of};
+use crate::workspace::{DocumentStore, FileOp, FileOutcome, ResolvedChangeSet, compute_hunks, rebase};
+
+const DIFF_DEADLINE: Duration = Duration::from_millis(500);
+const ANNOTATION: &str = "agentls";
+
+/// The text the editor holds for a path now.
+struct Current {
+    text: Arc<str>,
+    /// The buffer version when the file is open.
+    version: Option<i32>,
+}
+
+fn current(documents: &DocumentStore, path: &Path) -> Result<Option<Current>, String> {
+    if let Some(buffer) = documents.get(path) {
+        return Ok(Some(Current { text: buffer.text, version: Some(buffer.version) }));
+    }
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(Current { text: Arc::from(text), version: None })),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("cannot read {}: {e}; nothing was changed", path.display())),
+    }
+}
+
+/// Minimal edits turning `old` into `new`, in the client's position encoding.
+pub fn minimal_edits(old: &str, new: &str, encoding: PositionEncoding) -> Vec<TextEdit> {
+    compute_hunks(old, new, Some(Instant::now() + DIFF_DEADLINE))
+        .into_iter()
+        .map(|hunk| TextEdit {
+            range: Range {
+                start: convert::position_to_lsp(position_of(old, hunk.old_range.start, encoding)),
+                end: convert::position_to_lsp(position_of(old, hunk.old_range.end, encoding)),
+            },
+            new_text: hunk.new_text,
+        })
+        .collect()
+}
+
+/// A disk operation for a client that cannot express it.
+enum DiskOp {
+    Write(PathBuf, Arc<str>),
+    Remove(PathBuf),
+}
+
+/// The planned edit.
+struct Plan {
+    operations: Vec<DocumentChangeOperation>,
+    changes: HashMap<Uri, Vec<TextEdit>>,
+    disk: Vec<DiskOp>,
+    outcomes: Vec<FileOutcome>,
+}
+
+fn uri(path: &Path) -> Result<Uri, String> {
+    convert::uri_of(path).ok_or_else(|| format!("{} cannot be expressed as a file: URI", path.display()))
+}
+
+fn annotate(edits: Vec<TextEdit>, confirm: bool) -> Vec<OneOf<TextEdit, AnnotatedTextEdit>> {
+    edits
+        .into_iter()
+        .map(|e| {
+            if confirm {
+                OneOf::Right(AnnotatedTextEdit { text_edit: e, annotation_id: ANNOTATION.into() })
+            } else {
+                OneOf::Left(e)
+            }
+        })
+        .collect()
+}
+
+fn plan(
+    change: &ResolvedChangeSet,
+    documents: &DocumentStore,
+    profile: &ClientProfile,
+    confirm: bool,
+) -> Result<Plan, String> {
+    let annotation = confirm.then(|| ANNOTATION.to_string());
+    let mut p =
+        Plan { operations: Vec::new(), changes: HashMap::new(), disk: Vec::new(), outcomes: Vec::new() };
+    let text_edit =
+        |p: &mut Plan, path: &Path, version: Option<i32>, edits: Vec<TextEdit>| -> Result<(), String> {
+            if edits.is_empty() {
+                return Ok(());
+            }
+            let uri = uri(path)?;
+            if profile.document_changes {
+                p.operations.push(DocumentChangeOperation::Edit(TextDocumentEdit {
+                    text_document: OptionalVersionedTextDocumentIdentifier { uri, version },
+                    edits: annotate(edits, confirm),
+                }));
+            } else {
+                p.changes.entry(uri).or_default().extend(edits);
+            }
+            Ok(())
+        };
+    for file in &change.files {
+        if !file.accepted {
+            p.outcomes.push(FileOutcome::rejected(file));
+            continue;
+        }
+        let fc = &file.change;
+        let now = current(documents, &fc.path)?;
+        match &fc.op {
+            FileOp::Create => {
+                if now.is_some() {
+                    return Err(format!(
+                        "{} already exists; refusing to overwrite it (nothing was changed). Edit it instead",
+                        fc.display_path
+                    ));
+                }
+                let text = file.final_text.clone().unwrap_or_else(|| Arc::from(""));
+                if profile.document_changes && profile.create_files {
+                    let uri = uri(&fc.path)?;
+                    p.operations.push(DocumentChangeOperation::Op(ResourceOp::Create(CreateFile {
+                        uri: uri.clone(),
+                        options: Some(CreateFileOptions {
+                            overwrite: Some(false),
+                            ignore_if_exists: Some(false),
+                        }),
+                        annotation_id: annotation.clone(),
+                    })));
+                    text_edit(&mut p, &fc.path, None, minimal_edits("", &text, profile.encoding))?;
+                } else {
+                    p.disk.push(DiskOp::Write(fc.path.clone(), text.clone()));
+                }
+                p.outcomes.push(FileOutcome::committed(file, Some(text), false));
+            }
+            FileOp::Delete => {
+                let Some(now) = now else {
+                    return Err(format!("{} no longer exists; nothing was changed", fc.display_path));
+                };
+                if *now.text != *fc.base_text() {
+                    return Err(format!(
+                        "{} changed since you read it; nothing was changed. Read it again before deleting it",
+                        fc.display_path
+                    ));
+                }
+                if profile.document_changes && profile.delete_files {
+                    p.operations.push(DocumentChangeOperation::Op(ResourceOp::Delete(DeleteFile {
+                        uri: uri(&fc.path)?,
+                        options: None,
+                        annotation_id: annotation.clone(),
+                    })));
+                } else if now.version.is_some() {
+                    return Err(format!(
+                        "{} is open in the editor and this editor cannot delete files through LSP; close it first",
+                        fc.display_path
+                    ));
+                } else {
+                    p.disk.push(DiskOp::Remove(fc.path.clone()));
+                }
+                p.outcomes.push(FileOutcome::committed(file, None, false));
+            }
+            FileOp::Modify | FileOp::Rename { .. } => {
+                let Some(now) = now else {
+                    return Err(format!(
+                        "{} no longer exists (it was deleted since you read it); nothing was changed",
+                        fc.display_path
+                    ));
+                };
+                let proposed = file.final_text.clone().unwrap_or_else(|| Arc::from(""));
+                let (merged, rebased): (Arc<str>, bool) = if *now.text == *fc.base_text() {
+                    (proposed, false)
+                } else {
+                    let merged = rebase(fc.base_text(), &proposed, &now.text).map_err(|conflict| {
+                        format!(
+                            "{} changed in the editor since you read it and your edit overlaps that change ({conflict}); \
+                             nothing was changed. Read the file again and redo the edit against its current text",
+                            fc.display_path
+                        )
+                    })?;
+                    (Arc::from(merged), true)
+                };
+                let edits = minimal_edits(&now.text, &merged, profile.encoding);
+                match &fc.op {
+                    FileOp::Rename { to } => {
+                        if current(documents, to)?.is_some() {
+                            return Err(format!("{} already exists; nothing was changed", to.display()));
+                        }
+                        if profile.document_changes && profile.rename_files {
+                            p.operations.push(DocumentChangeOperation::Op(ResourceOp::Rename(RenameFile {
+                                old_uri: uri(&fc.path)?,
+                                new_uri: uri(to)?,
+                                options: None,
+                                annotation_id: annotation.clone(),
+                            })));
+                            text_edit(&mut p, to, None, edits)?;
+                        } else if now.version.is_some() {
+                            return Err(format!(
+                                "{} is open in the editor and this editor cannot rename files through LSP; close it first",
+                                fc.display_path
+                            ));
+                        } else {
+                            p.disk.push(DiskOp::Write(to.clone(), merged.clone()));
+                            p.disk.push(DiskOp::Remove(fc.path.clone()));
+                        }
+                    }
+                    _ => text_edit(&mut p, &fc.path, now.version, edits)?,
+                }
+                p.outcomes.push(FileOutcome::committed(file, Some(merged), rebased));
+            }
+        }
+    }
+    Ok(p)
+}
+
+/// Applies `change` in the editor; `confirm` asks the client to confirm each edit (plain
+/// clients with change-annotation support). Returns what happened to each file.
+pub async fn apply(
+    outbound: &Outbound,
+    documents: &DocumentStore,
+    profile: &ClientProfile,
+    change: &ResolvedChangeSet,
+    label: &str,
+    confirm: bool,
+) -> Result<Vec<FileOutcome>, String> {
+    let plan = plan(change, documents, profile, confirm)?;
+    let has_edit = !plan.operations.is_empty() || !plan.changes.is_empty();
+    if has_edit {
+        let mut edit = WorkspaceEdit::default();
+        if profile.document_changes {
+            edit.document_changes = Some(DocumentChanges::Operations(plan.operations));
+        } else {
+            edit.changes = Some(plan.changes);
+        }
+        if confirm {
+            edit.change_annotations = Some(HashMap::from([(
+                ANNOTATION.to_string(),
+                ChangeAnnotation {
+                    label: label.to_string(),
+                    needs_confirmation: Some(true),
+                    description: Some("Proposed by the agentls agent".into()),
+                },
+            )]));
+        }
+        let deadline = if confirm { outbound.deadlines.human } else { outbound.deadlines.request };
+        let params = ApplyWorkspaceEditParams { label: Some(label.to_string()), edit };
+        let response = outbound
+            .request_within::<ApplyWorkspaceEdit>(params, deadline)
+            .await
+            .map_err(|e| format!("{e}; nothing was applied"))?;
+        if !response.applied {
+            let reason = response.failure_reason.unwrap_or_else(|| "no reason given".into());
+            return Err(format!("the editor did not apply the edit ({reason}); nothing was changed"));
+        }
+    }
+    for op in plan.disk {
+        let result = match &op {
+            DiskOp::Write(path, text) => path
+                .parent()
+                .map(std::fs::create_dir_all)
+                .transpose()
+                .and_then(|_| std::fs::write(path, text.as_bytes())),
+            DiskOp::Remove(path) => std::fs::remove_file(path),
+        };
+        if let Err(e) = result {
+            let path = match &op {
+                DiskOp::Write(p, _) | DiskOp::Remove(p) => p,
+            };
+            return Err(format!(
+                "could not write {}: {e}{}",
+                path.display(),
+                if has_edit { " (the editor edits were applied)" } else { "; nothing was changed" }
+            ));
+        }
+    }
+    Ok(plan.outcomes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minimal_edits_touch_only_changed_lines() {
+        let edits = minimal_edits("a\nb\nc\n", "a\nB\nc\n", PositionEncoding::Utf16);
+        assert_eq!(
+            edits,
+            vec![TextEdit {
+                range: Range {
+                    start: tower_lsp_server::ls_types::Position { line: 1, character: 0 },
+                    end: tower_lsp_server::ls_types::Position { line: 2, character: 0 },
+                },
+                new_text: "B\n".into(),
+            }]
+        );
+    }
+}

@@ -1,0 +1,225 @@
+//! Session commands: `newSession`, `prompt`, `steer`, `followUp`, `cancel`, `closeSession`,
+//! `listSessions`, `resumeSession`, `configure`. Each returns at once; turns run in the
+//! session's task.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tower_lsp_server::jsonrpc::Result;
+
+use super::args::{CommandArgs, invalid_field, request_failed};
+use crate::config::Approval;
+use crate::llm::ReasoningEffort;
+use crate::lsp::convert;
+use crate::lsp::server::ServerState;
+use crate::lsp::sessions::{self, LspSession, NewSession, cancel_turn, history_from_records};
+use crate::profiles::ProfileKind;
+use crate::session::ConfigChange;
+
+const PROFILES: &[&str] = &["openai", "anthropic", "gemini"];
+
+fn session(state: &ServerState, args: &CommandArgs) -> Result<Arc<LspSession>> {
+    let id = args.required_str("sessionId")?;
+    state.sessions.get(&id).ok_or_else(|| {
+        invalid_field(
+            "sessionId",
+            "the id of an open session (agentls.listSessions shows them; resume a stored one)",
+        )
+    })
+}
+
+fn profile_of(args: &CommandArgs) -> Result<Option<ProfileKind>> {
+    Ok(args.optional_choice("profile", PROFILES)?.map(|p| match p.as_str() {
+        "openai" => ProfileKind::OpenAi,
+        "anthropic" => ProfileKind::Anthropic,
+        _ => ProfileKind::Gemini,
+    }))
+}
+
+fn root_of(args: &CommandArgs) -> Result<Option<PathBuf>> {
+    match args.optional_str("rootUri")? {
+        None => Ok(None),
+        Some(text) => convert::parse_uri(&text)
+            .and_then(|u| convert::path_of(&u))
+            .map(Some)
+            .ok_or_else(|| invalid_field("rootUri", "a file: URI of a folder")),
+    }
+}
+
+fn created(session: &LspSession) -> Value {
+    json!({
+        "sessionId": session.id,
+        "profile": session.profile.as_str(),
+        "model": session.handle.config().model,
+    })
+}
+
+pub fn new_session(state: &Arc<ServerState>, args: &CommandArgs) -> Result<Value> {
+    let request = NewSession {
+        profile: profile_of(args)?,
+        model: args.optional_str("model")?,
+        root: root_of(args)?,
+        ..Default::default()
+    };
+    let session = sessions::create(state, request).map_err(request_failed)?;
+    Ok(created(&session))
+}
+
+/// The prompt text with the editor context (a file and optionally a range of it).
+fn with_context(state: &ServerState, text: String, context: Option<CommandArgs>) -> Result<String> {
+    let Some(context) = context else { return Ok(text) };
+    let uri_text = context.required_str("uri").map_err(|_| invalid_field("context.uri", "a file: URI"))?;
+    let path = convert::parse_uri(&uri_text)
+        .and_then(|u| convert::path_of(&u))
+        .ok_or_else(|| invalid_field("context.uri", "a file: URI"))?;
+    let range: Option<tower_lsp_server::ls_types::Range> = context
+        .optional_typed("range", "an LSP range")
+        .map_err(|_| invalid_field("context.range", "an LSP range"))?;
+    let display = state
+        .roots()
+        .iter()
+        .find_map(|r| path.strip_prefix(r).ok())
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| path.display().to_string());
+    let Some(range) = range else {
+        return Ok(format!("{text}\n\n(Context: the user is looking at {display}.)"));
+    };
+    let buffer = match state.documents.get(&path) {
+        Some(b) => b.text.to_string(),
+        None => std::fs::read_to_string(&path).unwrap_or_default(),
+    };
+    let bytes = convert::byte_range(&buffer, range, state.profile().encoding);
+    let selected = buffer.get(bytes).unwrap_or_default();
+    Ok(format!(
+        "{text}\n\nContext: {display}, lines {}-{} (as in the editor):\n```\n{selected}\n```",
+        range.start.line + 1,
+        range.end.line + 1
+    ))
+}
+
+pub fn prompt(state: &Arc<ServerState>, args: &CommandArgs) -> Result<Value> {
+    let text = args.required_str("text")?;
+    let context = args.optional_object("context")?;
+    let session = match args.optional_str("sessionId")? {
+        Some(_) => session(state, args)?,
+        None => match state.sessions.latest() {
+            Some(s) => s,
+            None => sessions::create(state, NewSession::default()).map_err(request_failed)?,
+        },
+    };
+    let text = with_context(state, text, context)?;
+    session.handle.submit(text);
+    Ok(json!({"sessionId": session.id}))
+}
+
+pub fn steer(state: &Arc<ServerState>, args: &CommandArgs) -> Result<Value> {
+    let session = session(state, args)?;
+    session.handle.steer(args.required_str("text")?);
+    Ok(json!({"sessionId": session.id}))
+}
+
+pub fn follow_up(state: &Arc<ServerState>, args: &CommandArgs) -> Result<Value> {
+    let session = session(state, args)?;
+    session.handle.follow_up(args.required_str("text")?);
+    Ok(json!({"sessionId": session.id}))
+}
+
+pub fn cancel(state: &Arc<ServerState>, args: &CommandArgs) -> Result<Value> {
+    let session = session(state, args)?;
+    cancel_turn(state, &session);
+    Ok(json!({"sessionId": session.id, "cancelled": true}))
+}
+
+pub fn close(state: &Arc<ServerState>, args: &CommandArgs) -> Result<Value> {
+    let session = session(state, args)?;
+    cancel_turn(state, &session);
+    session.handle.close();
+    Ok(json!({"sessionId": session.id, "closed": true}))
+}
+
+pub fn list(state: &Arc<ServerState>) -> Result<Value> {
+    let open = state.sessions.all();
+    let mut out: Vec<Value> = open.iter().map(|s| s.summary()).collect();
+    if let Some(store) = &state.transcripts {
+        match store.list() {
+            Ok(stored) => {
+                for t in stored.into_iter().filter(|t| !open.iter().any(|s| s.id == t.header.session_id)) {
+                    out.push(json!({
+                        "sessionId": t.header.session_id,
+                        "rootUri": convert::uri_of(&t.header.root).map(|u| u.as_str().to_string()),
+                        "profile": t.header.profile,
+                        "model": t.header.model,
+                        "created": t.header.created,
+                        "title": t.title,
+                        "open": false,
+                    }))
+                }
+            }
+            Err(e) => tracing::warn!("cannot list stored sessions: {e}"),
+        }
+    }
+    Ok(json!({"sessions": out}))
+}
+
+pub fn resume(state: &Arc<ServerState>, args: &CommandArgs) -> Result<Value> {
+    let id = args.required_str("sessionId")?;
+    if let Some(open) = state.sessions.get(&id) {
+        let mut value = created(&open);
+        value["resumed"] = json!(false);
+        return Ok(value);
+    }
+    let store = state
+        .transcripts
+        .as_ref()
+        .ok_or_else(|| request_failed("no data directory: sessions are not stored"))?;
+    let transcript = store.load(&id).map_err(|e| match e {
+        crate::store::StoreError::NotFound(_) | crate::store::StoreError::BadId(_) => {
+            invalid_field("sessionId", "the id of a stored session (agentls.listSessions shows them)")
+        }
+        other => request_failed(other.to_string()),
+    })?;
+    let history = history_from_records(&transcript.records);
+    let turns = history.len();
+    let profile = match transcript.header.profile.as_str() {
+        "openai" => Some(ProfileKind::OpenAi),
+        "anthropic" => Some(ProfileKind::Anthropic),
+        "gemini" => Some(ProfileKind::Gemini),
+        _ => None,
+    };
+    let request = NewSession {
+        id: Some(id),
+        profile,
+        model: Some(transcript.header.model.clone()),
+        root: Some(transcript.header.root.clone()),
+        history,
+    };
+    let session = sessions::create(state, request).map_err(request_failed)?;
+    let mut value = created(&session);
+    value["resumed"] = json!(true);
+    value["turns"] = json!(turns);
+    Ok(value)
+}
+
+pub fn configure(state: &Arc<ServerState>, args: &CommandArgs) -> Result<Value> {
+    let session = session(state, args)?;
+    let model = args.optional_str("model")?;
+    if model.as_deref().is_some_and(|m| m.trim().is_empty()) {
+        return Err(invalid_field("model", "a non-empty model name"));
+    }
+    let reasoning_effort = match args.optional_str("reasoningEffort")? {
+        None => None,
+        Some(e) if e == "default" => Some(None),
+        Some(e) => Some(Some(e.parse::<ReasoningEffort>().map_err(|_| {
+            invalid_field("reasoningEffort", "one of \"minimal\", \"low\", \"medium\", \"high\", \"default\"")
+        })?)),
+    };
+    let approval = match args.optional_choice("approval", &["review", "auto", "deny"])? {
+        None => None,
+        Some(a) => {
+            Some(a.parse::<Approval>().map_err(|_| invalid_field("approval", "review, auto or deny"))?)
+        }
+    };
+    session.handle.configure(ConfigChange { model, reasoning_effort, approval });
+    Ok(session.summary())
+}

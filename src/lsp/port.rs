@@ -1,0 +1,205 @@
+//! The LSP implementation of [`EditorPort`]: review, apply, permission and save, for one session.
+//!
+//! Invariants:
+//! - Every call returns: reviews and permissions are answered by the user, by a cancelled
+//!   turn, or by a deadline; a panic inside becomes a [`PortError`], never a dead session.
+//! - Approval `auto` applies at once, `deny` refuses, `review` asks first. Nothing is applied
+//!   that the user rejected.
+//! - `save` writes only the files it is given (the ones the agent changed).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+
+use async_trait::async_trait;
+use futures::FutureExt;
+use serde_json::json;
+
+use super::apply;
+use super::outbound::SaveDocumentsRequest;
+use super::permission::PermissionPolicy;
+use super::review::{self, ReviewDecision};
+use super::server::ServerState;
+use crate::config::Approval;
+use crate::session::SessionHandle;
+use crate::workspace::{
+    ChangeOutcome, ChangeSet, EditorPort, FileDecision, FileOutcome, PermissionDecision, PermissionRequest,
+    PortError,
+};
+
+pub struct LspEditorPort {
+    session_id: String,
+    state: Weak<ServerState>,
+    pub handle: OnceLock<SessionHandle>,
+    policy: PermissionPolicy,
+    /// The latest tool call seen starting (names the call in `agentls/review`).
+    pub current_call: Mutex<Option<String>>,
+}
+
+fn gone() -> PortError {
+    PortError("the language server is shutting down".into())
+}
+
+fn rejected(change: ChangeSet, feedback: Option<String>, error: Option<String>) -> ChangeOutcome {
+    let resolved = change.reject_all();
+    ChangeOutcome { files: resolved.files.iter().map(FileOutcome::rejected).collect(), feedback, error }
+}
+
+impl LspEditorPort {
+    pub fn new(session_id: String, state: Weak<ServerState>, policy: PermissionPolicy) -> Self {
+        Self { session_id, state, handle: OnceLock::new(), policy, current_call: Mutex::new(None) }
+    }
+
+    fn approval(&self) -> Approval {
+        self.handle.get().map(|h| h.config().approval).unwrap_or(Approval::Review)
+    }
+
+    async fn propose_inner(&self, change: ChangeSet) -> Result<ChangeOutcome, PortError> {
+        let state = self.state.upgrade().ok_or_else(gone)?;
+        let profile = state.profile();
+        let label = format!(
+            "agentls: {}",
+            change.files().iter().map(|f| f.display_path.as_str()).collect::<Vec<_>>().join(", ")
+        );
+        let decision = match self.approval() {
+            Approval::Deny => {
+                return Ok(rejected(
+                    change,
+                    None,
+                    Some(
+                        "Edits are not allowed in this session (approval: deny); nothing was changed.".into(),
+                    ),
+                ));
+            }
+            Approval::Auto => ReviewDecision::Accept { files: Default::default(), feedback: None },
+            Approval::Review if profile.plugin => {
+                let call_id = self.current_call.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                state.reviews.ask_plugin(&state.outbound, &self.session_id, call_id, &change).await
+            }
+            Approval::Review if profile.document_changes && profile.change_annotations => {
+                // The client's own preview asks the user (needsConfirmation annotations).
+                let resolved = change.clone().accept_all();
+                return Ok(
+                    match apply::apply(&state.outbound, &state.documents, &profile, &resolved, &label, true)
+                        .await
+                    {
+                        Ok(files) => ChangeOutcome { files, feedback: None, error: None },
+                        Err(e) => rejected(change, None, Some(format!("The change was not applied: {e}"))),
+                    },
+                );
+            }
+            Approval::Review => {
+                let dir = state.options.data_dir.clone().unwrap_or_else(std::env::temp_dir).join("reviews");
+                review::ask_plain(&state.outbound, &change, &dir, profile.show_document).await
+            }
+        };
+        let (files, feedback) = match decision {
+            ReviewDecision::Reject { feedback } => return Ok(rejected(change, feedback, None)),
+            ReviewDecision::Accept { files, feedback } => (files, feedback),
+        };
+        let resolved = match change.resolve(|i, _| files.get(&i).cloned().unwrap_or(FileDecision::Accept)) {
+            Ok(resolved) => resolved,
+            Err(e) => return Ok(ChangeOutcome { files: Vec::new(), feedback, error: Some(e.to_string()) }),
+        };
+        if resolved.files.iter().all(|f| !f.accepted) {
+            let files = resolved.files.iter().map(FileOutcome::rejected).collect();
+            return Ok(ChangeOutcome { files, feedback, error: None });
+        }
+        Ok(match apply::apply(&state.outbound, &state.documents, &profile, &resolved, &label, false).await {
+            Ok(files) => ChangeOutcome { files, feedback, error: None },
+            Err(e) => ChangeOutcome { files: Vec::new(), feedback, error: Some(e) },
+        })
+    }
+
+    async fn save_inner(&self, paths: &[PathBuf]) -> Result<(), PortError> {
+        let state = self.state.upgrade().ok_or_else(gone)?;
+        if state.profile().plugin {
+            let uris: Vec<String> = paths
+                .iter()
+                .filter_map(|p| super::convert::uri_of(p))
+                .map(|u| u.as_str().to_string())
+                .collect();
+            match state.outbound.request::<SaveDocumentsRequest>(json!({"uris": uris})).await {
+                Ok(_) => return Ok(()),
+                Err(e) => {
+                    tracing::warn!("the editor did not save the files ({e}); writing them from the server")
+                }
+            }
+        }
+        write_buffers(&state, paths)
+    }
+}
+
+/// Writes the editor's text of each open file among `paths` to disk.
+fn write_buffers(state: &ServerState, paths: &[PathBuf]) -> Result<(), PortError> {
+    for path in paths {
+        if let Some(buffer) = state.documents.get(path) {
+            write_file(path, &buffer.text)
+                .map_err(|e| PortError(format!("cannot save {}: {e}", path.display())))?;
+        }
+    }
+    Ok(())
+}
+
+fn write_file(path: &Path, text: &str) -> std::io::Result<()> {
+    if std::fs::read_to_string(path).is_ok_and(|on_disk| on_disk == text) {
+        return Ok(());
+    }
+    std::fs::write(path, text)
+}
+
+fn panic_message(panic: Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+#[async_trait]
+impl EditorPort for LspEditorPort {
+    async fn propose(&self, change: ChangeSet) -> Result<ChangeOutcome, PortError> {
+        match std::panic::AssertUnwindSafe(self.propose_inner(change)).catch_unwind().await {
+            Ok(result) => result,
+            Err(panic) => {
+                let message = panic_message(panic);
+                tracing::error!("the review of a change set panicked: {message}");
+                Err(PortError(format!(
+                    "internal error while proposing the change ({message}); nothing was applied"
+                )))
+            }
+        }
+    }
+
+    async fn ask_permission(&self, request: PermissionRequest) -> PermissionDecision {
+        let Some(state) = self.state.upgrade() else {
+            return PermissionDecision::Deny {
+                feedback: Some("the language server is shutting down".into()),
+            };
+        };
+        let profile = state.profile();
+        let decide =
+            state.permissions.decide(&state.outbound, &profile, &self.session_id, &self.policy, request);
+        match std::panic::AssertUnwindSafe(decide).catch_unwind().await {
+            Ok(decision) => decision,
+            Err(panic) => PermissionDecision::Deny {
+                feedback: Some(format!("internal error: {}", panic_message(panic))),
+            },
+        }
+    }
+
+    async fn save(&self, paths: &[PathBuf]) -> Result<(), PortError> {
+        match std::panic::AssertUnwindSafe(self.save_inner(paths)).catch_unwind().await {
+            Ok(result) => result,
+            Err(panic) => Err(PortError(format!("internal error while saving: {}", panic_message(panic)))),
+        }
+    }
+}
+
+/// The port's session id (for logs).
+impl std::fmt::Debug for LspEditorPort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LspEditorPort").field("session_id", &self.session_id).finish()
+    }
+}
+
+pub type SharedPort = Arc<LspEditorPort>;

@@ -1,0 +1,251 @@
+//! Review of proposed change sets: `agentls/review` out, `agentls.resolveReview` back (plugin
+//! clients), or `window/showMessageRequest` [Apply] [Reject] [Show diff] (plain clients).
+//!
+//! Invariant: every announced review is answered exactly once: by the user, by cancelling the
+//! session's turn (rejected), or by the editor failing to answer (rejected). A review that was
+//! not announced cannot be resolved.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Mutex;
+
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+use tower_lsp_server::ls_types::request::{ShowDocument, ShowMessageRequest};
+use tower_lsp_server::ls_types::{
+    MessageActionItem, MessageType, ShowDocumentParams, ShowMessageRequestParams,
+};
+
+use super::convert;
+use super::outbound::{Outbound, ReviewNotification};
+use crate::workspace::{ChangeSet, FileChange, FileDecision, FileOp};
+
+/// What the reviewer decided about a whole change set.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReviewDecision {
+    /// Files by position in the change set; files not listed are accepted as proposed.
+    Accept {
+        files: HashMap<usize, FileDecision>,
+        feedback: Option<String>,
+    },
+    Reject {
+        feedback: Option<String>,
+    },
+}
+
+/// What a pending review remembers to validate `agentls.resolveReview`.
+#[derive(Debug, Clone)]
+pub struct ReviewedFile {
+    pub uri: String,
+    pub hunks: usize,
+    pub op: FileOp,
+}
+
+struct PendingReview {
+    session_id: String,
+    files: Vec<ReviewedFile>,
+    answer: oneshot::Sender<ReviewDecision>,
+}
+
+/// Reviews waiting for the user.
+#[derive(Default)]
+pub struct ReviewBroker {
+    pending: Mutex<HashMap<String, PendingReview>>,
+}
+
+fn file_uri(path: &Path) -> String {
+    convert::uri_of(path).map(|u| u.as_str().to_string()).unwrap_or_else(|| path.display().to_string())
+}
+
+fn op_name(op: &FileOp) -> &'static str {
+    match op {
+        FileOp::Create => "create",
+        FileOp::Modify => "modify",
+        FileOp::Delete => "delete",
+        FileOp::Rename { .. } => "rename",
+    }
+}
+
+/// The `files` of an `agentls/review` notification.
+pub fn review_files(change: &ChangeSet) -> Vec<Value> {
+    change.files().iter().map(file_payload).collect()
+}
+
+fn file_payload(file: &FileChange) -> Value {
+    let hunks: Vec<Value> = file
+        .hunks
+        .iter()
+        .map(|h| {
+            let old_text = file.base_text().get(h.old_range.clone()).unwrap_or_default();
+            json!({
+                "index": h.index,
+                "oldStart": h.old_start,
+                "oldLines": h.old_lines,
+                "newStart": h.new_start,
+                "newLines": h.new_lines,
+                "oldText": old_text,
+                "newText": h.new_text,
+            })
+        })
+        .collect();
+    let mut payload = json!({
+        "uri": file_uri(&file.path),
+        "path": file.display_path,
+        "op": op_name(&file.op),
+        "diff": file.unified_diff(),
+        "hunks": hunks,
+    });
+    if let FileOp::Rename { to } = &file.op {
+        payload["newUri"] = Value::String(file_uri(to));
+    }
+    payload
+}
+
+impl ReviewBroker {
+    fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<String, PendingReview>> {
+        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Announces `change` to a plugin client and waits for the decision.
+    pub async fn ask_plugin(
+        &self,
+        outbound: &Outbound,
+        session_id: &str,
+        call_id: Option<String>,
+        change: &ChangeSet,
+    ) -> ReviewDecision {
+        let review_id = uuid::Uuid::new_v4().to_string();
+        let files = change
+            .files()
+            .iter()
+            .map(|f| ReviewedFile { uri: file_uri(&f.path), hunks: f.hunks.len(), op: f.op.clone() })
+            .collect();
+        let (tx, rx) = oneshot::channel();
+        self.pending().insert(
+            review_id.clone(),
+            PendingReview { session_id: session_id.to_string(), files, answer: tx },
+        );
+        outbound
+            .notify::<ReviewNotification>(json!({
+                "reviewId": review_id,
+                "sessionId": session_id,
+                "callId": call_id,
+                "files": review_files(change),
+            }))
+            .await;
+        let decision = rx.await;
+        self.pending().remove(&review_id);
+        decision.unwrap_or(ReviewDecision::Reject { feedback: Some("the review was abandoned".into()) })
+    }
+
+    /// The files of a pending review (for validating a resolution).
+    pub fn files_of(&self, review_id: &str) -> Option<Vec<ReviewedFile>> {
+        self.pending().get(review_id).map(|p| p.files.clone())
+    }
+
+    /// Resolves a pending review; `false` when it is not pending.
+    pub fn resolve(&self, review_id: &str, decision: ReviewDecision) -> bool {
+        match self.pending().remove(review_id) {
+            Some(p) => {
+                let _ = p.answer.send(decision);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Rejects every pending review of a session (its turn was cancelled).
+    pub fn cancel_session(&self, session_id: &str) {
+        let mut pending = self.pending();
+        let ids: Vec<String> =
+            pending.iter().filter(|(_, p)| p.session_id == session_id).map(|(id, _)| id.clone()).collect();
+        for id in ids {
+            if let Some(p) = pending.remove(&id) {
+                let _ = p.answer.send(ReviewDecision::Reject {
+                    feedback: Some("the turn was cancelled before the review was answered".into()),
+                });
+            }
+        }
+    }
+}
+
+const APPLY: &str = "Apply";
+const REJECT: &str = "Reject";
+const SHOW_DIFF: &str = "Show diff";
+
+/// Asks a plain client with `window/showMessageRequest`; "Show diff" writes the diff to
+/// `diff_dir` and opens it with `window/showDocument`, then asks again.
+pub async fn ask_plain(
+    outbound: &Outbound,
+    change: &ChangeSet,
+    diff_dir: &Path,
+    show_document: bool,
+) -> ReviewDecision {
+    let summary: Vec<String> = change
+        .files()
+        .iter()
+        .map(|f| {
+            format!(
+                "{} {} ({} hunk{})",
+                f.op.letter(),
+                f.display_path,
+                f.hunks.len(),
+                if f.hunks.len() == 1 { "" } else { "s" }
+            )
+        })
+        .collect();
+    let mut actions = vec![APPLY, REJECT];
+    if show_document {
+        actions.push(SHOW_DIFF);
+    }
+    loop {
+        let params = ShowMessageRequestParams {
+            typ: MessageType::INFO,
+            message: format!("agentls proposes changes:\n{}", summary.join("\n")),
+            actions: Some(
+                actions
+                    .iter()
+                    .map(|t| MessageActionItem { title: t.to_string(), properties: Default::default() })
+                    .collect(),
+            ),
+        };
+        let answer = outbound.request_within::<ShowMessageRequest>(params, outbound.deadlines.human).await;
+        match answer {
+            Ok(Some(item)) if item.title == APPLY => {
+                return ReviewDecision::Accept { files: HashMap::new(), feedback: None };
+            }
+            Ok(Some(item)) if item.title == SHOW_DIFF => {
+                let diff: String = change.files().iter().map(|f| f.unified_diff()).collect();
+                let path = diff_dir.join(format!("agentls-review-{}.diff", uuid::Uuid::new_v4()));
+                let opened =
+                    match std::fs::create_dir_all(diff_dir).and_then(|()| std::fs::write(&path, diff)) {
+                        Ok(()) => match convert::uri_of(&path) {
+                            Some(uri) => outbound
+                                .request::<ShowDocument>(ShowDocumentParams {
+                                    uri,
+                                    external: Some(false),
+                                    take_focus: Some(true),
+                                    selection: None,
+                                })
+                                .await
+                                .is_ok(),
+                            None => false,
+                        },
+                        Err(e) => {
+                            tracing::warn!("cannot write the review diff {}: {e}", path.display());
+                            false
+                        }
+                    };
+                if !opened {
+                    actions.retain(|a| *a != SHOW_DIFF);
+                }
+            }
+            Ok(Some(_)) | Ok(None) => {
+                return ReviewDecision::Reject {
+                    feedback: Some("the user rejected the change in the editor".into()),
+                };
+            }
+            Err(e) => return ReviewDecision::Reject { feedback: Some(format!("no review decision: {e}")) },
+        }
+    }
+}

@@ -1,0 +1,458 @@
+//! Agent sessions hosted by the server: creation and resume, the registry, and the event pump
+//! that turns each session's events into `agentls/event`, `$/progress`, plain-client messages
+//! and transcript records.
+//!
+//! Invariants:
+//! - Each session has one pump task; it forwards every event in order and never drops one.
+//! - A session task that dies without `session_end` (a panic) is reported as an `error` event
+//!   and removed; the server keeps serving.
+//! - Transcripts are flushed at the end of every processing cycle.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+
+use serde_json::{Value, json};
+use tokio::sync::mpsc::UnboundedReceiver;
+use tower_lsp_server::ls_types::notification::Progress;
+use tower_lsp_server::ls_types::request::WorkDoneProgressCreate;
+use tower_lsp_server::ls_types::{
+    MessageType, ProgressParams, ProgressParamsValue, ProgressToken, WorkDoneProgress, WorkDoneProgressBegin,
+    WorkDoneProgressCreateParams, WorkDoneProgressEnd,
+};
+
+use super::outbound::EventNotification;
+use super::permission::PermissionPolicy;
+use super::port::LspEditorPort;
+use super::server::ServerState;
+use crate::config::{Config, LoadOptions, ShellPermission, resolve_provider};
+use crate::exec::{LocalExecutionEnvironment, LocalOptions};
+use crate::llm;
+use crate::profiles::ProfileKind;
+use crate::session::{self, Event, EventKind, SessionConfig, SessionHandle, SessionOptions, Turn};
+use crate::store::{TranscriptHeader, TranscriptStore, TranscriptWriter};
+use crate::tools::Tool;
+use crate::tools::profiles::{ToolProfile, ToolSetOptions, profile_tools};
+use crate::workspace::Workspace;
+
+/// One hosted session.
+pub struct LspSession {
+    pub id: String,
+    pub root: PathBuf,
+    pub profile: ProfileKind,
+    pub handle: SessionHandle,
+    pub port: Arc<LspEditorPort>,
+}
+
+impl LspSession {
+    pub fn summary(&self) -> Value {
+        let config = self.handle.config();
+        json!({
+            "sessionId": self.id,
+            "rootUri": super::convert::uri_of(&self.root).map(|u| u.as_str().to_string()),
+            "profile": self.profile.as_str(),
+            "model": config.model,
+            "reasoningEffort": config.reasoning_effort.map(|e| e.as_str()),
+            "approval": config.approval,
+            "state": self.handle.state().as_str(),
+            "open": true,
+        })
+    }
+}
+
+/// Open sessions and the progress tokens that belong to them.
+#[derive(Default)]
+pub struct SessionRegistry {
+    sessions: RwLock<Vec<Arc<LspSession>>>,
+    /// Progress token → session id, for `window/workDoneProgress/cancel`.
+    progress: Mutex<HashMap<String, String>>,
+}
+
+impl SessionRegistry {
+    pub fn get(&self, id: &str) -> Option<Arc<LspSession>> {
+        self.sessions.read().unwrap_or_else(|p| p.into_inner()).iter().find(|s| s.id == id).cloned()
+    }
+
+    /// The most recently created open session.
+    pub fn latest(&self) -> Option<Arc<LspSession>> {
+        self.sessions.read().unwrap_or_else(|p| p.into_inner()).last().cloned()
+    }
+
+    pub fn all(&self) -> Vec<Arc<LspSession>> {
+        self.sessions.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn insert(&self, session: Arc<LspSession>) {
+        self.sessions.write().unwrap_or_else(|p| p.into_inner()).push(session);
+    }
+
+    pub fn remove(&self, id: &str) {
+        self.sessions.write().unwrap_or_else(|p| p.into_inner()).retain(|s| s.id != id);
+    }
+
+    pub fn session_of_progress(&self, token: &str) -> Option<String> {
+        self.progress.lock().unwrap_or_else(|p| p.into_inner()).get(token).cloned()
+    }
+
+    fn track_progress(&self, token: &str, session: &str) {
+        self.progress
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(token.to_string(), session.to_string());
+    }
+
+    fn untrack_progress(&self, token: &str) {
+        self.progress.lock().unwrap_or_else(|p| p.into_inner()).remove(token);
+    }
+}
+
+/// What `agentls.newSession` / `resumeSession` ask for.
+#[derive(Debug, Default)]
+pub struct NewSession {
+    pub id: Option<String>,
+    pub profile: Option<ProfileKind>,
+    pub model: Option<String>,
+    pub root: Option<PathBuf>,
+    pub history: Vec<Turn>,
+}
+
+fn local_server_up() -> bool {
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 11434));
+    std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_millis(300)).is_ok()
+}
+
+fn tools_for(profile: ProfileKind, state: &Arc<ServerState>) -> Vec<Arc<dyn Tool>> {
+    let tool_profile = match profile {
+        ProfileKind::OpenAi => ToolProfile::OpenAi,
+        ProfileKind::Anthropic => ToolProfile::Anthropic,
+        ProfileKind::Gemini => ToolProfile::Gemini,
+    };
+    let registry = profile_tools(tool_profile, &ToolSetOptions::default());
+    let mut tools: Vec<Arc<dyn Tool>> = registry.names().iter().filter_map(|n| registry.get(n)).collect();
+    if state.profile().plugin {
+        tools.push(Arc::new(super::diagnostics::DiagnosticsTool::new(Arc::downgrade(state))));
+    }
+    tools
+}
+
+/// Creates (or resumes) a session and starts its pump.
+pub fn create(state: &Arc<ServerState>, request: NewSession) -> Result<Arc<LspSession>, String> {
+    let root =
+        match request.root {
+            Some(root) => root,
+            None => state.roots().into_iter().next().ok_or(
+                "no workspace folder is open; open a folder or pass `rootUri` to agentls.newSession",
+            )?,
+        };
+    let mut overrides = state.client_layer();
+    if let Some(model) = &request.model {
+        overrides.model = Some(model.clone());
+    }
+    let env = &state.options.env;
+    let config =
+        Config::load(env, LoadOptions { project_root: Some(root.clone()), user_file: None, overrides })
+            .map_err(|e| e.to_string())?;
+    let settings = resolve_provider(&config, env, local_server_up).map_err(|e| e.to_string())?;
+    let model = settings.model.clone();
+    let profile = request.profile.unwrap_or_else(|| ProfileKind::for_provider(settings.kind));
+    let client = llm::Client::from_config(&config, settings).map_err(|e| e.to_string())?;
+    let allow_outside = config.layer.allow_outside_workspace.unwrap_or(false);
+    let workspace = Arc::new(Workspace::new(vec![root.clone()], state.documents.clone(), allow_outside));
+    let mut local = LocalOptions::from_config(&config, &root);
+    local.roots = vec![root.clone()];
+    let exec_env = Arc::new(LocalExecutionEnvironment::with_options(local));
+    let id = request.id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let shell = config.shell();
+    let policy = PermissionPolicy {
+        mode: shell.permission.unwrap_or(ShellPermission::Ask),
+        allow: shell.allow.unwrap_or_default(),
+        root: root.clone(),
+    };
+    let port = Arc::new(LspEditorPort::new(id.clone(), Arc::downgrade(state), policy));
+    let resumed = !request.history.is_empty();
+    let history_len = request.history.len();
+    let (handle, events) = session::spawn(SessionOptions {
+        id: Some(id.clone()),
+        profile,
+        client,
+        env: exec_env,
+        workspace,
+        editor: port.clone(),
+        config: SessionConfig::from_config(&config, model.clone()),
+        cwd: root.clone(),
+        history: request.history,
+        tools: tools_for(profile, state),
+    });
+    let _ = port.handle.set(handle.clone());
+    let transcript = state.transcripts.as_ref().and_then(|store| {
+        let opened = if resumed {
+            store.reopen(&id)
+        } else {
+            store.create(TranscriptHeader {
+                session_id: id.clone(),
+                root: root.clone(),
+                profile: profile.as_str().into(),
+                model: model.clone(),
+                created: chrono::Utc::now().to_rfc3339(),
+            })
+        };
+        opened.map_err(|e| tracing::warn!("session {id} will not be stored: {e}")).ok()
+    });
+    let session = Arc::new(LspSession { id: id.clone(), root, profile, handle, port });
+    state.sessions.insert(session.clone());
+    tracing::info!(session = %id, profile = profile.as_str(), model = %model, resumed, "session started");
+    let pump = Pump {
+        state: state.clone(),
+        session: session.clone(),
+        transcript,
+        persisted: history_len,
+        turn_token: None,
+        tool_tokens: HashMap::new(),
+        turns: 0,
+        answer: String::new(),
+        ended: false,
+    };
+    tokio::spawn(pump.run(events));
+    Ok(session)
+}
+
+/// Turns the history of a stored transcript back into turns.
+pub fn history_from_records(records: &[Value]) -> Vec<Turn> {
+    let mut turns = Vec::new();
+    for record in records {
+        match record.get("type").and_then(Value::as_str) {
+            Some("turn") => {
+                if let Some(turn) = record.get("turn").and_then(|t| serde_json::from_value(t.clone()).ok()) {
+                    turns.push(turn);
+                }
+            }
+            Some("snapshot") => {
+                if let Some(all) = record.get("turns").and_then(|t| serde_json::from_value(t.clone()).ok()) {
+                    turns = all;
+                }
+            }
+            _ => {}
+        }
+    }
+    turns
+}
+
+/// Cancels the session's turn and answers its pending reviews and permissions.
+pub fn cancel_turn(state: &ServerState, session: &LspSession) {
+    session.handle.cancel();
+    state.reviews.cancel_session(&session.id);
+    state.permissions.cancel_session(&session.id);
+}
+
+/// The per-session event pump.
+struct Pump {
+    state: Arc<ServerState>,
+    session: Arc<LspSession>,
+    transcript: Option<TranscriptWriter>,
+    persisted: usize,
+    turn_token: Option<String>,
+    tool_tokens: HashMap<String, String>,
+    turns: u64,
+    /// The answer text of the current cycle (for plain clients).
+    answer: String,
+    ended: bool,
+}
+
+impl Pump {
+    async fn run(mut self, mut events: UnboundedReceiver<Event>) {
+        while let Some(event) = events.recv().await {
+            let kind = event.kind;
+            self.forward(&event).await;
+            self.progress(&event).await;
+            self.plain_client(&event).await;
+            if matches!(kind, EventKind::ProcessingEnd | EventKind::SessionEnd) {
+                self.persist();
+            }
+            if kind == EventKind::SessionEnd {
+                self.ended = true;
+            }
+        }
+        if !self.ended {
+            // The session task died without ending (a panic): say so and keep serving.
+            let id = self.session.id.clone();
+            tracing::error!(session = %id, "the session task stopped unexpectedly");
+            let event = Event {
+                session_id: id.clone(),
+                kind: EventKind::Error,
+                timestamp: chrono::Utc::now(),
+                data: json!({
+                    "message": "the session stopped unexpectedly (internal error); start a new session or resume this one",
+                    "fatal": true,
+                }),
+            };
+            self.forward(&event).await;
+            self.end_all_progress("stopped").await;
+            self.persist();
+            self.state.reviews.cancel_session(&id);
+            self.state.permissions.cancel_session(&id);
+        }
+        self.state.sessions.remove(&self.session.id);
+    }
+
+    async fn forward(&self, event: &Event) {
+        self.state
+            .outbound
+            .notify::<EventNotification>(json!({
+                "sessionId": event.session_id,
+                "kind": event.kind,
+                "timestamp": event.timestamp.to_rfc3339(),
+                "data": event.data,
+            }))
+            .await;
+    }
+
+    /// Creates a progress token with the client and begins it; `None` when the client has no
+    /// progress support or refused.
+    async fn begin(&self, token: String, title: String, message: Option<String>) -> Option<String> {
+        if !self.state.profile().work_done_progress {
+            return None;
+        }
+        let create = WorkDoneProgressCreateParams { token: ProgressToken::String(token.clone()) };
+        if let Err(e) = self.state.outbound.request::<WorkDoneProgressCreate>(create).await {
+            tracing::debug!("no progress for {token}: {e}");
+            return None;
+        }
+        self.state.sessions.track_progress(&token, &self.session.id);
+        self.send_progress(
+            &token,
+            WorkDoneProgress::Begin(WorkDoneProgressBegin {
+                title,
+                cancellable: Some(true),
+                message,
+                percentage: None,
+            }),
+        )
+        .await;
+        Some(token)
+    }
+
+    async fn end(&self, token: &str, message: Option<String>) {
+        self.state.sessions.untrack_progress(token);
+        self.send_progress(token, WorkDoneProgress::End(WorkDoneProgressEnd { message })).await;
+    }
+
+    async fn send_progress(&self, token: &str, value: WorkDoneProgress) {
+        let params = ProgressParams {
+            token: ProgressToken::String(token.to_string()),
+            value: ProgressParamsValue::WorkDone(value),
+        };
+        self.state.outbound.notify::<Progress>(params).await;
+    }
+
+    async fn end_all_progress(&mut self, message: &str) {
+        let tools: Vec<String> = self.tool_tokens.drain().map(|(_, t)| t).collect();
+        for token in tools {
+            self.end(&token, Some(message.to_string())).await;
+        }
+        if let Some(token) = self.turn_token.take() {
+            self.end(&token, Some(message.to_string())).await;
+        }
+    }
+
+    async fn progress(&mut self, event: &Event) {
+        let text = |key: &str| event.data.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
+        match event.kind {
+            EventKind::UserInput => {
+                self.turns += 1;
+                if self.turn_token.is_none() {
+                    let token = format!("agentls/turn/{}/{}", self.session.id, self.turns);
+                    let message = one_line(&text("content"), 80);
+                    self.turn_token = self.begin(token, "agentls".into(), Some(message)).await;
+                }
+            }
+            EventKind::ToolCallStart => {
+                let call_id = text("call_id");
+                *self.session.port.current_call.lock().unwrap_or_else(|p| p.into_inner()) =
+                    Some(call_id.clone());
+                let token = format!("agentls/tool/{}/{call_id}", self.session.id);
+                let summary = text("summary");
+                let title = if summary.is_empty() { text("tool_name") } else { summary };
+                if let Some(token) = self.begin(token, title, None).await {
+                    self.tool_tokens.insert(call_id, token);
+                }
+            }
+            EventKind::ToolCallEnd => {
+                if let Some(token) = self.tool_tokens.remove(&text("call_id")) {
+                    self.end(&token, Some(text("status"))).await;
+                }
+            }
+            EventKind::ProcessingEnd | EventKind::SessionEnd => {
+                let reason = text("reason");
+                self.end_all_progress(if reason.is_empty() { "done" } else { &reason }).await;
+            }
+            _ => {}
+        }
+    }
+
+    /// Plain clients see the final answer as a message (full text in the log).
+    async fn plain_client(&mut self, event: &Event) {
+        if self.state.profile().plugin {
+            return;
+        }
+        match event.kind {
+            EventKind::AssistantTextDelta => {
+                self.answer.push_str(event.data.get("delta").and_then(Value::as_str).unwrap_or_default());
+            }
+            EventKind::ProcessingEnd => {
+                let answer = match event.data.get("text").and_then(Value::as_str) {
+                    Some(text) if !text.is_empty() => text.to_string(),
+                    _ => std::mem::take(&mut self.answer),
+                };
+                self.answer.clear();
+                if answer.trim().is_empty() {
+                    return;
+                }
+                let client = &self.state.outbound.client;
+                client.log_message(MessageType::INFO, format!("agentls: {answer}")).await;
+                client.show_message(MessageType::INFO, format!("agentls: {}", one_line(&answer, 400))).await;
+            }
+            EventKind::Error => {
+                let message = event.data.get("message").and_then(Value::as_str).unwrap_or("error");
+                self.state
+                    .outbound
+                    .client
+                    .show_message(MessageType::ERROR, format!("agentls: {message}"))
+                    .await;
+            }
+            _ => {}
+        }
+    }
+
+    /// Appends the turns added since the last flush, then flushes.
+    fn persist(&mut self) {
+        let Some(writer) = self.transcript.as_mut() else { return };
+        let history = self.session.handle.history();
+        let result = if history.len() < self.persisted {
+            // The history was pruned: store it whole.
+            writer.append(&json!({"type": "snapshot", "turns": history}))
+        } else {
+            history[self.persisted..]
+                .iter()
+                .try_for_each(|turn| writer.append(&json!({"type": "turn", "turn": turn})))
+        };
+        match result.and_then(|()| writer.flush()) {
+            Ok(()) => self.persisted = history.len(),
+            Err(e) => tracing::warn!(session = %self.session.id, "cannot write the transcript: {e}"),
+        }
+    }
+}
+
+/// The first line of `text`, at most `max` characters.
+fn one_line(text: &str, max: usize) -> String {
+    let flat = text.trim().replace(['\n', '\r'], " ");
+    if flat.chars().count() <= max {
+        flat
+    } else {
+        format!("{}…", flat.chars().take(max).collect::<String>())
+    }
+}
+
+/// The transcript store of a server (none when there is no data directory).
+pub fn transcript_store(data_dir: Option<&std::path::Path>) -> Option<TranscriptStore> {
+    data_dir.map(TranscriptStore::new)
+}

@@ -1,0 +1,294 @@
+//! Agent sessions through the language server, against the loopback mock provider: prompts,
+//! streaming, unsaved buffers, permissions, cancel, several sessions, plain clients, resume.
+
+#[path = "support/lsp_client.rs"]
+mod lsp_client;
+#[allow(dead_code)]
+#[path = "support/mock_provider.rs"]
+mod mock_provider;
+
+use std::path::{Path, PathBuf};
+
+use lsp_client::{LspClient, file_uri, plain_capabilities, plugin_capabilities};
+use mock_provider::{Dialect, MockProvider, Turn};
+use serde_json::{Value, json};
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    data: PathBuf,
+    mock: MockProvider,
+}
+
+impl Fixture {
+    async fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("ws");
+        std::fs::create_dir_all(root.join("src")).expect("mkdir");
+        let data = dir.path().join("data");
+        let mock = MockProvider::start(Dialect::Anthropic).await;
+        Self { _dir: dir, root, data, mock }
+    }
+
+    fn env(&self) -> Vec<(String, String)> {
+        let mut env = self.mock.env();
+        env.push(("ANTHROPIC_API_KEY".into(), "sk-ant-test".into()));
+        env.push(("AGENTLS_DATA_DIR".into(), self.data.display().to_string()));
+        env.push(("AGENTLS_CONFIG".into(), self.root.join("no-user-config.toml").display().to_string()));
+        env
+    }
+
+    fn options(&self) -> agentls::lsp::ServerOptions {
+        let env = agentls::config::Env::from_pairs(self.env());
+        let mut options = agentls::lsp::ServerOptions::from_env(env);
+        options.deadlines.request = std::time::Duration::from_secs(5);
+        options
+    }
+
+    async fn client(&self, capabilities: Value) -> LspClient {
+        let client = LspClient::in_process(self.options());
+        client.initialize(&self.root, capabilities, json!({"model": "claude-test"})).await;
+        client
+    }
+
+    fn write(&self, rel: &str, text: &str) -> PathBuf {
+        let path = self.root.join(rel);
+        std::fs::write(&path, text).expect("write");
+        path
+    }
+}
+
+/// The text of every message of the `index`-th model request.
+fn request_text(mock: &MockProvider, index: usize) -> String {
+    mock.requests().get(index).map(|r| r.body.to_string()).unwrap_or_default()
+}
+
+async fn new_session(client: &LspClient) -> String {
+    let created = client.command("agentls.newSession", json!({})).await.expect("newSession");
+    assert_eq!(created["profile"], "anthropic");
+    assert_eq!(created["model"], "claude-test");
+    created["sessionId"].as_str().expect("id").to_string()
+}
+
+fn path_text(p: &Path) -> String {
+    p.display().to_string()
+}
+
+#[tokio::test]
+async fn prompt_streams_and_reads_the_unsaved_buffer() {
+    let fx = Fixture::new().await;
+    let main = fx.write("src/main.rs", "fn main() {}\n");
+    let client = fx.client(plugin_capabilities()).await;
+    client.open(&main, "fn main() {}\n", 1);
+    client.change(&main, 2, [0, 12, 0, 12], " // unsaved edit");
+    fx.mock.push(Turn::new().text("Reading.").tool_call(
+        "c1",
+        "read_file",
+        json!({"file_path": path_text(&main)}),
+    ));
+    fx.mock.push(Turn::new().text("It has an unsaved comment."));
+
+    let id = new_session(&client).await;
+    let queued = client.command("agentls.prompt", json!({"sessionId": id, "text": "what is in main?"})).await;
+    assert_eq!(queued.expect("prompt"), json!({"sessionId": id}));
+
+    let start = client.next_event(&id, "tool_call_start").await;
+    assert_eq!(start["data"]["tool_name"], "read_file");
+    let end = client.next_event(&id, "tool_call_end").await;
+    assert!(end["data"]["output"].as_str().unwrap().contains("// unsaved edit"), "{end}");
+    let done = client.next_event(&id, "processing_end").await;
+    assert_eq!(done["data"]["text"], "It has an unsaved comment.");
+    assert!(request_text(&fx.mock, 1).contains("// unsaved edit"), "the model saw the buffer text");
+
+    // Progress: a turn and a tool call, both begun and ended.
+    let progress = client.notifications("$/progress");
+    let begins: Vec<&Value> = progress.iter().filter(|p| p["value"]["kind"] == "begin").collect();
+    assert!(begins.iter().any(|p| p["value"]["title"] == "agentls"), "{progress:?}");
+    assert!(
+        begins.iter().any(|p| p["value"]["title"].as_str().unwrap().starts_with("read_file")),
+        "{progress:?}"
+    );
+    let ends = progress.iter().filter(|p| p["value"]["kind"] == "end").count();
+    assert_eq!(ends, begins.len());
+}
+
+#[tokio::test]
+async fn session_commands_validate_ids_and_two_sessions_run_at_once() {
+    let fx = Fixture::new().await;
+    let client = fx.client(plugin_capabilities()).await;
+    let err = client.command("agentls.steer", json!({"sessionId": "nope", "text": "x"})).await.unwrap_err();
+    assert!(err["message"].as_str().unwrap().starts_with("invalid argument `sessionId`"), "{err}");
+    let err = client.command("agentls.prompt", json!({"text": ""})).await.unwrap_err();
+    assert_eq!(err["data"], "text");
+    let err = client.command("agentls.newSession", json!({"profile": "vim"})).await.unwrap_err();
+    assert_eq!(err["data"], "profile");
+
+    let a = new_session(&client).await;
+    let b = new_session(&client).await;
+    let err = client
+        .command("agentls.configure", json!({"sessionId": a, "reasoningEffort": "max"}))
+        .await
+        .unwrap_err();
+    assert_eq!(err["data"], "reasoningEffort");
+    let configured = client
+        .command("agentls.configure", json!({"sessionId": a, "model": "claude-2", "approval": "auto"}))
+        .await;
+    let configured = configured.expect("configure");
+    assert_eq!(
+        (configured["model"].clone(), configured["approval"].clone()),
+        (json!("claude-2"), json!("auto"))
+    );
+
+    fx.mock.push(Turn::new().text("one"));
+    fx.mock.push(Turn::new().text("two"));
+    client.command("agentls.prompt", json!({"sessionId": a, "text": "first"})).await.expect("prompt a");
+    client.command("agentls.prompt", json!({"sessionId": b, "text": "second"})).await.expect("prompt b");
+    let ea = client.next_event(&a, "processing_end").await;
+    let eb = client.next_event(&b, "processing_end").await;
+    let mut texts = [ea["data"]["text"].as_str().unwrap(), eb["data"]["text"].as_str().unwrap()];
+    texts.sort();
+    assert_eq!(texts, ["one", "two"]);
+    let models: Vec<String> =
+        fx.mock.requests().iter().map(|r| r.body["model"].as_str().unwrap().to_string()).collect();
+    assert!(models.contains(&"claude-2".to_string()), "configure applies to the next call: {models:?}");
+
+    let listed = client.command("agentls.listSessions", json!({})).await.expect("list");
+    let open: Vec<&Value> =
+        listed["sessions"].as_array().unwrap().iter().filter(|s| s["open"] == true).collect();
+    assert_eq!(open.len(), 2);
+    client.command("agentls.closeSession", json!({"sessionId": a})).await.expect("close");
+    client.next_event(&a, "session_end").await;
+}
+
+#[tokio::test]
+async fn permission_allow_deny_and_always() {
+    let fx = Fixture::new().await;
+    let client = fx.client(plugin_capabilities()).await;
+    let id = new_session(&client).await;
+    fx.mock.push(Turn::new().tool_call("s1", "shell", json!({"command": "echo first"})));
+    fx.mock.push(Turn::new().tool_call("s2", "shell", json!({"command": "echo second"})));
+    fx.mock.push(Turn::new().tool_call("s3", "shell", json!({"command": "echo third"})));
+    fx.mock.push(Turn::new().text("done"));
+    client.command("agentls.prompt", json!({"sessionId": id, "text": "run things"})).await.expect("prompt");
+
+    let ask = client.next_notification("agentls/permission").await;
+    assert_eq!((ask["command"].clone(), ask["callId"].clone()), (json!("echo first"), json!("s1")));
+    let resolved = client
+        .command(
+            "agentls.resolvePermission",
+            json!({"requestId": ask["requestId"], "decision": "deny", "feedback": "not now"}),
+        )
+        .await;
+    assert_eq!(resolved.expect("resolve")["decision"], "deny");
+    let end = client.next_event(&id, "tool_call_end").await;
+    assert!(end["data"]["error"].as_str().unwrap().contains("not now"), "{end}");
+
+    let ask = client.next_notification("agentls/permission").await;
+    assert_eq!(ask["command"], "echo second");
+    client
+        .command(
+            "agentls.resolvePermission",
+            json!({"requestId": ask["requestId"], "decision": "allow_always"}),
+        )
+        .await
+        .expect("resolve");
+    let end = client.next_event(&id, "tool_call_end").await;
+    assert!(end["data"]["output"].as_str().unwrap().contains("second"), "{end}");
+    // "echo third" matches the stored `echo third`? No: the rule is the first two words of the
+    // allowed command (`echo second`), so the third asks again.
+    let ask = client.next_notification("agentls/permission").await;
+    assert_eq!(ask["command"], "echo third");
+    client
+        .command(
+            "agentls.resolvePermission",
+            json!({"requestId": ask["requestId"], "decision": "allow_once"}),
+        )
+        .await
+        .expect("resolve");
+    client.next_event(&id, "processing_end").await;
+    let stored = std::fs::read_to_string(fx.data.join("permissions.json")).expect("rules stored");
+    assert!(stored.contains("echo second"), "{stored}");
+}
+
+#[tokio::test]
+async fn cancel_mid_turn_rejects_pending_questions_and_keeps_the_session() {
+    let fx = Fixture::new().await;
+    let client = fx.client(plugin_capabilities()).await;
+    let id = new_session(&client).await;
+    fx.mock.push(Turn::new().tool_call("s1", "shell", json!({"command": "echo hi"})));
+    client.command("agentls.prompt", json!({"sessionId": id, "text": "run"})).await.expect("prompt");
+    let ask = client.next_notification("agentls/permission").await;
+    client.command("agentls.cancel", json!({"sessionId": id})).await.expect("cancel");
+    let end = client.next_event(&id, "processing_end").await;
+    assert_ne!(end["data"]["reason"], "completed", "{end}");
+    let late = client
+        .command(
+            "agentls.resolvePermission",
+            json!({"requestId": ask["requestId"], "decision": "allow_once"}),
+        )
+        .await;
+    assert!(late.is_err(), "a cancelled question cannot be answered");
+
+    fx.mock.push(Turn::new().text("still here"));
+    client.command("agentls.prompt", json!({"sessionId": id, "text": "again"})).await.expect("prompt");
+    let end = client.next_event(&id, "processing_end").await;
+    assert_eq!(end["data"]["text"], "still here");
+}
+
+#[tokio::test]
+async fn plain_client_gets_the_answer_as_a_message_and_permission_as_a_question() {
+    let fx = Fixture::new().await;
+    let client = fx.client(plain_capabilities()).await;
+    client.manual("window/showMessageRequest");
+    fx.mock.push(Turn::new().tool_call("s1", "shell", json!({"command": "echo plain"})));
+    fx.mock.push(Turn::new().text("All done."));
+    let queued =
+        client.command("agentls.prompt", json!({"text": "go"})).await.expect("prompt creates a session");
+    let id = queued["sessionId"].as_str().unwrap().to_string();
+    let question = client.next_request("window/showMessageRequest").await;
+    assert!(question.params["message"].as_str().unwrap().contains("echo plain"));
+    let titles: Vec<&str> =
+        question.params["actions"].as_array().unwrap().iter().map(|a| a["title"].as_str().unwrap()).collect();
+    assert_eq!(titles, ["Allow once", "Always allow", "Deny"]);
+    client.respond(&question, json!({"title": "Allow once"}));
+    let shown = client
+        .next_notification_where("window/showMessage", |p| {
+            p["message"].as_str().unwrap_or("").contains("All done.")
+        })
+        .await;
+    assert_eq!(shown["type"], 3);
+    let end = client.next_event(&id, "tool_call_end").await;
+    assert!(end["data"]["output"].as_str().unwrap().contains("plain"));
+}
+
+#[tokio::test]
+async fn resume_after_restart_carries_the_history() {
+    let fx = Fixture::new().await;
+    let id = {
+        let client = fx.client(plugin_capabilities()).await;
+        let id = new_session(&client).await;
+        fx.mock.push(Turn::new().text("remembered answer"));
+        client
+            .command("agentls.prompt", json!({"sessionId": id, "text": "remember the word kumquat"}))
+            .await
+            .expect("prompt");
+        client.next_event(&id, "processing_end").await;
+        client.shutdown().await;
+        id
+    };
+    let client = fx.client(plugin_capabilities()).await;
+    let listed = client.command("agentls.listSessions", json!({})).await.expect("list");
+    let stored =
+        listed["sessions"].as_array().unwrap().iter().find(|s| s["sessionId"] == id.as_str()).cloned();
+    assert_eq!(stored.expect("stored")["open"], false);
+    let resumed = client.command("agentls.resumeSession", json!({"sessionId": id})).await.expect("resume");
+    assert_eq!((resumed["resumed"].clone(), resumed["turns"].clone()), (json!(true), json!(2)));
+    fx.mock.push(Turn::new().text("kumquat"));
+    client.command("agentls.prompt", json!({"sessionId": id, "text": "which word?"})).await.expect("prompt");
+    client.next_event(&id, "processing_end").await;
+    let body = request_text(&fx.mock, 1);
+    assert!(body.contains("remember the word kumquat") && body.contains("remembered answer"), "{body}");
+    let err = client.command("agentls.resumeSession", json!({"sessionId": "missing-id"})).await.unwrap_err();
+    assert_eq!(err["data"], "sessionId");
+    let _ = file_uri(&fx.root);
+}
