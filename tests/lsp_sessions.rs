@@ -292,3 +292,67 @@ async fn resume_after_restart_carries_the_history() {
     assert_eq!(err["data"], "sessionId");
     let _ = file_uri(&fx.root);
 }
+
+#[tokio::test]
+async fn instruction_file_edited_on_disk_reaches_the_next_request() {
+    let fx = Fixture::new().await;
+    fx.write("AGENTS.md", "Always answer in French.\n");
+    let client = fx.client(plugin_capabilities()).await;
+    let id = new_session(&client).await;
+    fx.mock.push(Turn::new().text("Bonjour"));
+    client.command("agentls.prompt", json!({"sessionId": id, "text": "hello"})).await.expect("prompt");
+    client.next_event(&id, "processing_end").await;
+    assert!(request_text(&fx.mock, 0).contains("Always answer in French."));
+
+    fx.write("AGENTS.md", "Always answer in Klingon.\n");
+    let reloaded = client.next_event(&id, "project_docs_reloaded").await;
+    assert!(reloaded["data"]["path"].as_str().unwrap().ends_with("AGENTS.md"));
+    fx.mock.push(Turn::new().text("nuqneH"));
+    client.command("agentls.prompt", json!({"sessionId": id, "text": "hello again"})).await.expect("prompt");
+    client.next_event(&id, "processing_end").await;
+    let second = request_text(&fx.mock, 1);
+    assert!(second.contains("Always answer in Klingon.") && !second.contains("French"), "{second}");
+}
+
+#[tokio::test]
+async fn code_actions_offer_fix_explain_and_comment_instructions() {
+    let fx = Fixture::new().await;
+    let lib = fx.write("src/lib.rs", "pub fn f() {}\n");
+    let client = fx.client(plain_capabilities()).await;
+    client.open(&lib, "pub fn f() {}\n", 1);
+    client.change(&lib, 2, [0, 0, 0, 0], "// agent: add a doc comment\n");
+    let actions = client
+        .request(
+            "textDocument/codeAction",
+            json!({
+                "textDocument": {"uri": file_uri(&lib)},
+                "range": {"start": {"line": 0, "character": 3}, "end": {"line": 0, "character": 3}},
+                "context": {"diagnostics": [{
+                    "range": {"start": {"line": 1, "character": 7}, "end": {"line": 1, "character": 8}},
+                    "message": "function `f` is never used", "source": "rustc", "severity": 2,
+                }]},
+            }),
+        )
+        .await
+        .expect("code actions");
+    let titles: Vec<&str> =
+        actions.as_array().unwrap().iter().map(|a| a["title"].as_str().unwrap()).collect();
+    assert_eq!(
+        titles,
+        ["agentls: fix this — function `f` is never used", "agentls: add a doc comment", "agentls: explain"]
+    );
+    let command = actions[1]["command"].clone();
+    assert_eq!(command["command"], "agentls.prompt");
+    fx.mock.push(Turn::new().text("Added."));
+    let queued = client
+        .request(
+            "workspace/executeCommand",
+            json!({"command": command["command"], "arguments": command["arguments"]}),
+        )
+        .await
+        .expect("run the action");
+    let id = queued["sessionId"].as_str().unwrap().to_string();
+    client.next_event(&id, "processing_end").await;
+    let body = request_text(&fx.mock, 0);
+    assert!(body.contains("add a doc comment") && body.contains("src/lib.rs"), "{body}");
+}

@@ -12,6 +12,7 @@
 
 pub mod apply;
 pub mod capabilities;
+pub mod code_actions;
 pub mod commands;
 pub mod convert;
 pub mod diagnostics;
@@ -23,6 +24,7 @@ pub mod server;
 pub mod sessions;
 pub mod text_sync;
 pub mod transport;
+pub mod watch;
 
 use std::path::PathBuf;
 use std::sync::Arc;

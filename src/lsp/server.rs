@@ -19,7 +19,7 @@ use super::outbound::Outbound;
 use super::permission::PermissionBroker;
 use super::review::ReviewBroker;
 use super::sessions::{SessionRegistry, cancel_turn};
-use super::{commands, convert};
+use super::{code_actions, commands, convert, watch};
 use crate::config::ConfigLayer;
 use crate::store::{PermissionRules, TranscriptStore};
 use crate::workspace::DocumentStore;
@@ -38,6 +38,8 @@ pub struct ServerState {
     pub sessions: SessionRegistry,
     /// Stored transcripts; `None` without a data directory.
     pub transcripts: Option<TranscriptStore>,
+    /// The server's own watcher of instruction files (kept alive here).
+    watcher: std::sync::Mutex<Option<notify::RecommendedWatcher>>,
 }
 
 impl ServerState {
@@ -73,6 +75,7 @@ impl Backend {
             reviews: ReviewBroker::default(),
             sessions: SessionRegistry::default(),
             transcripts,
+            watcher: std::sync::Mutex::new(None),
             options,
             profile: OnceLock::new(),
             roots: RwLock::new(Vec::new()),
@@ -129,6 +132,11 @@ fn server_capabilities(profile: &ClientProfile) -> ServerCapabilities {
 }
 
 impl Backend {
+    fn restart_watcher(&self) {
+        let watcher = watch::watch_roots(&self.state, &self.state.roots());
+        *self.state.watcher.lock().unwrap_or_else(|p| p.into_inner()) = watcher;
+    }
+
     /// `window/workDoneProgress/cancel`: cancelling a turn's or a tool's progress interrupts
     /// the turn.
     pub async fn work_done_progress_cancel(&self, params: WorkDoneProgressCancelParams) {
@@ -175,6 +183,31 @@ impl LanguageServer for Backend {
 
     async fn initialized(&self, _: InitializedParams) {
         tracing::info!(roots = ?self.state.roots(), "initialized");
+        self.restart_watcher();
+        let state = self.state.clone();
+        tokio::spawn(async move { watch::register_with_client(&state).await });
+    }
+
+    async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
+        Ok(Some(code_actions::actions(&self.state, &params)))
+    }
+
+    async fn did_change_watched_files(&self, params: DidChangeWatchedFilesParams) {
+        let paths: Vec<PathBuf> = params
+            .changes
+            .iter()
+            .filter_map(|c| convert::path_of(&c.uri))
+            .filter(|p| crate::profiles::project_docs::is_instruction_file(p))
+            .collect();
+        if paths.is_empty() {
+            return;
+        }
+        let state = self.state.clone();
+        tokio::spawn(async move {
+            for path in paths {
+                watch::reload(&state, &path).await;
+            }
+        });
     }
 
     async fn shutdown(&self) -> Result<()> {
@@ -205,12 +238,15 @@ impl LanguageServer for Backend {
         let path = |f: &WorkspaceFolder| f.uri.to_file_path().map(|p| p.into_owned());
         let removed: Vec<PathBuf> = params.event.removed.iter().filter_map(path).collect();
         let added: Vec<PathBuf> = params.event.added.iter().filter_map(path).collect();
-        let mut roots = self.state.roots.write().unwrap_or_else(|p| p.into_inner());
-        roots.retain(|r| !removed.contains(r));
-        for root in added {
-            if !roots.contains(&root) {
-                roots.push(root);
+        {
+            let mut roots = self.state.roots.write().unwrap_or_else(|p| p.into_inner());
+            roots.retain(|r| !removed.contains(r));
+            for root in added {
+                if !roots.contains(&root) {
+                    roots.push(root);
+                }
             }
         }
+        self.restart_watcher();
     }
 }

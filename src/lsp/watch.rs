@@ -1,0 +1,137 @@
+//! Instruction files (AGENTS.md, CLAUDE.md, GEMINI.md, .codex/instructions.md): watched through
+//! the client (`workspace/didChangeWatchedFiles`, registered dynamically when supported) and,
+//! always, through `notify` on the workspace roots and their ancestors (non-recursive, so a
+//! client that announces watching but does not watch the disk still gets reloads).
+//!
+//! Invariant: a change reloads the project-doc layer of every session whose root it can affect
+//! (the file's directory is the root, above it, or below it); the reload takes effect on the
+//! next model call and is announced as an `agentls/event` (`project_docs_reloaded`) and in the
+//! log.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use notify::{RecursiveMode, Watcher};
+use serde_json::json;
+use tower_lsp_server::ls_types::request::RegisterCapability;
+use tower_lsp_server::ls_types::{
+    DidChangeWatchedFilesRegistrationOptions, FileSystemWatcher, GlobPattern, MessageType, Registration,
+    RegistrationParams,
+};
+
+use super::outbound::EventNotification;
+use super::server::ServerState;
+use crate::profiles::project_docs::is_instruction_file;
+
+const GLOBS: &[&str] = &["**/AGENTS.md", "**/CLAUDE.md", "**/GEMINI.md", "**/.codex/instructions.md"];
+
+/// Asks the client to watch instruction files (only when it supports dynamic registration).
+pub async fn register_with_client(state: &ServerState) {
+    if !state.profile().watch_files_dynamically {
+        return;
+    }
+    let options = DidChangeWatchedFilesRegistrationOptions {
+        watchers: GLOBS
+            .iter()
+            .map(|g| FileSystemWatcher { glob_pattern: GlobPattern::String(g.to_string()), kind: None })
+            .collect(),
+    };
+    let registration = Registration {
+        id: "agentls-instruction-files".into(),
+        method: "workspace/didChangeWatchedFiles".into(),
+        register_options: serde_json::to_value(options).ok(),
+    };
+    if let Err(e) = state
+        .outbound
+        .request::<RegisterCapability>(RegistrationParams { registrations: vec![registration] })
+        .await
+    {
+        tracing::warn!(
+            "the editor did not register file watching ({e}); relying on the server's own watcher"
+        );
+    }
+}
+
+/// Directories whose instruction files matter for `root`: the root, its `.codex`, and every
+/// ancestor.
+fn watched_dirs(root: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = root.ancestors().map(Path::to_path_buf).collect();
+    let codex = root.join(".codex");
+    if codex.is_dir() {
+        dirs.push(codex);
+    }
+    dirs
+}
+
+/// Starts the server-side watcher on `roots`; the returned watcher must be kept alive.
+pub fn watch_roots(state: &Arc<ServerState>, roots: &[PathBuf]) -> Option<notify::RecommendedWatcher> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<PathBuf>();
+    let mut watcher = match notify::recommended_watcher(move |result: notify::Result<notify::Event>| {
+        if let Ok(event) = result
+            && !event.kind.is_access()
+        {
+            for path in event.paths.into_iter().filter(|p| is_instruction_file(p)) {
+                let _ = tx.send(path);
+            }
+        }
+    }) {
+        Ok(w) => w,
+        Err(e) => {
+            tracing::warn!("cannot watch instruction files: {e}");
+            return None;
+        }
+    };
+    let mut seen = Vec::new();
+    for dir in roots.iter().flat_map(|r| watched_dirs(r)) {
+        if seen.contains(&dir) {
+            continue;
+        }
+        if let Err(e) = watcher.watch(&dir, RecursiveMode::NonRecursive) {
+            tracing::debug!("not watching {}: {e}", dir.display());
+        }
+        seen.push(dir);
+    }
+    let state = Arc::downgrade(state);
+    tokio::spawn(async move {
+        while let Some(path) = rx.recv().await {
+            let Some(state) = state.upgrade() else { break };
+            reload(&state, &path).await;
+        }
+    });
+    Some(watcher)
+}
+
+/// Reloads the project docs of every session `path` can affect.
+pub async fn reload(state: &ServerState, path: &Path) {
+    let dir = match path.parent() {
+        Some(d) if d.file_name().is_some_and(|n| n == ".codex") => d.parent().unwrap_or(d),
+        Some(d) => d,
+        None => return,
+    };
+    let affected: Vec<_> = state
+        .sessions
+        .all()
+        .into_iter()
+        .filter(|s| s.root.starts_with(dir) || dir.starts_with(&s.root))
+        .collect();
+    tracing::info!(path = %path.display(), sessions = affected.len(), "instruction file changed; reloading project docs");
+    for session in &affected {
+        session.handle.reload_project_docs();
+        state
+            .outbound
+            .notify::<EventNotification>(json!({
+                "sessionId": session.id,
+                "kind": "project_docs_reloaded",
+                "timestamp": chrono::Utc::now().to_rfc3339(),
+                "data": {"path": path, "message": format!("{} changed; it applies from the next model call", path.display())},
+            }))
+            .await;
+    }
+    if !affected.is_empty() {
+        state
+            .outbound
+            .client
+            .log_message(MessageType::INFO, format!("agentls: reloaded instructions from {}", path.display()))
+            .await;
+    }
+}
