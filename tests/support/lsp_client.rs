@@ -45,9 +45,9 @@ pub struct LspClient {
     arrived: Arc<Notify>,
     auto: Arc<Mutex<HashMap<String, Value>>>,
     next_id: Mutex<i64>,
-    /// Index of the first notification not yet taken by `next_notification`.
-    cursor: Mutex<HashMap<String, usize>>,
-    request_cursor: Mutex<usize>,
+    /// Indices of notifications already returned by `next_notification*`.
+    taken: Mutex<std::collections::HashSet<usize>>,
+    requests_taken: Mutex<std::collections::HashSet<usize>>,
     _child: Option<tokio::process::Child>,
 }
 
@@ -159,8 +159,8 @@ impl LspClient {
             arrived,
             auto,
             next_id: Mutex::new(1),
-            cursor: Mutex::default(),
-            request_cursor: Mutex::new(0),
+            taken: Mutex::default(),
+            requests_taken: Mutex::default(),
             _child: child,
         }
     }
@@ -283,21 +283,20 @@ impl LspClient {
         }
     }
 
-    /// The next notification of `method` that satisfies `pred` (each is returned once).
+    /// The first notification of `method` that satisfies `pred` and was not returned before.
     pub async fn next_notification_where(&self, method: &str, mut pred: impl FnMut(&Value) -> bool) -> Value {
-        let start = *self.cursor.lock().unwrap().get(method).unwrap_or(&0);
+        let taken = self.taken.lock().unwrap().clone();
         let (index, value) = self
             .wait_until(method, |inbox| {
                 inbox
                     .notifications
                     .iter()
                     .enumerate()
-                    .skip(start)
-                    .find(|(_, (m, p))| m == method && pred(p))
+                    .find(|(i, (m, p))| m == method && !taken.contains(i) && pred(p))
                     .map(|(i, (_, p))| (i, p.clone()))
             })
             .await;
-        self.cursor.lock().unwrap().insert(method.to_string(), index + 1);
+        self.taken.lock().unwrap().insert(index);
         value
     }
 
@@ -313,19 +312,18 @@ impl LspClient {
 
     /// The next queued (not auto-answered) server request of `method`.
     pub async fn next_request(&self, method: &str) -> ServerRequest {
-        let start = *self.request_cursor.lock().unwrap();
+        let taken = self.requests_taken.lock().unwrap().clone();
         let (index, request) = self
             .wait_until(method, |inbox| {
                 inbox
                     .requests
                     .iter()
                     .enumerate()
-                    .skip(start)
-                    .find(|(_, r)| r.method == method && !r.id.is_null())
+                    .find(|(i, r)| r.method == method && !r.id.is_null() && !taken.contains(i))
                     .map(|(i, r)| (i, r.clone()))
             })
             .await;
-        *self.request_cursor.lock().unwrap() = index + 1;
+        self.requests_taken.lock().unwrap().insert(index);
         request
     }
 
