@@ -1,10 +1,17 @@
 //! `agentls doctor [--ping]`: what configuration resolved to, which keys are present (never their
 //! values), where logs go; `--ping` sends one tiny streamed request and prints reply and latency.
 
+use std::io::Write;
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
 
 use super::{DoctorArgs, load_config};
-use crate::config::{Env, ProviderKind, provider::local_server_listening, resolve_provider};
+use crate::config::{
+    Config, Env, ProviderKind, ProviderSettings, provider::local_server_listening, resolve_provider,
+};
+use crate::llm::{Client, LlmError, Message, Request, RetryPolicy, StreamEvent, Usage};
 use crate::logging;
 
 pub fn run(env: &Env, args: DoctorArgs) -> Result<ExitCode, String> {
@@ -32,7 +39,86 @@ pub fn run(env: &Env, args: DoctorArgs) -> Result<ExitCode, String> {
         println!("key variable: {var} ({})", if settings.api_key.is_some() { "set" } else { "not set" });
     }
     if args.ping {
-        return Err("--ping is not available in this build yet".into());
+        ping(&config, settings)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The prompt of `--ping`: small, and answerable without tools or thinking.
+const PING_PROMPT: &str = "Reply with one short sentence to confirm you can hear me.";
+/// Room for a short answer even when a reasoning model thinks a little first.
+const PING_MAX_TOKENS: u32 = 1024;
+/// A ping that has not finished by then is reported as failed (covers retries).
+const PING_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Streams one tiny request and prints the reply as it arrives, then the latency.
+fn ping(config: &Config, settings: ProviderSettings) -> Result<(), String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    let client = Client::from_config(config, settings).map_err(|e| format!("ping failed: {e}"))?;
+    let mut request = Request::new(client.settings().model.clone(), vec![Message::user(PING_PROMPT)]);
+    request.max_tokens = Some(PING_MAX_TOKENS);
+    println!("ping: sending one request to {} ...", client.settings().base_url);
+    let outcome = runtime.block_on(async {
+        tokio::time::timeout(PING_TIMEOUT, stream_reply(&client, &request))
+            .await
+            .unwrap_or_else(|_| Err(format!("no complete answer within {} s", PING_TIMEOUT.as_secs())))
+    });
+    match outcome {
+        Ok(report) => {
+            println!("latency: {} ms to first output, {} ms total", report.first_ms, report.total_ms);
+            println!("tokens: {} in, {} out", report.usage.input_tokens, report.usage.output_tokens);
+            Ok(())
+        }
+        Err(message) => Err(format!("ping failed: {message}")),
+    }
+}
+
+struct PingReport {
+    first_ms: u128,
+    total_ms: u128,
+    usage: Usage,
+}
+
+async fn stream_reply(client: &Client, request: &Request) -> Result<PingReport, String> {
+    let started = Instant::now();
+    let retries = RetryPolicy::default().max_retries;
+    let describe = |e: LlmError| {
+        if e.is_retryable() { format!("{e} (gave up after {retries} retries)") } else { e.to_string() }
+    };
+    let mut stream = client.stream(request).await.map_err(describe)?;
+    let mut first = None;
+    let mut printed = false;
+    let mut out = std::io::stdout();
+    print!("reply: ");
+    while let Some(item) = stream.next().await {
+        match item.map_err(describe)? {
+            StreamEvent::TextDelta(text) => {
+                first.get_or_insert_with(|| started.elapsed());
+                printed = true;
+                print!("{text}");
+                let _ = out.flush();
+            }
+            StreamEvent::ThinkingDelta(_) => {
+                first.get_or_insert_with(|| started.elapsed());
+            }
+            StreamEvent::Finish(response) => {
+                if !printed {
+                    print!("(no text in the reply; finish reason: {})", String::from(response.finish_reason));
+                }
+                println!();
+                let total = started.elapsed();
+                return Ok(PingReport {
+                    first_ms: first.unwrap_or(total).as_millis(),
+                    total_ms: total.as_millis(),
+                    usage: response.usage,
+                });
+            }
+            _ => {}
+        }
+    }
+    println!();
+    Err("the stream ended without a final event".into())
 }
