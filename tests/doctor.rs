@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Output;
 
 use support::fixture_key;
-use support::mock_provider::{Dialect, ErrorPreset, MockProvider, Turn};
+use support::mock_provider::{Dialect, ErrorPreset, MockProvider, Reply, Turn};
 
 const SECRET_SUFFIX: &str = "-s3cr3t-value-1234567890";
 
@@ -175,4 +175,27 @@ async fn trace_log_never_contains_the_key() {
         assert!(written.contains("model request"), "{dialect:?}: trace log lacks request lines:\n{written}");
         assert!(!written.contains(SECRET_SUFFIX), "{dialect:?}: key in the log file");
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_echoing_the_key_does_not_leak_it() {
+    let dialect = Dialect::OpenAiChat;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("agentls.log");
+    std::fs::write(
+        dir.path().join(".agentls.toml"),
+        format!("[log]\nfile = {:?}\n", log.display().to_string()),
+    )
+    .unwrap();
+    let mock = MockProvider::start(dialect).await;
+    let echo = format!("Incorrect API key provided: {}", key(dialect));
+    mock.push(Reply::json(401, serde_json::json!({"error": {"message": echo, "code": "invalid_api_key"}})));
+    let output = ping(dialect, &mock.url(), dir.path(), &[("AGENTLS_LOG", "trace")]).await;
+    let (_, stderr) = text(&output);
+    assert!(!output.status.success());
+    assert!(stderr.contains("OPENAI_API_KEY") && stderr.contains("[redacted]"), "{stderr}");
+    assert_no_key(dialect, &output);
+    let written = std::fs::read_to_string(&log).expect("log file written");
+    assert!(written.contains("model error response"), "{written}");
+    assert!(!written.contains(SECRET_SUFFIX), "key in the log file:\n{written}");
 }

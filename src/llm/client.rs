@@ -220,7 +220,11 @@ async fn send(settings: &ProviderSettings, call: HttpCall) -> Result<reqwest::Re
         return Ok(response);
     }
     let headers = response.headers().clone();
-    let body = response.text().await.unwrap_or_default();
+    let mut body = response.text().await.unwrap_or_default();
+    // Some servers echo what they were sent; the key must not reach the log.
+    if let Some(key) = settings.api_key.as_ref().map(|k| k.expose()).filter(|k| !k.is_empty()) {
+        body = body.replace(key, "[redacted]");
+    }
     tracing::debug!(status = status.as_u16(), body = %body, "model error response");
     let error =
         classify_http(settings.kind, status.as_u16(), &headers, &body, settings.api_key_var.as_deref());

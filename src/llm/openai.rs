@@ -243,7 +243,12 @@ struct Decoder {
 impl StreamDecoder for Decoder {
     fn event(&mut self, _name: &str, data: &str) -> Result<(), LlmError> {
         let v = parse_data(self.settings.kind, data)?;
-        let key = v.get("output_index").map(|i| i.to_string()).unwrap_or_default();
+        // Items are addressed by output_index; item ids are the fallback for servers omitting it.
+        let key = v
+            .get("output_index")
+            .map(|i| i.to_string())
+            .or_else(|| v.get("item_id").or_else(|| v.pointer("/item/id")).map(|i| i.to_string()))
+            .unwrap_or_default();
         match str_at(&v, "/type") {
             "response.created" | "response.in_progress" => {
                 self.out.id = str_at(&v, "/response/id").into();
