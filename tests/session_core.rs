@@ -1,0 +1,456 @@
+//! Agent-loop spec §9.1, 9.3, 9.5–9.7, 9.10, 9.11 against the loopback mock provider, with small
+//! custom tools (the profile tool sets are covered by the parity tests).
+
+mod session_harness;
+mod support;
+
+use std::sync::Arc;
+
+use agentls::llm::ReasoningEffort;
+use agentls::profiles::ProfileKind;
+use agentls::session::{ConfigChange, EventKind, SessionState, Turn};
+use serde_json::json;
+use session_harness::tools::{Big, Echo, Fail, Gate, Rendezvous};
+use session_harness::{Harness, Setup, kinds, of_kind, reason, str_of};
+use support::mock_provider::{ErrorPreset, Turn as Reply};
+use tokio::sync::{Barrier, Notify};
+
+const P: ProfileKind = ProfileKind::Anthropic;
+
+fn echo_setup() -> Setup {
+    Setup::new(P).without_profile_tools().tool(Echo { tag: "echo" })
+}
+
+// §9.1 Core loop
+
+#[tokio::test]
+async fn session_is_created_with_profile_and_environment() {
+    let mut h = Harness::start(echo_setup()).await;
+    let start = h.until(EventKind::SessionStart).await;
+    let data = &start[0].data;
+    assert_eq!(data["profile"], "anthropic");
+    assert_eq!(data["tools"], json!(["echo"]));
+    assert_eq!(h.handle.state(), SessionState::Idle);
+    assert!(!h.handle.id().is_empty());
+}
+
+#[tokio::test]
+async fn process_input_loops_model_tools_model_until_natural_completion() {
+    let mut h = Harness::start(echo_setup()).await;
+    h.mock.push(Reply::new().text("Let me echo.").tool_call("c1", "echo", json!({"text": "hi"})));
+    h.mock.push(Reply::new().text("Done."));
+    let events = h.run("echo hi").await;
+    assert_eq!(reason(&events), "completed");
+    assert_eq!(h.requests().len(), 2);
+    assert!(h.request_text(1).contains("echo: hi"), "the tool result reaches the model");
+    let shape: Vec<&str> = h
+        .handle
+        .history()
+        .iter()
+        .map(|t| match t {
+            Turn::User(_) => "user",
+            Turn::Assistant(_) => "assistant",
+            Turn::ToolResults(_) => "tool_results",
+            Turn::System(_) => "system",
+            Turn::Steering(_) => "steering",
+        })
+        .collect();
+    assert_eq!(shape, ["user", "assistant", "tool_results", "assistant"]);
+}
+
+#[tokio::test]
+async fn natural_completion_exits_on_text_only_response() {
+    let mut h = Harness::start(echo_setup()).await;
+    h.mock.push(Reply::new().text("All good."));
+    let events = h.run("hello").await;
+    assert_eq!(reason(&events), "completed");
+    assert_eq!(h.requests().len(), 1);
+    assert_eq!(h.handle.state(), SessionState::Idle);
+    let end = of_kind(&events, EventKind::ProcessingEnd)[0];
+    assert_eq!(str_of(end, "text"), "All good.");
+}
+
+#[tokio::test]
+async fn question_at_the_end_leaves_the_session_awaiting_input() {
+    let mut h = Harness::start(echo_setup()).await;
+    h.mock.push(Reply::new().text("Which file do you mean?"));
+    h.run("fix it").await;
+    assert_eq!(h.handle.state(), SessionState::AwaitingInput);
+    h.mock.push(Reply::new().text("Fixed."));
+    h.run("main.rs").await;
+    assert_eq!(h.handle.state(), SessionState::Idle);
+}
+
+#[tokio::test]
+async fn max_tool_rounds_per_input_stops_the_loop() {
+    let mut h = Harness::start(echo_setup().config(|c| c.max_tool_rounds_per_input = 1)).await;
+    h.mock.push(Reply::new().tool_call("c1", "echo", json!({"text": "1"})));
+    h.mock.push(Reply::new().tool_call("c2", "echo", json!({"text": "2"})));
+    let events = h.run("go").await;
+    assert_eq!(reason(&events), "round_limit");
+    assert_eq!(of_kind(&events, EventKind::TurnLimit)[0].data["round"], 1);
+    assert_eq!(h.requests().len(), 1);
+    assert_eq!(h.handle.state(), SessionState::Idle);
+}
+
+#[tokio::test]
+async fn max_turns_stops_the_loop_across_inputs() {
+    let mut h = Harness::start(echo_setup().config(|c| c.max_turns = 2)).await;
+    h.mock.push(Reply::new().text("first"));
+    assert_eq!(reason(&h.run("one").await), "completed");
+    h.mock.push(Reply::new().tool_call("c1", "echo", json!({"text": "x"})));
+    let events = h.run("two").await;
+    assert_eq!(reason(&events), "turn_limit");
+    assert_eq!(of_kind(&events, EventKind::TurnLimit)[0].data["total_turns"], 2);
+    let events = h.run("three").await;
+    assert_eq!(reason(&events), "turn_limit");
+    assert_eq!(h.requests().len(), 2, "no call after the limit");
+}
+
+#[tokio::test]
+async fn cancel_stops_the_turn_and_the_session_stays_usable() {
+    let release = Arc::new(Notify::new());
+    let mut h = Harness::start(echo_setup().tool(Gate { release })).await;
+    h.mock.push(Reply::new().tool_call("c1", "gate", json!({})));
+    h.handle.submit("wait".into());
+    h.until(EventKind::ToolCallStart).await;
+    h.handle.cancel();
+    let events = h.until(EventKind::ProcessingEnd).await;
+    assert_eq!(reason(&events), "cancelled");
+    assert_eq!(h.handle.state(), SessionState::Idle);
+    // Every call still has a result, so the next request is valid.
+    let history = h.handle.history();
+    assert!(matches!(history.last(), Some(Turn::ToolResults(r)) if r.results[0].is_error));
+    h.mock.push(Reply::new().text("back"));
+    assert_eq!(reason(&h.run("again").await), "completed");
+}
+
+#[tokio::test]
+async fn close_interrupts_and_ends_with_session_end_then_closed() {
+    let release = Arc::new(Notify::new());
+    let mut h = Harness::start(echo_setup().tool(Gate { release })).await;
+    h.mock.push(Reply::new().tool_call("c1", "gate", json!({})));
+    h.handle.submit("wait".into());
+    h.until(EventKind::ToolCallStart).await;
+    let events = h.close().await;
+    assert!(kinds(&events).contains(&EventKind::ProcessingEnd));
+    assert_eq!(events.last().map(|e| e.kind), Some(EventKind::SessionEnd));
+    assert!(h.events.recv().await.is_none(), "nothing after SESSION_END");
+}
+
+#[tokio::test]
+async fn loop_detection_injects_a_warning_steering_turn() {
+    let mut h = Harness::start(echo_setup().config(|c| c.loop_detection_window = 3)).await;
+    for id in ["c1", "c2", "c3"] {
+        h.mock.push(Reply::new().tool_call(id, "echo", json!({"text": "same"})));
+    }
+    h.mock.push(Reply::new().text("ok, changing approach"));
+    let events = h.run("loop").await;
+    let detected = of_kind(&events, EventKind::LoopDetection);
+    assert_eq!(detected.len(), 1);
+    assert!(str_of(detected[0], "message").starts_with("Loop detected: the last 3 tool calls"));
+    assert!(h.handle.history().iter().any(|t| matches!(t, Turn::Steering(s) if s.content.starts_with("Loop detected"))));
+    assert!(h.request_text(3).contains("Loop detected"), "the model sees the warning");
+}
+
+#[tokio::test]
+async fn multiple_sequential_inputs_share_the_history() {
+    let mut h = Harness::start(echo_setup()).await;
+    h.mock.push(Reply::new().text("first answer"));
+    h.run("first question").await;
+    h.mock.push(Reply::new().text("second answer"));
+    h.run("second question").await;
+    let second = h.request_text(1);
+    assert!(second.contains("first question") && second.contains("first answer"));
+    assert!(second.contains("second question"));
+}
+
+// §9.2 custom tools
+
+#[tokio::test]
+async fn custom_tool_with_the_same_name_overrides_the_earlier_one() {
+    let setup = echo_setup().tool(Echo { tag: "custom" });
+    let mut h = Harness::start(setup).await;
+    h.mock.push(Reply::new().tool_call("c1", "echo", json!({"text": "x"})));
+    h.mock.push(Reply::new().text("done"));
+    h.run("go").await;
+    assert!(h.request_text(1).contains("custom: x"));
+    let tools = h.requests()[0].body["tools"].as_array().map(Vec::len);
+    assert_eq!(tools, Some(1));
+}
+
+// §9.3 Tool execution
+
+#[tokio::test]
+async fn unknown_tool_returns_an_error_result_to_the_model() {
+    let mut h = Harness::start(echo_setup()).await;
+    h.mock.push(Reply::new().tool_call("c1", "nope", json!({})));
+    h.mock.push(Reply::new().text("sorry"));
+    let events = h.run("go").await;
+    assert_eq!(reason(&events), "completed");
+    let end = of_kind(&events, EventKind::ToolCallEnd)[0];
+    assert_eq!(str_of(end, "status"), "error");
+    assert!(h.request_text(1).contains("Unknown tool: nope"));
+}
+
+#[tokio::test]
+async fn invalid_arguments_return_an_error_result() {
+    let mut h = Harness::start(echo_setup()).await;
+    h.mock.push(Reply::new().tool_call("c1", "echo", json!({"text": 5})));
+    h.mock.push(Reply::new().text("fixed"));
+    h.run("go").await;
+    let body = h.request_text(1);
+    assert!(body.contains("Invalid arguments for tool echo"), "{body}");
+}
+
+#[tokio::test]
+async fn tool_errors_become_error_results_and_the_model_recovers() {
+    let mut h = Harness::start(echo_setup().tool(Fail)).await;
+    h.mock.push(Reply::new().tool_call("c1", "fail", json!({})));
+    h.mock.push(Reply::new().tool_call("c2", "echo", json!({"text": "retry"})));
+    h.mock.push(Reply::new().text("recovered"));
+    let events = h.run("go").await;
+    assert_eq!(reason(&events), "completed");
+    assert!(h.request_text(1).contains("disk on fire"));
+    assert!(h.request_text(2).contains("echo: retry"));
+}
+
+#[tokio::test]
+async fn parallel_tool_calls_run_concurrently_with_results_in_call_order() {
+    let barrier = Arc::new(Barrier::new(2));
+    let mut h = Harness::start(echo_setup().tool(Rendezvous { barrier })).await;
+    h.mock.push(
+        Reply::new()
+            .tool_call("c1", "meet", json!({"who": "first"}))
+            .tool_call("c2", "meet", json!({"who": "second"})),
+    );
+    h.mock.push(Reply::new().text("both met"));
+    let events = h.run("go").await;
+    assert_eq!(reason(&events), "completed");
+    let history = h.handle.history();
+    let Some(Turn::ToolResults(r)) = history.get(2) else { panic!("tool results expected") };
+    assert_eq!(r.results[0].content, "met first");
+    assert_eq!(r.results[1].content, "met second");
+}
+
+#[tokio::test]
+async fn one_call_per_step_executes_only_the_first_call() {
+    let mut h = Harness::start(echo_setup().config(|c| c.one_call_per_step = true)).await;
+    h.mock.push(
+        Reply::new().tool_call("c1", "echo", json!({"text": "a"})).tool_call("c2", "echo", json!({"text": "b"})),
+    );
+    h.mock.push(Reply::new().text("ok"));
+    h.run("go").await;
+    let body = h.request_text(1);
+    assert!(body.contains("echo: a"));
+    assert!(!body.contains("echo: b"));
+    assert!(body.contains("not executed"));
+    assert!(h.request_text(0).contains("at most one tool call per step"));
+}
+
+// §9.5 truncation at session level
+
+#[tokio::test]
+async fn tool_call_end_has_full_output_and_the_model_gets_the_truncated_one() {
+    let mut h = Harness::start(echo_setup().tool(Big)).await;
+    h.mock.push(Reply::new().tool_call("c1", "big", json!({"size": 100_000})));
+    h.mock.push(Reply::new().text("big"));
+    let events = h.run("go").await;
+    let end = of_kind(&events, EventKind::ToolCallEnd)[0];
+    assert_eq!(str_of(end, "output").len(), 100_000);
+    let body = h.request_text(1);
+    assert!(body.contains("[WARNING: Tool output was truncated."));
+    assert!(body.len() < 60_000, "the model did not receive the full output");
+}
+
+#[tokio::test]
+async fn tool_output_limits_are_overridable() {
+    let mut h = Harness::start(echo_setup().tool(Big).config(|c| {
+        c.tool_output_limits.insert("big".into(), 100);
+    }))
+    .await;
+    h.mock.push(Reply::new().tool_call("c1", "big", json!({"size": 1000})));
+    h.mock.push(Reply::new().text("ok"));
+    h.run("go").await;
+    assert!(h.request_text(1).contains("900 characters were removed"));
+}
+
+// §9.6 Steering
+
+#[tokio::test]
+async fn steer_is_injected_after_the_current_tool_round() {
+    let release = Arc::new(Notify::new());
+    let mut h = Harness::start(echo_setup().tool(Gate { release: release.clone() })).await;
+    h.mock.push(Reply::new().tool_call("c1", "gate", json!({})));
+    h.mock.push(Reply::new().text("adjusted"));
+    h.handle.submit("build the app".into());
+    h.until(EventKind::ToolCallStart).await;
+    h.handle.steer("only the /health endpoint".into());
+    release.notify_one();
+    let events = h.until(EventKind::ProcessingEnd).await;
+    let order = kinds(&events);
+    let tool_end = order.iter().position(|k| *k == EventKind::ToolCallEnd).expect("tool end");
+    let steered = order.iter().position(|k| *k == EventKind::SteeringInjected).expect("steering");
+    assert!(tool_end < steered);
+    assert!(h.handle.history().iter().any(|t| matches!(t, Turn::Steering(s) if s.content == "only the /health endpoint")));
+    // Converted to a user-role message for the model.
+    let messages = h.requests()[1].body["messages"].clone();
+    let last = messages.as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
+    assert_eq!(last["role"], "user");
+    assert!(last.to_string().contains("only the /health endpoint"));
+}
+
+#[tokio::test]
+async fn steer_while_idle_is_delivered_with_the_next_input() {
+    let mut h = Harness::start(echo_setup()).await;
+    h.handle.steer("be brief".into());
+    h.mock.push(Reply::new().text("ok"));
+    let events = h.run("hello").await;
+    assert_eq!(of_kind(&events, EventKind::SteeringInjected).len(), 1);
+    assert!(h.request_text(0).contains("be brief"));
+}
+
+#[tokio::test]
+async fn follow_up_is_processed_after_the_current_input_completes() {
+    let mut h = Harness::start(echo_setup()).await;
+    h.mock.push(Reply::new().text("first done"));
+    h.mock.push(Reply::new().text("second done"));
+    h.handle.submit("first".into());
+    h.handle.follow_up("second".into());
+    let events = h.until(EventKind::ProcessingEnd).await;
+    let inputs: Vec<&str> = of_kind(&events, EventKind::UserInput).iter().map(|e| str_of(e, "content")).collect();
+    assert_eq!(inputs, ["first", "second"]);
+    assert_eq!(str_of(events.last().expect("end"), "text"), "second done");
+}
+
+// §9.7 Reasoning effort
+
+#[tokio::test]
+async fn reasoning_effort_is_passed_through_and_changes_on_the_next_call() {
+    let release = Arc::new(Notify::new());
+    let setup = Setup::new(ProfileKind::OpenAi)
+        .without_profile_tools()
+        .tool(Gate { release: release.clone() })
+        .config(|c| c.reasoning_effort = Some(ReasoningEffort::High));
+    let mut h = Harness::start(setup).await;
+    h.mock.push(Reply::new().tool_call("c1", "gate", json!({})));
+    h.mock.push(Reply::new().text("done"));
+    h.handle.submit("think".into());
+    h.until(EventKind::ToolCallStart).await;
+    h.handle.configure(ConfigChange { reasoning_effort: Some(Some(ReasoningEffort::Low)), ..Default::default() });
+    release.notify_one();
+    h.until(EventKind::ProcessingEnd).await;
+    let requests = h.requests();
+    assert_eq!(requests[0].body["reasoning"]["effort"], "high");
+    assert_eq!(requests[1].body["reasoning"]["effort"], "low");
+}
+
+#[tokio::test]
+async fn model_change_applies_to_the_next_call() {
+    let mut h = Harness::start(echo_setup()).await;
+    h.mock.push(Reply::new().text("a"));
+    h.run("one").await;
+    h.handle.configure(ConfigChange { model: Some("claude-haiku-4-5".into()), ..Default::default() });
+    h.mock.push(Reply::new().text("b"));
+    h.run("two").await;
+    assert_eq!(h.requests()[1].body["model"], "claude-haiku-4-5");
+    assert!(h.request_text(1).contains("Model: claude-haiku-4-5"));
+}
+
+// §9.10 Events
+
+#[tokio::test]
+async fn events_are_emitted_in_order_and_bracket_the_session() {
+    let mut h = Harness::start(echo_setup()).await;
+    h.mock.push(Reply::new().text("Reading it now.").tool_call("c1", "echo", json!({"text": "hi"})));
+    h.mock.push(Reply::new().text("All done here."));
+    let mut events = h.run("go").await;
+    events.extend(h.close().await);
+    let k = kinds(&events);
+    use EventKind::*;
+    assert_eq!(k.first(), Some(&SessionStart));
+    assert_eq!(k.last(), Some(&SessionEnd));
+    let pos = |kind: EventKind| k.iter().position(|x| *x == kind).unwrap_or_else(|| panic!("{kind:?} missing"));
+    assert!(pos(UserInput) < pos(AssistantTextStart));
+    assert!(pos(AssistantTextStart) < pos(AssistantTextDelta));
+    assert!(pos(AssistantTextDelta) < pos(AssistantTextEnd));
+    assert!(pos(AssistantTextEnd) < pos(ToolCallStart));
+    assert!(pos(ToolCallStart) < pos(ToolCallEnd));
+    assert!(pos(ToolCallEnd) < pos(ProcessingEnd));
+    // Deltas add up to the text, nothing lost.
+    let streamed: String = of_kind(&events, AssistantTextDelta).iter().map(|e| str_of(e, "delta")).collect();
+    assert_eq!(streamed, "Reading it now.All done here.");
+    let start = of_kind(&events, ToolCallStart)[0];
+    assert_eq!(str_of(start, "summary"), "echo");
+    assert_eq!(str_of(start, "call_id"), "c1");
+    let end = of_kind(&events, ToolCallEnd)[0];
+    assert_eq!(str_of(end, "output"), "echo: hi");
+    assert!(end.data["duration_ms"].is_u64());
+    let text_end = of_kind(&events, AssistantTextEnd)[0];
+    assert_eq!(text_end.data["usage"]["input_tokens"], 10);
+    assert!(text_end.data["totals"]["input_tokens"].as_u64() >= Some(10));
+    let json = serde_json::to_value(&events[0]).expect("serializes");
+    assert_eq!(json["kind"], "session_start");
+}
+
+// §9.11 Error handling
+
+#[tokio::test]
+async fn transient_provider_errors_are_retried() {
+    let mut h = Harness::start(echo_setup()).await;
+    h.mock.push(ErrorPreset::Server);
+    h.mock.push(Reply::new().text("after retry"));
+    let events = h.run("go").await;
+    assert_eq!(reason(&events), "completed");
+    assert_eq!(h.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn authentication_errors_surface_at_once_and_close_the_session() {
+    let mut h = Harness::start(echo_setup()).await;
+    h.mock.push(ErrorPreset::Authentication);
+    h.handle.submit("go".into());
+    let events = h.until(EventKind::SessionEnd).await;
+    let error = of_kind(&events, EventKind::Error)[0];
+    assert_eq!(error.data["fatal"], true);
+    assert!(!error.data.to_string().contains("test-key-not-secret"), "no key in events");
+    assert_eq!(h.requests().len(), 1, "no retry");
+    assert_eq!(h.handle.state(), SessionState::Closed);
+}
+
+#[tokio::test]
+async fn context_overflow_prunes_the_history_and_retries() {
+    let mut h = Harness::start(echo_setup()).await;
+    for (i, id) in ["c1", "c2", "c3", "c4"].iter().enumerate() {
+        h.mock.push(Reply::new().tool_call(id, "echo", json!({"text": format!("round {i}")})));
+    }
+    h.mock.push(ErrorPreset::ContextLength);
+    h.mock.push(Reply::new().text("fits now"));
+    let events = h.run("the task").await;
+    assert_eq!(reason(&events), "completed");
+    assert!(str_of(of_kind(&events, EventKind::Warning)[0], "message").contains("dropped"));
+    let retried = h.request_text(5);
+    assert!(retried.contains("the task"), "the first user message is kept");
+    assert!(!retried.contains("round 0"), "the oldest round is dropped");
+    assert!(retried.contains("round 3"), "the newest round is kept");
+}
+
+#[tokio::test]
+async fn context_overflow_that_pruning_cannot_fix_ends_with_a_clear_error() {
+    let mut h = Harness::start(echo_setup()).await;
+    h.mock.push(ErrorPreset::ContextLength);
+    let events = h.run("huge task").await;
+    assert_eq!(reason(&events), "error");
+    let message = str_of(of_kind(&events, EventKind::Error)[0], "message").to_string();
+    assert!(message.contains("start a new session"), "{message}");
+    assert_eq!(h.handle.state(), SessionState::Idle, "the session continues");
+}
+
+#[tokio::test]
+async fn context_usage_above_80_percent_emits_a_warning() {
+    let mut h = Harness::start(echo_setup().config(|c| c.context_window_tokens = Some(1000))).await;
+    h.mock.push(Reply::new().text("ok").usage(900, 10));
+    let events = h.run("go").await;
+    let warning = of_kind(&events, EventKind::Warning)[0];
+    assert!(str_of(warning, "message").starts_with("Context usage at ~91% of context window"));
+}

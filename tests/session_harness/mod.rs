@@ -1,0 +1,218 @@
+//! A session wired to the loopback mock provider, for the session, parity and exec tests: real
+//! HTTP on 127.0.0.1, real files in a temporary directory, real tools.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentls::config::{Approval, ProviderKind, ProviderSettings, Secret};
+use agentls::exec::LocalExecutionEnvironment;
+use agentls::llm::{Client, RetryPolicy};
+use agentls::profiles::ProfileKind;
+use agentls::session::{self, Event, EventKind, SessionConfig, SessionHandle, SessionOptions, SessionState};
+use agentls::tools::Tool;
+use agentls::workspace::{DiskPort, Workspace};
+use serde_json::Value;
+use tempfile::TempDir;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use crate::support::mock_provider::{Dialect, MockProvider, RecordedRequest};
+
+/// Guards against hangs only; no test asserts on timing.
+pub const PATIENCE: Duration = Duration::from_secs(60);
+
+pub fn dialect(profile: ProfileKind) -> Dialect {
+    match profile {
+        ProfileKind::OpenAi => Dialect::OpenAiResponses,
+        ProfileKind::Anthropic => Dialect::Anthropic,
+        ProfileKind::Gemini => Dialect::Gemini,
+    }
+}
+
+pub fn provider(profile: ProfileKind) -> ProviderKind {
+    match profile {
+        ProfileKind::OpenAi => ProviderKind::OpenAi,
+        ProfileKind::Anthropic => ProviderKind::Anthropic,
+        ProfileKind::Gemini => ProviderKind::Gemini,
+    }
+}
+
+pub fn model(profile: ProfileKind) -> &'static str {
+    provider(profile).default_model()
+}
+
+/// How a test session is set up.
+pub struct Setup {
+    pub profile: ProfileKind,
+    /// Whether the profile's own tool set is offered.
+    pub profile_tools: bool,
+    /// Extra tools, registered after the profile's (latest wins).
+    pub tools: Vec<Arc<dyn Tool>>,
+    pub config: SessionConfig,
+    pub files: Vec<(&'static str, String)>,
+    /// Make the directory a git repository.
+    pub git: bool,
+    pub approval: Approval,
+}
+
+impl Setup {
+    pub fn new(profile: ProfileKind) -> Self {
+        let config = SessionConfig { model: model(profile).to_string(), ..SessionConfig::default() };
+        Self {
+            profile,
+            profile_tools: true,
+            tools: Vec::new(),
+            config,
+            files: Vec::new(),
+            git: false,
+            approval: Approval::Auto,
+        }
+    }
+
+    pub fn without_profile_tools(mut self) -> Self {
+        self.profile_tools = false;
+        self
+    }
+
+    pub fn tool(mut self, tool: impl Tool + 'static) -> Self {
+        self.tools.push(Arc::new(tool));
+        self
+    }
+
+    pub fn file(mut self, path: &'static str, content: impl Into<String>) -> Self {
+        self.files.push((path, content.into()));
+        self
+    }
+
+    pub fn config(mut self, edit: impl FnOnce(&mut SessionConfig)) -> Self {
+        edit(&mut self.config);
+        self
+    }
+}
+
+pub struct Harness {
+    pub mock: MockProvider,
+    pub handle: SessionHandle,
+    pub events: UnboundedReceiver<Event>,
+    pub dir: TempDir,
+    /// Every event received so far.
+    pub seen: Vec<Event>,
+}
+
+pub fn run_git(dir: &Path, args: &[&str]) {
+    let out = std::process::Command::new("git").args(args).current_dir(dir).output().expect("git runs");
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+impl Harness {
+    pub async fn start(setup: Setup) -> Self {
+        let mock = MockProvider::start(dialect(setup.profile)).await;
+        let dir = tempfile::tempdir().expect("tempdir");
+        if setup.git {
+            run_git(dir.path(), &["init", "-q", "-b", "main"]);
+        }
+        for (path, content) in &setup.files {
+            let full = dir.path().join(path);
+            std::fs::create_dir_all(full.parent().expect("parent")).expect("mkdir");
+            std::fs::write(full, content).expect("write fixture");
+        }
+        let cwd = dir.path().canonicalize().expect("canonical tempdir");
+        let kind = provider(setup.profile);
+        let settings = ProviderSettings {
+            kind,
+            model: model(setup.profile).to_string(),
+            base_url: mock.url(),
+            api_key: Some(Secret::new("test-key-not-secret")),
+            api_key_var: kind.key_vars().first().map(|v| v.to_string()),
+            chosen_by: "test".into(),
+        };
+        let client = Client::new(settings).expect("client").with_retry(RetryPolicy {
+            max_retries: 2,
+            base_delay: Duration::from_millis(5),
+            max_delay: Duration::from_millis(20),
+        });
+        let mut tools = if setup.profile_tools { agentls::tools::profile_tools(setup.profile) } else { Vec::new() };
+        tools.extend(setup.tools);
+        let opts = SessionOptions {
+            id: None,
+            profile: setup.profile,
+            client,
+            env: Arc::new(LocalExecutionEnvironment::new(cwd.clone())),
+            workspace: Arc::new(Workspace::for_disk(cwd.clone())),
+            editor: Arc::new(DiskPort::new(setup.approval)),
+            config: setup.config,
+            cwd,
+            history: Vec::new(),
+            tools,
+        };
+        let (handle, events) = session::spawn(opts);
+        Self { mock, handle, events, dir, seen: Vec::new() }
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.path(rel)).unwrap_or_else(|e| panic!("read {rel}: {e}"))
+    }
+
+    /// Events up to and including the next one of `kind`.
+    pub async fn until(&mut self, kind: EventKind) -> Vec<Event> {
+        let mut got = Vec::new();
+        loop {
+            let event = tokio::time::timeout(PATIENCE, self.events.recv())
+                .await
+                .unwrap_or_else(|_| panic!("no {kind:?} event; got {:#?}", kinds(&got)))
+                .unwrap_or_else(|| panic!("event stream ended before {kind:?}; got {:#?}", kinds(&got)));
+            self.seen.push(event.clone());
+            let done = event.kind == kind;
+            got.push(event);
+            if done {
+                return got;
+            }
+        }
+    }
+
+    /// Submits `text` and returns the events of the processing cycle (through PROCESSING_END).
+    pub async fn run(&mut self, text: &str) -> Vec<Event> {
+        self.handle.submit(text.to_string());
+        self.until(EventKind::ProcessingEnd).await
+    }
+
+    pub async fn close(&mut self) -> Vec<Event> {
+        self.handle.close();
+        let events = self.until(EventKind::SessionEnd).await;
+        assert_eq!(self.handle.state(), SessionState::Closed);
+        events
+    }
+
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.mock.requests()
+    }
+
+    /// The JSON text of request `i` (for `contains` checks).
+    pub fn request_text(&self, i: usize) -> String {
+        let requests = self.requests();
+        let r = requests.get(i).unwrap_or_else(|| panic!("only {} requests were made", requests.len()));
+        r.body.to_string()
+    }
+}
+
+pub fn kinds(events: &[Event]) -> Vec<EventKind> {
+    events.iter().map(|e| e.kind).collect()
+}
+
+pub fn of_kind(events: &[Event], kind: EventKind) -> Vec<&Event> {
+    events.iter().filter(|e| e.kind == kind).collect()
+}
+
+pub fn reason(events: &[Event]) -> String {
+    let end = events.iter().rev().find(|e| e.kind == EventKind::ProcessingEnd).expect("processing_end");
+    end.data["reason"].as_str().unwrap_or_default().to_string()
+}
+
+pub fn str_of<'a>(event: &'a Event, key: &str) -> &'a str {
+    event.data.get(key).and_then(Value::as_str).unwrap_or_default()
+}
