@@ -149,7 +149,12 @@ async fn loop_detection_injects_a_warning_steering_turn() {
     let detected = of_kind(&events, EventKind::LoopDetection);
     assert_eq!(detected.len(), 1);
     assert!(str_of(detected[0], "message").starts_with("Loop detected: the last 3 tool calls"));
-    assert!(h.handle.history().iter().any(|t| matches!(t, Turn::Steering(s) if s.content.starts_with("Loop detected"))));
+    assert!(
+        h.handle
+            .history()
+            .iter()
+            .any(|t| matches!(t, Turn::Steering(s) if s.content.starts_with("Loop detected")))
+    );
     assert!(h.request_text(3).contains("Loop detected"), "the model sees the warning");
 }
 
@@ -219,11 +224,11 @@ async fn tool_errors_become_error_results_and_the_model_recovers() {
 async fn parallel_tool_calls_run_concurrently_with_results_in_call_order() {
     let barrier = Arc::new(Barrier::new(2));
     let mut h = Harness::start(echo_setup().tool(Rendezvous { barrier })).await;
-    h.mock.push(
-        Reply::new()
-            .tool_call("c1", "meet", json!({"who": "first"}))
-            .tool_call("c2", "meet", json!({"who": "second"})),
-    );
+    h.mock.push(Reply::new().tool_call("c1", "meet", json!({"who": "first"})).tool_call(
+        "c2",
+        "meet",
+        json!({"who": "second"}),
+    ));
     h.mock.push(Reply::new().text("both met"));
     let events = h.run("go").await;
     assert_eq!(reason(&events), "completed");
@@ -236,9 +241,11 @@ async fn parallel_tool_calls_run_concurrently_with_results_in_call_order() {
 #[tokio::test]
 async fn one_call_per_step_executes_only_the_first_call() {
     let mut h = Harness::start(echo_setup().config(|c| c.one_call_per_step = true)).await;
-    h.mock.push(
-        Reply::new().tool_call("c1", "echo", json!({"text": "a"})).tool_call("c2", "echo", json!({"text": "b"})),
-    );
+    h.mock.push(Reply::new().tool_call("c1", "echo", json!({"text": "a"})).tool_call(
+        "c2",
+        "echo",
+        json!({"text": "b"}),
+    ));
     h.mock.push(Reply::new().text("ok"));
     h.run("go").await;
     let body = h.request_text(1);
@@ -292,7 +299,12 @@ async fn steer_is_injected_after_the_current_tool_round() {
     let tool_end = order.iter().position(|k| *k == EventKind::ToolCallEnd).expect("tool end");
     let steered = order.iter().position(|k| *k == EventKind::SteeringInjected).expect("steering");
     assert!(tool_end < steered);
-    assert!(h.handle.history().iter().any(|t| matches!(t, Turn::Steering(s) if s.content == "only the /health endpoint")));
+    assert!(
+        h.handle
+            .history()
+            .iter()
+            .any(|t| matches!(t, Turn::Steering(s) if s.content == "only the /health endpoint"))
+    );
     // Converted to a user-role message for the model.
     let messages = h.requests()[1].body["messages"].clone();
     let last = messages.as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
@@ -318,7 +330,8 @@ async fn follow_up_is_processed_after_the_current_input_completes() {
     h.handle.submit("first".into());
     h.handle.follow_up("second".into());
     let events = h.until(EventKind::ProcessingEnd).await;
-    let inputs: Vec<&str> = of_kind(&events, EventKind::UserInput).iter().map(|e| str_of(e, "content")).collect();
+    let inputs: Vec<&str> =
+        of_kind(&events, EventKind::UserInput).iter().map(|e| str_of(e, "content")).collect();
     assert_eq!(inputs, ["first", "second"]);
     assert_eq!(str_of(events.last().expect("end"), "text"), "second done");
 }
@@ -337,7 +350,8 @@ async fn reasoning_effort_is_passed_through_and_changes_on_the_next_call() {
     h.mock.push(Reply::new().text("done"));
     h.handle.submit("think".into());
     h.until(EventKind::ToolCallStart).await;
-    h.handle.configure(ConfigChange { reasoning_effort: Some(Some(ReasoningEffort::Low)), ..Default::default() });
+    h.handle
+        .configure(ConfigChange { reasoning_effort: Some(Some(ReasoningEffort::Low)), ..Default::default() });
     release.notify_one();
     h.until(EventKind::ProcessingEnd).await;
     let requests = h.requests();
@@ -370,7 +384,8 @@ async fn events_are_emitted_in_order_and_bracket_the_session() {
     use EventKind::*;
     assert_eq!(k.first(), Some(&SessionStart));
     assert_eq!(k.last(), Some(&SessionEnd));
-    let pos = |kind: EventKind| k.iter().position(|x| *x == kind).unwrap_or_else(|| panic!("{kind:?} missing"));
+    let pos =
+        |kind: EventKind| k.iter().position(|x| *x == kind).unwrap_or_else(|| panic!("{kind:?} missing"));
     assert!(pos(UserInput) < pos(AssistantTextStart));
     assert!(pos(AssistantTextStart) < pos(AssistantTextDelta));
     assert!(pos(AssistantTextDelta) < pos(AssistantTextEnd));

@@ -8,9 +8,13 @@ pub mod environment;
 pub mod project_docs;
 pub mod prompt;
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::config::ProviderKind;
+use crate::tools::Tool;
+use crate::tools::profiles::{ToolProfile, ToolSetOptions, profile_tools};
 
 pub use environment::{EnvironmentInfo, GitSnapshot};
 pub use project_docs::{ProjectDocs, discover as discover_project_docs};
@@ -49,6 +53,17 @@ impl ProfileKind {
             ProviderKind::Gemini => Self::Gemini,
             ProviderKind::OpenAi | ProviderKind::OpenAiChat | ProviderKind::Replay => Self::OpenAi,
         }
+    }
+
+    /// The tool set aligned with this profile, in the order the model sees it.
+    pub fn tools(self) -> Vec<Arc<dyn Tool>> {
+        let profile = match self {
+            Self::OpenAi => ToolProfile::OpenAi,
+            Self::Anthropic => ToolProfile::Anthropic,
+            Self::Gemini => ToolProfile::Gemini,
+        };
+        let registry = profile_tools(profile, &ToolSetOptions::default());
+        registry.names().iter().filter_map(|name| registry.get(name)).collect()
     }
 
     /// The profile's own base instructions (spec §6.2).

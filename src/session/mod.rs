@@ -8,7 +8,6 @@
 //!   returns to IDLE and stays usable. `close` ends the session: SESSION_END, then CLOSED.
 //! - Every event is delivered (unbounded channel), in order.
 
-mod dispatch;
 mod events;
 mod loop_detection;
 mod prune;
@@ -32,7 +31,6 @@ use crate::profiles::ProfileKind;
 use crate::tools::Tool;
 use crate::workspace::{EditorPort, Workspace};
 
-pub use dispatch::{Executed, Limits, ToolSet};
 pub use events::{Event, EventKind};
 pub use loop_detection::{detect_loop, loop_warning};
 pub use prune::{Pruned, prune};

@@ -6,6 +6,7 @@
 //! the last event.
 
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -14,7 +15,6 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::dispatch::{Limits, ToolSet};
 use super::events::{Emitter, EventKind};
 use super::loop_detection::{detect_loop, loop_warning};
 use super::summary::summarize;
@@ -26,6 +26,8 @@ use crate::llm::{
 use crate::profiles::{
     EnvironmentInfo, ProfileKind, ProjectDocs, SystemPrompt, ToolSummary, discover_project_docs,
 };
+use crate::tools::registry::{BatchEvent, BatchMode, ToolCallOutcome, ToolCallRequest, ToolRegistry};
+use crate::tools::truncate::TruncationPolicy;
 use crate::tools::{ShellLimits, ToolContext};
 use crate::workspace::ReadTracker;
 
@@ -64,7 +66,7 @@ struct Runner {
     events: Emitter,
     profile: ProfileKind,
     client: llm::Client,
-    tools: ToolSet,
+    tools: ToolRegistry,
     ctx_template: ToolContext,
     environment: EnvironmentInfo,
     project_docs: ProjectDocs,
@@ -78,6 +80,10 @@ pub(super) async fn run(
     mut commands: mpsc::UnboundedReceiver<Command>,
 ) {
     let resumed = !opts.history.is_empty();
+    let mut registry = ToolRegistry::new();
+    for tool in &opts.tools {
+        registry.register(tool.clone());
+    }
     let environment = EnvironmentInfo::capture(&opts.cwd, &opts.config.model).await;
     let project_docs = discover_project_docs(&opts.cwd, opts.profile);
     events.emit(
@@ -87,7 +93,7 @@ pub(super) async fn run(
             "model": opts.config.model,
             "cwd": opts.cwd,
             "resumed": resumed,
-            "tools": ToolSet::new(opts.tools.iter().cloned()).names(),
+            "tools": registry.names(),
             "project_docs": project_docs.docs.iter().map(|d| &d.path).collect::<Vec<_>>(),
         }),
     );
@@ -106,7 +112,7 @@ pub(super) async fn run(
         events,
         profile: opts.profile,
         client: opts.client,
-        tools: ToolSet::new(opts.tools),
+        tools: registry,
         ctx_template,
         environment,
         project_docs,
@@ -295,7 +301,16 @@ impl Runner {
     }
 
     fn build_request(&self, config: &SessionConfig) -> Request {
-        let definitions = self.tools.definitions();
+        let definitions: Vec<llm::ToolDefinition> = self
+            .tools
+            .definitions()
+            .into_iter()
+            .map(|d| llm::ToolDefinition {
+                name: d.name,
+                description: d.description,
+                parameters: d.parameters,
+            })
+            .collect();
         let summaries: Vec<ToolSummary> = definitions
             .iter()
             .map(|d| ToolSummary { name: d.name.clone(), description: d.description.clone() })
@@ -423,97 +438,76 @@ impl Runner {
         true
     }
 
+    /// Runs one round of tool calls through the registry; events carry the full output, the
+    /// results carry what the model receives.
     async fn execute_tool_calls(
-        &self,
+        &mut self,
         config: &SessionConfig,
         calls: &[ToolCall],
         token: &CancellationToken,
     ) -> Vec<ToolResult> {
-        let limits =
-            Limits { chars: config.tool_output_limits.clone(), lines: config.tool_line_limits.clone() };
-        let shell = ShellLimits {
+        self.tools.set_truncation(TruncationPolicy::new(
+            config.tool_output_limits.clone(),
+            config.tool_line_limits.clone(),
+        ));
+        let mut ctx = self.ctx_template.clone();
+        ctx.shell = ShellLimits {
             default_timeout_ms: config
                 .default_command_timeout_ms
                 .unwrap_or_else(|| self.profile.default_shell_timeout_ms())
                 .min(config.max_command_timeout_ms),
             max_timeout_ms: config.max_command_timeout_ms,
         };
-        let (run, skipped) = if config.one_call_per_step { calls.split_at(1) } else { (calls, &calls[..0]) };
-        let futures = run.iter().map(|call| self.execute_single(call, &limits, &shell, token));
-        let mut results = if self.profile.supports_parallel_tool_calls() && run.len() > 1 {
-            futures::future::join_all(futures).await
-        } else {
-            let mut out = Vec::with_capacity(run.len());
-            for f in futures {
-                out.push(f.await);
-            }
-            out
-        };
-        for call in skipped {
-            let message =
-                "Not executed: only one tool call is executed per step. Call it again in a separate step.";
-            self.events.emit(
-                EventKind::ToolCallEnd,
-                json!({
-                    "tool_name": call.name, "call_id": call.id, "summary": summarize(&call.name, &call.arguments),
-                    "status": "skipped", "error": message, "duration_ms": 0,
-                }),
-            );
-            results.push(error_result(call, message));
-        }
-        results
-    }
-
-    async fn execute_single(
-        &self,
-        call: &ToolCall,
-        limits: &Limits,
-        shell: &ShellLimits,
-        token: &CancellationToken,
-    ) -> ToolResult {
-        let summary = summarize(&call.name, &call.arguments);
-        let base = json!({ "tool_name": call.name, "call_id": call.id, "summary": summary });
-        if token.is_cancelled() {
-            let message = "Not executed: the turn was cancelled by the user.";
-            self.events.emit(
-                EventKind::ToolCallEnd,
-                with(&base, json!({ "status": "cancelled", "error": message, "duration_ms": 0 })),
-            );
-            return error_result(call, message);
-        }
-        self.events.emit(EventKind::ToolCallStart, with(&base, json!({ "arguments": call.arguments })));
-        let started = Instant::now();
-        let mut ctx = self.ctx_template.clone();
-        ctx.call_id = call.id.clone();
-        ctx.shell = shell.clone();
         ctx.cancel = token.child_token();
-        let executed = self.tools.execute(&call.name, &call.arguments, &ctx, limits).await;
-        let duration_ms = started.elapsed().as_millis() as u64;
-        let status = if token.is_cancelled() {
-            "cancelled"
-        } else if executed.is_error {
-            "error"
+        let mode = if config.one_call_per_step {
+            BatchMode::FirstOnly
+        } else if self.profile.supports_parallel_tool_calls() {
+            BatchMode::Parallel
         } else {
-            "ok"
+            BatchMode::Sequential
         };
-        let end = if executed.is_error {
-            json!({ "status": status, "error": executed.full, "duration_ms": duration_ms })
-        } else {
-            json!({
-                "status": status,
-                "output": executed.full,
-                "truncated": executed.for_model != executed.full,
-                "duration_ms": duration_ms,
+        let requests: Vec<ToolCallRequest> = calls
+            .iter()
+            .map(|c| ToolCallRequest {
+                id: c.id.clone(),
+                name: c.name.clone(),
+                arguments: c.arguments.to_string(),
             })
+            .collect();
+        let started: Mutex<Vec<Option<Instant>>> = Mutex::new(vec![None; calls.len()]);
+        let events = &self.events;
+        let observe = |event: BatchEvent<'_>| match event {
+            BatchEvent::Started { index, call: _ } => {
+                lock(&started)[index] = Some(Instant::now());
+                events.emit(
+                    EventKind::ToolCallStart,
+                    with(&call_base(&calls[index]), json!({ "arguments": calls[index].arguments })),
+                );
+            }
+            BatchEvent::Finished { index, call: _, outcome } => {
+                let duration_ms = lock(&started)[index].map_or(0, |t| t.elapsed().as_millis() as u64);
+                let status = if token.is_cancelled() {
+                    "cancelled"
+                } else if outcome.is_error {
+                    "error"
+                } else {
+                    "ok"
+                };
+                let end = if outcome.is_error {
+                    json!({ "status": status, "error": outcome.content, "duration_ms": duration_ms })
+                } else {
+                    json!({
+                        "status": status,
+                        "output": outcome.content,
+                        "truncated": outcome.model_content != outcome.content,
+                        "duration_ms": duration_ms,
+                    })
+                };
+                events.emit(EventKind::ToolCallEnd, with(&call_base(&calls[index]), end));
+            }
         };
-        self.events.emit(EventKind::ToolCallEnd, with(&base, end));
-        ToolResult {
-            call_id: call.id.clone(),
-            name: call.name.clone(),
-            content: executed.for_model,
-            is_error: executed.is_error,
-            images: executed.images,
-        }
+        let outcomes = self.tools.execute_batch(&requests, &ctx, mode, &observe).await;
+        calls.iter().zip(outcomes).map(|(call, outcome)| to_result(call, outcome)).collect()
     }
 
     /// Graceful shutdown (spec Appendix B): stop what runs, clean up, SESSION_END, CLOSED.
@@ -532,12 +526,20 @@ fn with(base: &Value, extra: Value) -> Value {
     out
 }
 
-fn error_result(call: &ToolCall, message: &str) -> ToolResult {
+fn call_base(call: &ToolCall) -> Value {
+    json!({ "tool_name": call.name, "call_id": call.id, "summary": summarize(&call.name, &call.arguments) })
+}
+
+fn to_result(call: &ToolCall, outcome: ToolCallOutcome) -> ToolResult {
     ToolResult {
         call_id: call.id.clone(),
         name: call.name.clone(),
-        content: message.to_string(),
-        is_error: true,
-        images: Vec::new(),
+        content: outcome.model_content,
+        is_error: outcome.is_error,
+        images: outcome
+            .images
+            .into_iter()
+            .map(|i| llm::Image { media_type: i.media_type, data: i.data })
+            .collect(),
     }
 }

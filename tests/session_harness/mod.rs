@@ -17,6 +17,8 @@ use serde_json::Value;
 use tempfile::TempDir;
 use tokio::sync::mpsc::UnboundedReceiver;
 
+pub mod tools;
+
 use crate::support::mock_provider::{Dialect, MockProvider, RecordedRequest};
 
 /// Guards against hangs only; no test asserts on timing.
@@ -132,7 +134,7 @@ impl Harness {
             base_delay: Duration::from_millis(5),
             max_delay: Duration::from_millis(20),
         });
-        let mut tools = if setup.profile_tools { agentls::tools::profile_tools(setup.profile) } else { Vec::new() };
+        let mut tools = if setup.profile_tools { setup.profile.tools() } else { Vec::new() };
         tools.extend(setup.tools);
         let opts = SessionOptions {
             id: None,
