@@ -25,6 +25,11 @@ use async_trait::async_trait;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+pub mod apply_patch;
+pub mod edit_file;
+pub mod replace;
+pub mod write_file;
+
 use crate::exec::ExecutionEnvironment;
 use crate::workspace::{EditorPort, ReadTracker, Workspace};
 

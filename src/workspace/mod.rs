@@ -21,7 +21,7 @@ pub use change::{ChangeError, ChangeSet, FileChange, FileDecision, FileOp, Resol
 pub use commit::{ChangeOutcome, CommitError, Committer, DiskCommitter, FileOutcome, FileStatus};
 pub use disk_port::DiskPort;
 pub use documents::{BufferText, DocumentError, DocumentStore, TextChange};
-pub use hunks::{Hunk, apply_hunks, compute_hunks, split_lines, unified_diff};
+pub use hunks::{DIFF_DEADLINE, Hunk, apply_hunks, check_hunks, compute_hunks, split_lines, unified_diff};
 pub use port::{EditorPort, PermissionDecision, PermissionRequest, PortError};
 pub use reads::{ReadCheckError, ReadTracker};
 pub use rebase::{RebaseConflict, rebase};

@@ -6,7 +6,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use super::{Snapshot, content_hash};
+use super::commit::{ChangeOutcome, FileStatus};
+use super::{FileOp, Snapshot, content_hash};
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ReadCheckError {
@@ -64,6 +65,26 @@ impl ReadTracker {
         let mut state = self.lock();
         if !state.changed.iter().any(|changed| changed == path) {
             state.changed.push(path.to_path_buf());
+        }
+    }
+
+    /// Records every file an applied change set touched, and the text the agent left in it.
+    pub fn record_outcome(&self, outcome: &ChangeOutcome) {
+        if outcome.error.is_some() {
+            return;
+        }
+        for file in outcome.files.iter().filter(|file| file.status != FileStatus::Rejected) {
+            self.record_change(&file.path);
+            let target = match &file.op {
+                FileOp::Rename { to } => {
+                    self.record_change(to);
+                    to
+                }
+                _ => &file.path,
+            };
+            if let Some(text) = &file.final_text {
+                self.record_written(target, text);
+            }
         }
     }
 

@@ -1,0 +1,268 @@
+//! The `apply_patch` tool (OpenAI profile): a v4a patch becomes one [`ChangeSet`] proposed to the
+//! editor. Invariant: every operation of the patch is checked against the workspace (files exist
+//! or not as the patch says, every hunk applies) before anything is proposed, so a patch applies
+//! completely or not at all; Add and Move never overwrite a file the patch did not delete first.
+
+mod apply;
+mod parser;
+pub(crate) mod seek;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+pub use apply::{ApplyError, apply_chunks};
+pub use parser::{Chunk, HunkLine, ParseError, PatchOp, parse_patch};
+
+use super::{Tool, ToolContext, ToolError, ToolOutput};
+use crate::workspace::{ChangeSet, FileChange, Hunk, Snapshot, Workspace};
+
+const DESCRIPTION: &str = "Apply code changes using the patch format. Supports creating, deleting, \
+and modifying files in a single operation. The patch is applied completely or not at all.
+
+*** Begin Patch
+*** Add File: path/new.py
++line of the new file
+*** Delete File: path/old.py
+*** Update File: path/file.py
+*** Move to: path/renamed.py   (optional)
+@@ def some_function():        (a line before the change, to locate it; optional)
+ context line (space prefix; show 3 lines of context above and below each change)
+-line to remove
++line to add
+*** End of File                (optional: the hunk ends at the end of the file)
+*** End Patch
+
+Paths are relative to the working directory. Hunks of one file must be in file order and must \
+not overlap. Add File refuses to overwrite an existing file unless the same patch deletes it first.";
+
+pub struct ApplyPatchTool;
+
+#[async_trait]
+impl Tool for ApplyPatchTool {
+    fn name(&self) -> &str {
+        "apply_patch"
+    }
+
+    fn description(&self) -> &str {
+        DESCRIPTION
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "patch": { "type": "string", "description": "The patch in v4a format, from `*** Begin Patch` to `*** End Patch`." }
+            },
+            "required": ["patch"],
+            "additionalProperties": false
+        })
+    }
+
+    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let patch = args
+            .get("patch")
+            .or_else(|| args.get("input"))
+            .and_then(Value::as_str)
+            .ok_or_else(|| ToolError::new("missing `patch`: pass the patch text as the `patch` string argument"))?;
+        let plan = plan_patch(patch, &ctx.workspace, &ctx.cwd).map_err(|error| ToolError::new(error.to_string()))?;
+        let change = ChangeSet::new(plan.files).map_err(|error| ToolError::new(error.to_string()))?;
+        let outcome = ctx.editor.propose(change).await.map_err(|error| ToolError::new(error.to_string()))?;
+        if let Some(refusal) = outcome.refusal_message() {
+            return Err(ToolError::new(refusal));
+        }
+        ctx.reads.record_outcome(&outcome);
+        let mut content = String::from("Success. Updated the following files:");
+        for line in &plan.summary {
+            content.push('\n');
+            content.push_str(line);
+        }
+        content.push_str(&outcome.notes());
+        Ok(ToolOutput::text(content))
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PatchError {
+    #[error("{0}\nNothing was changed. Fix the patch and send it again.")]
+    Parse(#[from] ParseError),
+    #[error("{0}\nNothing was changed. Read the file again and send a corrected patch.")]
+    Apply(#[from] ApplyError),
+    #[error("{0}\nNothing was changed.")]
+    Workspace(String),
+    #[error("{0}\nNothing was changed.")]
+    Refused(String),
+}
+
+/// A checked patch: the file changes to propose and the `A/M/D path` lines to report.
+#[derive(Debug)]
+pub struct PatchPlan {
+    pub files: Vec<FileChange>,
+    pub summary: Vec<String>,
+}
+
+/// The state of one path while the patch's operations are replayed in order.
+struct Entry {
+    display: String,
+    original: Option<Snapshot>,
+    current: Option<Arc<str>>,
+    /// Hunks from `original` to `current` when exactly one update produced `current`.
+    hunks: Option<Vec<Hunk>>,
+    /// Set when this path was moved away to another path by the patch.
+    moved_to: Option<PathBuf>,
+    /// Set when this path received a file moved from another path.
+    moved_from: Option<PathBuf>,
+}
+
+/// Parses `patch` and replays it against the workspace, producing the change to propose.
+pub fn plan_patch(patch: &str, workspace: &Workspace, cwd: &Path) -> Result<PatchPlan, PatchError> {
+    let ops = parse_patch(patch)?;
+    if ops.is_empty() {
+        return Err(PatchError::Refused("The patch contains no file operations.".into()));
+    }
+    let mut entries: HashMap<PathBuf, Entry> = HashMap::new();
+    let mut order: Vec<PathBuf> = Vec::new();
+    let mut summary = Vec::new();
+    for op in &ops {
+        let path = resolve(workspace, cwd, op.path())?;
+        load(&mut entries, &mut order, workspace, &path, op.path())?;
+        match op {
+            PatchOp::Add { path: display, lines, .. } => {
+                let entry = entries.get_mut(&path).expect("loaded");
+                if entry.current.is_some() {
+                    return Err(PatchError::Refused(format!(
+                        "Add File {display}: the file already exists; refusing to overwrite it. Use `*** Update File: {display}` \
+                         to change it, or `*** Delete File: {display}` before adding it."
+                    )));
+                }
+                let mut text = String::with_capacity(lines.iter().map(|line| line.len() + 1).sum());
+                for line in lines {
+                    text.push_str(line);
+                    text.push('\n');
+                }
+                entry.current = Some(Arc::from(text));
+                entry.hunks = None;
+                summary.push(format!("A {display}"));
+            }
+            PatchOp::Delete { path: display, .. } => {
+                let entry = entries.get_mut(&path).expect("loaded");
+                if entry.current.take().is_none() {
+                    return Err(PatchError::Refused(format!(
+                        "Delete File {display}: no such file (or an earlier operation of this patch removed it)."
+                    )));
+                }
+                entry.hunks = None;
+                summary.push(format!("D {display}"));
+            }
+            PatchOp::Update { path: display, move_to, chunks, .. } => {
+                let entry = entries.get_mut(&path).expect("loaded");
+                let Some(current) = entry.current.clone() else {
+                    return Err(PatchError::Refused(format!(
+                        "Update File {display}: no such file (or an earlier operation of this patch removed it); \
+                         use `*** Add File: {display}` to create it."
+                    )));
+                };
+                let (text, hunks) = apply_chunks(&current, chunks, display)?;
+                let first_update = entry.original.as_ref().is_some_and(|original| Arc::ptr_eq(&original.text, &current))
+                    && entry.moved_from.is_none();
+                entry.hunks = first_update.then_some(hunks);
+                let text: Arc<str> = Arc::from(text);
+                let destination = match move_to {
+                    Some(to) => Some((resolve(workspace, cwd, to)?, *to)),
+                    None => None,
+                };
+                match destination {
+                    Some((to_path, to_display)) if to_path != path => {
+                        load(&mut entries, &mut order, workspace, &to_path, to_display)?;
+                        if entries[&to_path].current.is_some() {
+                            return Err(PatchError::Refused(format!(
+                                "Move to {to_display}: the file already exists; refusing to overwrite it. Delete it \
+                                 earlier in the patch, or choose another name."
+                            )));
+                        }
+                        let source = entries.get_mut(&path).expect("loaded");
+                        let hunks = source.hunks.take();
+                        source.current = None;
+                        source.moved_to = Some(to_path.clone());
+                        let target = entries.get_mut(&to_path).expect("loaded");
+                        target.current = Some(text);
+                        target.moved_from = Some(path.clone());
+                        // Hunks against the source's text only describe a target that did not exist.
+                        target.hunks = if target.original.is_none() { hunks } else { None };
+                        summary.push(format!("M {to_display}"));
+                    }
+                    _ => {
+                        entries.get_mut(&path).expect("loaded").current = Some(text);
+                        summary.push(format!("M {display}"));
+                    }
+                }
+            }
+        }
+    }
+    Ok(PatchPlan { files: file_changes(entries, &order), summary })
+}
+
+fn resolve(workspace: &Workspace, cwd: &Path, path: &str) -> Result<PathBuf, PatchError> {
+    workspace.resolve(cwd, path).map_err(|error| PatchError::Workspace(error.to_string()))
+}
+
+fn load(
+    entries: &mut HashMap<PathBuf, Entry>,
+    order: &mut Vec<PathBuf>,
+    workspace: &Workspace,
+    path: &Path,
+    display: &str,
+) -> Result<(), PatchError> {
+    if entries.contains_key(path) {
+        return Ok(());
+    }
+    let original = workspace.read_if_exists(path).map_err(|error| PatchError::Workspace(error.to_string()))?;
+    if original.is_none() && path.is_dir() {
+        return Err(PatchError::Refused(format!("{display} is a directory, not a file.")));
+    }
+    let current = original.as_ref().map(|snapshot| snapshot.text.clone());
+    entries.insert(
+        path.to_path_buf(),
+        Entry { display: display.to_string(), original, current, hunks: None, moved_to: None, moved_from: None },
+    );
+    order.push(path.to_path_buf());
+    Ok(())
+}
+
+/// The final state of every touched path as file changes against the workspace's current text.
+fn file_changes(mut entries: HashMap<PathBuf, Entry>, order: &[PathBuf]) -> Vec<FileChange> {
+    let mut files = Vec::new();
+    for path in order {
+        let Some(entry) = entries.remove(path) else {
+            continue; // consumed as the target of a move
+        };
+        // A file moved away that ends up at a path that did not exist before: one rename.
+        if let (Some(original), None, Some(to)) = (&entry.original, &entry.current, &entry.moved_to)
+            && let Some(target) = entries.get(to)
+            && target.original.is_none()
+            && target.moved_from.as_deref() == Some(path.as_path())
+            && let Some(text) = target.current.clone()
+        {
+            let target = entries.remove(to).expect("present");
+            let change = match target.hunks {
+                Some(hunks) => FileChange::modify_with_hunks(original.clone(), &entry.display, text, hunks),
+                None => FileChange::modify(original.clone(), &entry.display, text),
+            };
+            files.push(change.moved_to(to.clone()));
+            continue;
+        }
+        match (entry.original, entry.current) {
+            (None, None) => {}
+            (None, Some(text)) => files.push(FileChange::create(path.clone(), &entry.display, text)),
+            (Some(original), None) => files.push(FileChange::delete(original, &entry.display)),
+            (Some(original), Some(text)) => files.push(match entry.hunks {
+                Some(hunks) => FileChange::modify_with_hunks(original, &entry.display, text, hunks),
+                None => FileChange::modify(original, &entry.display, text),
+            }),
+        }
+    }
+    files
+}
