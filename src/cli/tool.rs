@@ -76,7 +76,7 @@ fn pick_registry(
     Err(format!("unknown tool `{name}`; available tools: {}", known.join(", ")))
 }
 
-fn read_arguments(raw: &str) -> Result<String, String> {
+fn read_arguments(tool: &str, raw: &str) -> Result<String, String> {
     let text = if raw == "-" {
         let mut text = String::new();
         std::io::stdin()
@@ -88,6 +88,10 @@ fn read_arguments(raw: &str) -> Result<String, String> {
     };
     match serde_json::from_str::<serde_json::Value>(&text) {
         Ok(value) if value.is_object() => Ok(text),
+        // A raw patch (of any size) on stdin for apply_patch.
+        Err(_) if tool == "apply_patch" && text.contains("*** Begin Patch") => {
+            Ok(serde_json::json!({ "patch": text }).to_string())
+        }
         Ok(_) => Err("the arguments must be a JSON object, e.g. '{\"file_path\": \"src/main.rs\"}'".into()),
         Err(e) => Err(format!("the arguments are not valid JSON: {e}")),
     }
@@ -118,7 +122,7 @@ pub fn run(env: &Env, args: ToolArgs) -> Result<ExitCode, String> {
         config.layer.tool_output_limits.clone().unwrap_or_default(),
         config.layer.tool_line_limits.clone().unwrap_or_default(),
     ));
-    let arguments = match read_arguments(&args.args) {
+    let arguments = match read_arguments(&args.name, &args.args) {
         Ok(arguments) => arguments,
         Err(message) => return Ok(usage_error(message)),
     };

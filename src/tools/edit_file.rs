@@ -91,7 +91,11 @@ impl StringEdit {
                 .map(str::to_string)
                 .ok_or_else(|| ToolError::new(format!("missing `{name}`: it must be a string")))
         };
-        Ok(Self { file_path: field("file_path")?, old_string: field("old_string")?, new_string: field("new_string")? })
+        Ok(Self {
+            file_path: field("file_path")?,
+            old_string: field("old_string")?,
+            new_string: field("new_string")?,
+        })
     }
 }
 
@@ -121,8 +125,10 @@ pub(crate) async fn propose_string_edit(
             "No changes to make: old_string and new_string are exactly the same. Give the new text in new_string.",
         ));
     }
-    let path: PathBuf =
-        ctx.workspace.resolve(&ctx.cwd, &request.file_path).map_err(|error| ToolError::new(error.to_string()))?;
+    let path: PathBuf = ctx
+        .workspace
+        .resolve(&ctx.cwd, &request.file_path)
+        .map_err(|error| ToolError::new(error.to_string()))?;
     let snapshot = ctx.workspace.read_if_exists(&path).map_err(|error| ToolError::new(error.to_string()))?;
     let display = request.file_path.as_str();
     let (change, replacements, created) = match snapshot {
@@ -241,16 +247,22 @@ fn line_numbers(text: &str, offsets: &[usize]) -> String {
 /// "Not found", with the closest region: a whitespace- or punctuation-insensitive match, else
 /// the most similar line.
 fn not_found_message(text: &str, display: &str, old_string: &str) -> String {
-    let file_lines: Vec<&str> = split_lines(text).into_iter().map(|line| line.trim_end_matches(['\n', '\r'])).collect();
+    let file_lines: Vec<&str> =
+        split_lines(text).into_iter().map(|line| line.trim_end_matches(['\n', '\r'])).collect();
     let wanted: Vec<&str> = old_string.lines().collect();
     let mut message = format!("old_string was not found in {display}.");
     let trimmed_start = wanted.iter().position(|line| !line.trim().is_empty()).unwrap_or(0);
-    let trimmed_end = wanted.iter().rposition(|line| !line.trim().is_empty()).map_or(wanted.len(), |end| end + 1);
+    let trimmed_end =
+        wanted.iter().rposition(|line| !line.trim().is_empty()).map_or(wanted.len(), |end| end + 1);
     let pattern = &wanted[trimmed_start..trimmed_end.max(trimmed_start)];
     if !pattern.is_empty()
         && let Some((at, pass)) = seek(&file_lines, pattern, 0, false)
     {
-        let kind = if pass == Pass::Normalized { "whitespace or punctuation (quotes, dashes)" } else { "whitespace" };
+        let kind = if pass == Pass::Normalized {
+            "whitespace or punctuation (quotes, dashes)"
+        } else {
+            "whitespace"
+        };
         let region = file_lines[at..at + pattern.len()].join("\n");
         message.push_str(&format!(
             " A region differing only in {kind} is at lines {}-{}:\n{region}\nCopy the text exactly as it is in the file.",

@@ -4,13 +4,17 @@
 
 use std::sync::Arc;
 
+use super::apply_patch::ApplyPatchTool;
+use super::edit_file::EditFileTool;
 use super::glob::GlobTool;
 use super::grep::GrepTool;
 use super::list_dir::ListDirTool;
 use super::read_file::{ReadFileShape, ReadFileTool};
 use super::read_many_files::ReadManyFilesTool;
 use super::registry::ToolRegistry;
+use super::replace::ReplaceTool;
 use super::shell::ShellTool;
+use super::write_file::WriteFileTool;
 
 /// The shell timeout Claude Code uses when a call sets none.
 pub const ANTHROPIC_SHELL_TIMEOUT_MS: u64 = 120_000;
@@ -63,17 +67,21 @@ impl Default for ToolSetOptions {
 
 /// The tools of `profile`, in the order the model sees them.
 pub fn profile_tools(profile: ToolProfile, options: &ToolSetOptions) -> ToolRegistry {
-    let _ = options.read_before_edit;
+    let guard = options.read_before_edit;
     let mut registry = ToolRegistry::new();
     match profile {
         ToolProfile::OpenAi => {
             registry.register(Arc::new(ReadFileTool::new(ReadFileShape::FilePath)));
+            registry.register(Arc::new(ApplyPatchTool));
+            registry.register(Arc::new(WriteFileTool::new(false)));
             registry.register(Arc::new(ShellTool::new()));
             registry.register(Arc::new(GrepTool));
             registry.register(Arc::new(GlobTool));
         }
         ToolProfile::Anthropic => {
             registry.register(Arc::new(ReadFileTool::new(ReadFileShape::FilePath)));
+            registry.register(Arc::new(WriteFileTool::new(guard)));
+            registry.register(Arc::new(EditFileTool::new(guard)));
             registry.register(Arc::new(ShellTool::with_default_timeout_ms(ANTHROPIC_SHELL_TIMEOUT_MS)));
             registry.register(Arc::new(GrepTool));
             registry.register(Arc::new(GlobTool));
@@ -81,6 +89,8 @@ pub fn profile_tools(profile: ToolProfile, options: &ToolSetOptions) -> ToolRegi
         ToolProfile::Gemini => {
             registry.register(Arc::new(ReadFileTool::new(ReadFileShape::AbsolutePath)));
             registry.register(Arc::new(ReadManyFilesTool));
+            registry.register(Arc::new(WriteFileTool::new(false)));
+            registry.register(Arc::new(ReplaceTool::new(false)));
             registry.register(Arc::new(ShellTool::new()));
             registry.register(Arc::new(GrepTool));
             registry.register(Arc::new(GlobTool));

@@ -54,19 +54,23 @@ impl Tool for ReplaceTool {
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let request = StringEdit::from_args(&args)?;
-        let expected = match (args.get("allow_multiple").and_then(Value::as_bool), args.get("expected_replacements")) {
-            (Some(true), _) => Expected::AtLeastOne,
-            (_, Some(value)) => match value.as_u64() {
-                Some(count) if count >= 1 => Expected::Exactly(count as usize),
-                _ => return Err(ToolError::new("expected_replacements must be a positive integer")),
-            },
-            _ => Expected::Exactly(1),
-        };
+        let expected =
+            match (args.get("allow_multiple").and_then(Value::as_bool), args.get("expected_replacements")) {
+                (Some(true), _) => Expected::AtLeastOne,
+                (_, Some(value)) => match value.as_u64() {
+                    Some(count) if count >= 1 => Expected::Exactly(count as usize),
+                    _ => return Err(ToolError::new("expected_replacements must be a positive integer")),
+                },
+                _ => Expected::Exactly(1),
+            };
         let edited = propose_string_edit(ctx, &request, expected, self.require_read).await?;
         let content = if edited.created {
             format!("Created new file: {} with provided content.", request.file_path)
         } else {
-            format!("Successfully modified file: {} ({} replacements).", request.file_path, edited.replacements)
+            format!(
+                "Successfully modified file: {} ({} replacements).",
+                request.file_path, edited.replacements
+            )
         };
         Ok(ToolOutput::text(content + &edited.outcome.notes()))
     }

@@ -52,11 +52,13 @@ impl Tool for WriteFileTool {
                 .ok_or_else(|| ToolError::new(format!("missing `{name}`: it must be a string")))
         };
         let (display, content) = (field("file_path")?, field("content")?);
-        let path = ctx.workspace.resolve(&ctx.cwd, display).map_err(|error| ToolError::new(error.to_string()))?;
+        let path =
+            ctx.workspace.resolve(&ctx.cwd, display).map_err(|error| ToolError::new(error.to_string()))?;
         if path.is_dir() {
             return Err(ToolError::new(format!("{display} is a directory; give the path of a file")));
         }
-        let existing = ctx.workspace.read_if_exists(&path).map_err(|error| ToolError::new(error.to_string()))?;
+        let existing =
+            ctx.workspace.read_if_exists(&path).map_err(|error| ToolError::new(error.to_string()))?;
         let change = match existing {
             Some(snapshot) => {
                 if self.require_read {

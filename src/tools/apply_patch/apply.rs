@@ -36,7 +36,8 @@ pub fn apply_chunks(text: &str, chunks: &[Chunk<'_>], path: &str) -> Result<(Str
     };
     let lines = split_lines(body);
     let contents: Vec<&str> = lines.iter().map(|line| strip_break(line)).collect();
-    let line_break = lines.iter().map(|line| &line[strip_break(line).len()..]).find(|b| !b.is_empty()).unwrap_or("\n");
+    let line_break =
+        lines.iter().map(|line| &line[strip_break(line).len()..]).find(|b| !b.is_empty()).unwrap_or("\n");
     let ends_without_break = lines.last().is_some_and(|line| strip_break(line).len() == line.len());
 
     let mut replacements: Vec<Replacement> = Vec::with_capacity(chunks.len());
@@ -239,7 +240,9 @@ fn not_found(contents: &[&str], chunk: &Chunk<'_>, from: usize, path: &str, numb
     let detail = match best_at {
         Some(at) if best_len < pattern.len() => {
             let candidate = at + best_len;
-            let found = contents.get(candidate).map_or_else(|| "the end of the file".to_string(), |line| format!("`{line}`"));
+            let found = contents
+                .get(candidate)
+                .map_or_else(|| "the end of the file".to_string(), |line| format!("`{line}`"));
             format!(
                 "The first {best_len} line(s) of the hunk match at line {} of {path}, but the expected line `{missing}` \
                  is not the next one: line {} is {found}.",
@@ -247,7 +250,10 @@ fn not_found(contents: &[&str], chunk: &Chunk<'_>, from: usize, path: &str, numb
                 candidate + 1
             )
         }
-        _ => format!("The line `{missing}` could not be found in {path}: {}.", closest_line_note(contents, missing)),
+        _ => format!(
+            "The line `{missing}` could not be found in {path}: {}.",
+            closest_line_note(contents, missing)
+        ),
     };
     failure(chunk, path, number, &detail)
 }
@@ -266,7 +272,9 @@ fn closest_line_note(contents: &[&str], wanted: &str) -> String {
         .map(|(at, line)| (at, similarity(line, wanted)))
         .max_by(|a, b| a.1.total_cmp(&b.1));
     match best {
-        Some((at, score)) if score >= 0.5 => format!("the closest line is line {}: `{}`", at + 1, contents[at]),
+        Some((at, score)) if score >= 0.5 => {
+            format!("the closest line is line {}: `{}`", at + 1, contents[at])
+        }
         _ => "no similar line exists; read the file again to see its current text".to_string(),
     }
 }
@@ -397,7 +405,11 @@ mod tests {
 
     #[test]
     fn failures_quote_the_hunk_and_point_at_the_closest_line() {
-        let error = apply("fn main() {\n    let value = 1;\n}\n", "@@\n fn main() {\n-    let valeu = 1;\n+    let v = 2;\n").unwrap_err();
+        let error = apply(
+            "fn main() {\n    let value = 1;\n}\n",
+            "@@\n fn main() {\n-    let valeu = 1;\n+    let v = 2;\n",
+        )
+        .unwrap_err();
         let message = error.0;
         assert!(message.contains("Hunk 1 of f (patch line 3)"), "{message}");
         assert!(message.contains("-    let valeu = 1;"), "{message}");
@@ -413,6 +425,9 @@ mod tests {
             apply(text, "@@ def b():\n-    return 1\n+    return 2\n\n").unwrap(),
             "def a():\n    return 1\n\ndef b():\n    return 2\n"
         );
-        assert_eq!(apply(text, "@@ def b\n+    pass\n").unwrap(), "def a():\n    return 1\n\ndef b():\n    pass\n    return 1\n");
+        assert_eq!(
+            apply(text, "@@ def b\n+    pass\n").unwrap(),
+            "def a():\n    return 1\n\ndef b():\n    pass\n    return 1\n"
+        );
     }
 }

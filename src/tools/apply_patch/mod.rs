@@ -63,12 +63,12 @@ impl Tool for ApplyPatchTool {
     }
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let patch = args
-            .get("patch")
-            .or_else(|| args.get("input"))
-            .and_then(Value::as_str)
-            .ok_or_else(|| ToolError::new("missing `patch`: pass the patch text as the `patch` string argument"))?;
-        let plan = plan_patch(patch, &ctx.workspace, &ctx.cwd).map_err(|error| ToolError::new(error.to_string()))?;
+        let patch =
+            args.get("patch").or_else(|| args.get("input")).and_then(Value::as_str).ok_or_else(|| {
+                ToolError::new("missing `patch`: pass the patch text as the `patch` string argument")
+            })?;
+        let plan =
+            plan_patch(patch, &ctx.workspace, &ctx.cwd).map_err(|error| ToolError::new(error.to_string()))?;
         let change = ChangeSet::new(plan.files).map_err(|error| ToolError::new(error.to_string()))?;
         let outcome = ctx.editor.propose(change).await.map_err(|error| ToolError::new(error.to_string()))?;
         if let Some(refusal) = outcome.refusal_message() {
@@ -166,8 +166,9 @@ pub fn plan_patch(patch: &str, workspace: &Workspace, cwd: &Path) -> Result<Patc
                     )));
                 };
                 let (text, hunks) = apply_chunks(&current, chunks, display)?;
-                let first_update = entry.original.as_ref().is_some_and(|original| Arc::ptr_eq(&original.text, &current))
-                    && entry.moved_from.is_none();
+                let first_update =
+                    entry.original.as_ref().is_some_and(|original| Arc::ptr_eq(&original.text, &current))
+                        && entry.moved_from.is_none();
                 entry.hunks = first_update.then_some(hunks);
                 let text: Arc<str> = Arc::from(text);
                 let destination = match move_to {
@@ -219,14 +220,22 @@ fn load(
     if entries.contains_key(path) {
         return Ok(());
     }
-    let original = workspace.read_if_exists(path).map_err(|error| PatchError::Workspace(error.to_string()))?;
+    let original =
+        workspace.read_if_exists(path).map_err(|error| PatchError::Workspace(error.to_string()))?;
     if original.is_none() && path.is_dir() {
         return Err(PatchError::Refused(format!("{display} is a directory, not a file.")));
     }
     let current = original.as_ref().map(|snapshot| snapshot.text.clone());
     entries.insert(
         path.to_path_buf(),
-        Entry { display: display.to_string(), original, current, hunks: None, moved_to: None, moved_from: None },
+        Entry {
+            display: display.to_string(),
+            original,
+            current,
+            hunks: None,
+            moved_to: None,
+            moved_from: None,
+        },
     );
     order.push(path.to_path_buf());
     Ok(())

@@ -72,12 +72,19 @@ const END_OF_FILE: &str = "*** End of File";
 
 /// Parses a whole patch.
 pub fn parse_patch(text: &str) -> Result<Vec<PatchOp<'_>>, ParseError> {
-    let all: Vec<(usize, &str)> =
-        text.split('\n').map(|line| line.strip_suffix('\r').unwrap_or(line)).enumerate().map(|(i, l)| (i + 1, l)).collect();
+    let all: Vec<(usize, &str)> = text
+        .split('\n')
+        .map(|line| line.strip_suffix('\r').unwrap_or(line))
+        .enumerate()
+        .map(|(i, l)| (i + 1, l))
+        .collect();
     let mut lines = trim_blank_edges(&all);
     lines = strip_heredoc(lines);
     let Some(&(first_no, first)) = lines.first() else {
-        return Err(ParseError { line: 1, message: format!("the patch is empty; it must start with `{BEGIN}`") });
+        return Err(ParseError {
+            line: 1,
+            message: format!("the patch is empty; it must start with `{BEGIN}`"),
+        });
     };
     if first.trim() != BEGIN {
         return Err(ParseError {
@@ -180,7 +187,10 @@ impl<'a> Parser<'_, 'a> {
             {
                 self.at += 1;
                 move_to = Some(if value.is_empty() {
-                    return Err(ParseError { line: move_no, message: format!("`{MOVE}` needs a file path after it") });
+                    return Err(ParseError {
+                        line: move_no,
+                        message: format!("`{MOVE}` needs a file path after it"),
+                    });
                 } else {
                     value
                 });
@@ -250,7 +260,12 @@ impl<'a> Parser<'_, 'a> {
                 if let Some(chunk) = current.take() {
                     chunks.push(finish_chunk(chunk, path)?);
                 }
-                current = Some(Chunk { hint: context_hint(rest), lines: Vec::new(), end_of_file: false, patch_line: no });
+                current = Some(Chunk {
+                    hint: context_hint(rest),
+                    lines: Vec::new(),
+                    end_of_file: false,
+                    patch_line: no,
+                });
                 continue;
             }
             let hunk_line = match line.as_bytes().first() {
@@ -272,12 +287,19 @@ impl<'a> Parser<'_, 'a> {
             match current.as_mut() {
                 Some(chunk) => chunk.lines.push(hunk_line),
                 None if chunks.is_empty() => {
-                    current = Some(Chunk { hint: None, lines: vec![hunk_line], end_of_file: false, patch_line: no });
+                    current = Some(Chunk {
+                        hint: None,
+                        lines: vec![hunk_line],
+                        end_of_file: false,
+                        patch_line: no,
+                    });
                 }
                 None => {
                     return Err(ParseError {
                         line: no,
-                        message: format!("a hunk line after `{END_OF_FILE}` in {path}; start a new hunk with `@@`"),
+                        message: format!(
+                            "a hunk line after `{END_OF_FILE}` in {path}; start a new hunk with `@@`"
+                        ),
                     });
                 }
             }
@@ -320,7 +342,8 @@ fn strip_unified_range(hint: &str) -> Option<&str> {
     let mut parts = hint.splitn(3, ' ');
     let old = parts.next()?.strip_prefix('-')?;
     let new = parts.next()?.strip_prefix('+')?;
-    let is_range = |range: &str| range.split(',').all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    let is_range =
+        |range: &str| range.split(',').all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
     if !is_range(old) || !is_range(new) {
         return None;
     }
@@ -348,7 +371,11 @@ mod tests {
                     chunks: vec![
                         Chunk {
                             hint: Some("fn main()"),
-                            lines: vec![HunkLine::Context("ctx"), HunkLine::Delete("old"), HunkLine::Add("new")],
+                            lines: vec![
+                                HunkLine::Context("ctx"),
+                                HunkLine::Delete("old"),
+                                HunkLine::Add("new")
+                            ],
                             end_of_file: false,
                             patch_line: 9,
                         },
@@ -370,8 +397,14 @@ mod tests {
         let patch = "apply_patch <<'EOF'\r\n  *** Begin Patch \r\n*** Update File:  x.py \r\n-a\r\n+b\r\n *** End Patch\r\nEOF\r\n";
         let ops = parse_patch(patch).unwrap();
         let PatchOp::Update { path, chunks, .. } = &ops[0] else { panic!("{ops:?}") };
-        assert_eq!((*path, chunks[0].lines.clone()), ("x.py", vec![HunkLine::Delete("a"), HunkLine::Add("b")]));
-        let ranged = parse_patch("*** Begin Patch\n*** Update File: x\n@@ -1,2 +1,2 @@ def f():\n-a\n+b\n*** End Patch").unwrap();
+        assert_eq!(
+            (*path, chunks[0].lines.clone()),
+            ("x.py", vec![HunkLine::Delete("a"), HunkLine::Add("b")])
+        );
+        let ranged = parse_patch(
+            "*** Begin Patch\n*** Update File: x\n@@ -1,2 +1,2 @@ def f():\n-a\n+b\n*** End Patch",
+        )
+        .unwrap();
         let PatchOp::Update { chunks, .. } = &ranged[0] else { panic!() };
         assert_eq!(chunks[0].hint, Some("def f():"));
     }
