@@ -5,6 +5,7 @@
 //! LSP wire and nothing here writes to it.
 
 mod doctor;
+mod exec;
 mod tool;
 
 use std::path::PathBuf;
@@ -31,6 +32,7 @@ pub enum Command {
         stdio: bool,
     },
     /// Run one headless task and stream the answer to stdout.
+    #[command(after_help = exec::EXIT_CODES_HELP)]
     Exec(ExecArgs),
     /// Run one tool of a profile directly (no model) and print what the model would receive.
     Tool(ToolArgs),
@@ -138,7 +140,7 @@ pub fn main() -> ExitCode {
     let env = Env::from_process();
     let result = match cli.command.unwrap_or(Command::Serve { stdio: true }) {
         Command::Serve { stdio: _ } => serve(env),
-        Command::Exec(_) => not_yet("exec"),
+        Command::Exec(args) => Ok(exec::run(&env, args)),
         Command::Tool(args) => tool::run(&env, args),
         Command::Doctor(args) => doctor::run(&env, args),
         Command::Sessions { .. } => not_yet("sessions"),

@@ -513,6 +513,7 @@ impl Runner {
     /// Graceful shutdown (spec Appendix B): stop what runs, clean up, SESSION_END, CLOSED.
     async fn shutdown(&self) {
         lock(&self.shared.cancel).cancel();
+        self.ctx_template.env.cleanup().await;
         self.set_state(SessionState::Closed);
         self.events.emit(EventKind::SessionEnd, json!({ "state": "closed", "totals": self.totals }));
     }

@@ -1,0 +1,275 @@
+//! `agentls exec`: one headless task. The answer streams to stdout (or, with `--json`, one event
+//! object per line); a status line for running tool calls goes to stderr when it is a terminal.
+//!
+//! Exit codes (stable, documented in `agentls exec --help`):
+//! - 0: the model finished its answer (natural completion)
+//! - 1: the run failed (provider error after retries, context overflow that pruning could not fix)
+//! - 2: usage error (empty prompt, bad flag, unreadable working directory or configuration)
+//! - 3: no usable provider (nothing configured, missing or rejected API key, exhausted quota)
+//! - 4: a turn or tool-round limit stopped the run before the model finished
+//! - 130: interrupted (Ctrl-C)
+
+use std::io::{IsTerminal, Read, Write};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::Value;
+
+use super::{ExecArgs, load_config};
+use crate::config::provider::local_server_listening;
+use crate::config::{Approval, ConfigLayer, Env, resolve_provider};
+use crate::exec::{LocalExecutionEnvironment, LocalOptions};
+use crate::llm;
+use crate::profiles::ProfileKind;
+use crate::session::{self, Event, EventKind, SessionConfig, SessionOptions};
+use crate::workspace::{DiskPort, Workspace};
+
+pub const EXIT_OK: u8 = 0;
+pub const EXIT_FAILED: u8 = 1;
+pub const EXIT_USAGE: u8 = 2;
+pub const EXIT_PROVIDER: u8 = 3;
+pub const EXIT_LIMIT: u8 = 4;
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+/// Text of `agentls exec --help` after the options.
+pub const EXIT_CODES_HELP: &str = "Exit codes:
+  0    the model finished its answer
+  1    the run failed (provider error after retries, context overflow)
+  2    usage error (empty prompt, bad flag, unreadable directory or configuration)
+  3    no usable provider (nothing configured, missing or rejected API key, exhausted quota)
+  4    a turn or tool-round limit stopped the run before the model finished
+  130  interrupted (Ctrl-C)";
+
+pub fn run(env: &Env, args: ExecArgs) -> ExitCode {
+    match run_inner(env, args) {
+        Ok(code) => ExitCode::from(code),
+        Err((code, message)) => {
+            eprintln!("agentls: {message}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+type Failure = (u8, String);
+
+fn run_inner(env: &Env, args: ExecArgs) -> Result<u8, Failure> {
+    let prompt = read_prompt(&args.prompt)?;
+    let cwd = match &args.cwd {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir()
+            .map_err(|e| (EXIT_USAGE, format!("cannot read the current directory: {e}")))?,
+    };
+    let cwd = cwd
+        .canonicalize()
+        .map_err(|e| (EXIT_USAGE, format!("working directory {} is not usable: {e}", cwd.display())))?;
+    if !cwd.is_dir() {
+        return Err((EXIT_USAGE, format!("working directory {} is not a directory", cwd.display())));
+    }
+    let overrides = ConfigLayer {
+        approval: args.approval,
+        reasoning_effort: args.reasoning_effort,
+        max_turns: args.max_turns,
+        ..args.model.layer()
+    };
+    let config = load_config(env, Some(cwd.clone()), overrides).map_err(|e| (EXIT_USAGE, e))?;
+    let settings =
+        resolve_provider(&config, env, local_server_listening).map_err(|e| (EXIT_PROVIDER, e.to_string()))?;
+    let approval = config.approval(Approval::Auto);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| (EXIT_FAILED, format!("cannot start the async runtime: {e}")))?;
+    runtime.block_on(async move {
+        let profile = ProfileKind::for_provider(settings.kind);
+        let mut session_config = SessionConfig::from_config(&config, settings.model.clone());
+        session_config.approval = approval;
+        let client =
+            llm::Client::from_config(&config, settings).map_err(|e| (EXIT_PROVIDER, e.to_string()))?;
+        let exec_env = Arc::new(LocalExecutionEnvironment::with_options(LocalOptions::from_config(
+            &config,
+            cwd.clone(),
+        )));
+        let workspace = Arc::new(Workspace::for_disk(cwd.clone()));
+        let opts = SessionOptions {
+            id: None,
+            profile,
+            client,
+            env: exec_env,
+            workspace,
+            editor: Arc::new(DiskPort::new(approval)),
+            config: session_config,
+            cwd: cwd.clone(),
+            history: Vec::new(),
+            tools: profile.tools(),
+        };
+        drive(opts, prompt, args.json).await
+    })
+}
+
+fn read_prompt(arg: &str) -> Result<String, Failure> {
+    let text = if arg == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| (EXIT_USAGE, format!("cannot read the prompt from stdin: {e}")))?;
+        text
+    } else {
+        arg.to_string()
+    };
+    if text.trim().is_empty() {
+        return Err((
+            EXIT_USAGE,
+            "the prompt is empty; pass the task as an argument or `-` to read stdin".into(),
+        ));
+    }
+    Ok(text)
+}
+
+/// Runs the session to the end of its first processing cycle and renders its events.
+async fn drive(opts: SessionOptions, prompt: String, json: bool) -> Result<u8, Failure> {
+    let (handle, mut events) = session::spawn(opts);
+    handle.submit(prompt);
+    let mut out = Output::new(json);
+    let mut code = EXIT_FAILED;
+    let mut interrupted = false;
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
+    loop {
+        let event = tokio::select! {
+            e = events.recv() => e,
+            _ = &mut ctrl_c, if !interrupted => {
+                interrupted = true;
+                handle.close();
+                continue;
+            }
+        };
+        let Some(event) = event else { break };
+        out.render(&event);
+        match event.kind {
+            EventKind::ProcessingEnd => {
+                code = exit_code_for(&event.data);
+                handle.close();
+            }
+            EventKind::SessionEnd => break,
+            _ => {}
+        }
+    }
+    out.finish();
+    Ok(if interrupted { EXIT_INTERRUPTED } else { code })
+}
+
+fn exit_code_for(data: &Value) -> u8 {
+    match data.get("reason").and_then(Value::as_str) {
+        Some("completed") => EXIT_OK,
+        Some("turn_limit" | "round_limit") => EXIT_LIMIT,
+        Some("fatal_error") => EXIT_PROVIDER,
+        Some("cancelled") => EXIT_INTERRUPTED,
+        _ => EXIT_FAILED,
+    }
+}
+
+/// Where events go: answer text to stdout, status and errors to stderr.
+struct Output {
+    json: bool,
+    status: Option<ProgressBar>,
+    /// Whether the last character written to stdout ended a line.
+    at_line_start: bool,
+    wrote_text: bool,
+}
+
+impl Output {
+    fn new(json: bool) -> Self {
+        let status = (!json && std::io::stderr().is_terminal()).then(|| {
+            let bar = ProgressBar::new_spinner();
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            bar.enable_steady_tick(Duration::from_millis(120));
+            bar.set_message("thinking…");
+            bar
+        });
+        Self { json, status, at_line_start: true, wrote_text: false }
+    }
+
+    fn render(&mut self, event: &Event) {
+        if self.json {
+            let line = serde_json::to_string(event).unwrap_or_default();
+            let mut stdout = std::io::stdout().lock();
+            let _ = writeln!(stdout, "{line}");
+            let _ = stdout.flush();
+            return;
+        }
+        let text = |key: &str| event.data.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
+        match event.kind {
+            EventKind::AssistantTextStart => {
+                if self.wrote_text && !self.at_line_start {
+                    self.write("\n");
+                }
+                self.set_status("thinking…");
+            }
+            EventKind::AssistantTextDelta => self.write(&text("delta")),
+            EventKind::ToolCallStart => self.set_status(&format!("running {}", text("summary"))),
+            EventKind::ToolCallEnd => {
+                let status = text("status");
+                if status != "ok" {
+                    self.note(&format!("{} ({status}): {}", text("summary"), first_line(&text("error"))));
+                }
+                self.set_status("thinking…");
+            }
+            EventKind::Warning | EventKind::LoopDetection | EventKind::TurnLimit => {
+                let message = text("message");
+                let message = if message.is_empty() { "turn limit reached".to_string() } else { message };
+                self.note(&format!("warning: {message}"));
+            }
+            EventKind::Error => self.note(&format!("error: {}", text("message"))),
+            _ => {}
+        }
+    }
+
+    fn write(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        let print = || {
+            let mut stdout = std::io::stdout().lock();
+            let _ = stdout.write_all(text.as_bytes());
+            let _ = stdout.flush();
+        };
+        match &self.status {
+            Some(bar) => bar.suspend(print),
+            None => print(),
+        }
+        self.at_line_start = text.ends_with('\n');
+        self.wrote_text = true;
+    }
+
+    fn set_status(&self, message: &str) {
+        if let Some(bar) = &self.status {
+            bar.set_message(message.to_string());
+        }
+    }
+
+    /// A line on stderr, above the status line.
+    fn note(&self, line: &str) {
+        match &self.status {
+            Some(bar) => bar.println(format!("agentls: {line}")),
+            None => eprintln!("agentls: {line}"),
+        }
+    }
+
+    fn finish(&mut self) {
+        if let Some(bar) = self.status.take() {
+            bar.finish_and_clear();
+        }
+        if !self.json && self.wrote_text && !self.at_line_start {
+            self.write("\n");
+        }
+    }
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or_default()
+}
