@@ -168,6 +168,28 @@ pub(crate) async fn propose_string_edit(
     Ok(EditResult { replacements, created, outcome })
 }
 
+/// `text` with `old_string` replaced by `new_string` under edit_file's rules (unique unless
+/// `replace_all`, line breaks of the file), and the number of replacements. For fuzzing and scripts.
+pub fn edit_text(
+    text: &str,
+    old_string: &str,
+    new_string: &str,
+    replace_all: bool,
+) -> Result<(String, usize), ToolError> {
+    if old_string == new_string || old_string.is_empty() {
+        return Err(ToolError::new("old_string must be non-empty and differ from new_string"));
+    }
+    let snapshot = Snapshot::from_disk(PathBuf::from("text"), text);
+    let request =
+        StringEdit { file_path: "text".into(), old_string: old_string.into(), new_string: new_string.into() };
+    replace_in_text(
+        &snapshot,
+        "text",
+        &request,
+        if replace_all { Expected::AtLeastOne } else { Expected::Unique },
+    )
+}
+
 /// `snapshot`'s text with `old_string` replaced, and the number of replacements.
 pub(crate) fn replace_in_text(
     snapshot: &Snapshot,
