@@ -34,6 +34,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tower_lsp_server::{LspService, Server};
 
 use crate::config::Env;
+use crate::tools::Tool;
 use crate::workspace::DocumentStore;
 pub use outbound::Deadlines;
 use server::Backend;
@@ -41,12 +42,24 @@ use text_sync::OrderedSync;
 
 /// How a server instance is set up (the binary builds it from the environment; tests build it
 /// directly).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ServerOptions {
     pub env: Env,
     pub deadlines: Deadlines,
     /// Where transcripts and permission rules live; `None` keeps them in memory only.
     pub data_dir: Option<PathBuf>,
+    /// Tools every session gets in addition to its profile's (embedders' custom tools).
+    pub extra_tools: Vec<Arc<dyn Tool>>,
+}
+
+impl std::fmt::Debug for ServerOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerOptions")
+            .field("deadlines", &self.deadlines)
+            .field("data_dir", &self.data_dir)
+            .field("extra_tools", &self.extra_tools.iter().map(|t| t.name().to_string()).collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 impl ServerOptions {
@@ -58,7 +71,7 @@ impl ServerOptions {
             deadlines.request = Duration::from_millis(ms.max(1));
         }
         let data_dir = crate::store::data_dir(&env);
-        Self { env, deadlines, data_dir }
+        Self { env, deadlines, data_dir, extra_tools: Vec::new() }
     }
 }
 

@@ -8,7 +8,7 @@
 //! - `save` writes only the files it is given (the ones the agent changed).
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{OnceLock, Weak};
 
 use async_trait::async_trait;
 use futures::FutureExt;
@@ -31,8 +31,9 @@ pub struct LspEditorPort {
     state: Weak<ServerState>,
     pub handle: OnceLock<SessionHandle>,
     policy: PermissionPolicy,
-    /// The latest tool call seen starting (names the call in `agentls/review`).
-    pub current_call: Mutex<Option<String>>,
+    /// Review announcements go through the session's event pump, so they follow the
+    /// `tool_call_start` of their call and carry its id.
+    announce: tokio::sync::mpsc::UnboundedSender<serde_json::Value>,
 }
 
 fn gone() -> PortError {
@@ -45,8 +46,13 @@ fn rejected(change: ChangeSet, feedback: Option<String>, error: Option<String>) 
 }
 
 impl LspEditorPort {
-    pub fn new(session_id: String, state: Weak<ServerState>, policy: PermissionPolicy) -> Self {
-        Self { session_id, state, handle: OnceLock::new(), policy, current_call: Mutex::new(None) }
+    pub fn new(
+        session_id: String,
+        state: Weak<ServerState>,
+        policy: PermissionPolicy,
+        announce: tokio::sync::mpsc::UnboundedSender<serde_json::Value>,
+    ) -> Self {
+        Self { session_id, state, handle: OnceLock::new(), policy, announce }
     }
 
     fn approval(&self) -> Approval {
@@ -72,8 +78,10 @@ impl LspEditorPort {
             }
             Approval::Auto => ReviewDecision::Accept { files: Default::default(), feedback: None },
             Approval::Review if profile.plugin => {
-                let call_id = self.current_call.lock().unwrap_or_else(|p| p.into_inner()).clone();
-                state.reviews.ask_plugin(&state.outbound, &self.session_id, call_id, &change).await
+                let announce = |payload| {
+                    let _ = self.announce.send(payload);
+                };
+                state.reviews.ask_plugin(announce, &self.session_id, &change).await
             }
             Approval::Review if profile.document_changes && profile.change_annotations => {
                 // The client's own preview asks the user (needsConfirmation annotations).
@@ -201,5 +209,3 @@ impl std::fmt::Debug for LspEditorPort {
         f.debug_struct("LspEditorPort").field("session_id", &self.session_id).finish()
     }
 }
-
-pub type SharedPort = Arc<LspEditorPort>;

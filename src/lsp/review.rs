@@ -17,7 +17,7 @@ use tower_lsp_server::ls_types::{
 };
 
 use super::convert;
-use super::outbound::{Outbound, ReviewNotification};
+use super::outbound::Outbound;
 use crate::workspace::{ChangeSet, FileChange, FileDecision, FileOp};
 
 /// What the reviewer decided about a whole change set.
@@ -106,12 +106,12 @@ impl ReviewBroker {
         self.pending.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Announces `change` to a plugin client and waits for the decision.
+    /// Announces `change` to a plugin client through `announce` (which sends the
+    /// `agentls/review` payload) and waits for the decision.
     pub async fn ask_plugin(
         &self,
-        outbound: &Outbound,
+        announce: impl FnOnce(Value),
         session_id: &str,
-        call_id: Option<String>,
         change: &ChangeSet,
     ) -> ReviewDecision {
         let review_id = uuid::Uuid::new_v4().to_string();
@@ -125,14 +125,12 @@ impl ReviewBroker {
             review_id.clone(),
             PendingReview { session_id: session_id.to_string(), files, answer: tx },
         );
-        outbound
-            .notify::<ReviewNotification>(json!({
-                "reviewId": review_id,
-                "sessionId": session_id,
-                "callId": call_id,
-                "files": review_files(change),
-            }))
-            .await;
+        announce(json!({
+            "reviewId": review_id,
+            "sessionId": session_id,
+            "callId": null,
+            "files": review_files(change),
+        }));
         let decision = rx.await;
         self.pending().remove(&review_id);
         decision.unwrap_or(ReviewDecision::Reject { feedback: Some("the review was abandoned".into()) })

@@ -21,7 +21,7 @@ use tower_lsp_server::ls_types::{
     WorkDoneProgressCreateParams, WorkDoneProgressEnd,
 };
 
-use super::outbound::EventNotification;
+use super::outbound::{EventNotification, ReviewNotification};
 use super::permission::PermissionPolicy;
 use super::port::LspEditorPort;
 use super::server::ServerState;
@@ -129,6 +129,7 @@ fn tools_for(profile: ProfileKind, state: &Arc<ServerState>) -> Vec<Arc<dyn Tool
     };
     let registry = profile_tools(tool_profile, &ToolSetOptions::default());
     let mut tools: Vec<Arc<dyn Tool>> = registry.names().iter().filter_map(|n| registry.get(n)).collect();
+    tools.extend(state.options.extra_tools.iter().cloned());
     if state.profile().plugin {
         tools.push(Arc::new(super::diagnostics::DiagnosticsTool::new(Arc::downgrade(state))));
     }
@@ -168,7 +169,8 @@ pub fn create(state: &Arc<ServerState>, request: NewSession) -> Result<Arc<LspSe
         allow: shell.allow.unwrap_or_default(),
         root: root.clone(),
     };
-    let port = Arc::new(LspEditorPort::new(id.clone(), Arc::downgrade(state), policy));
+    let (announce_tx, announcements) = tokio::sync::mpsc::unbounded_channel();
+    let port = Arc::new(LspEditorPort::new(id.clone(), Arc::downgrade(state), policy, announce_tx));
     let resumed = !request.history.is_empty();
     let history_len = request.history.len();
     let (handle, events) = session::spawn(SessionOptions {
@@ -209,10 +211,11 @@ pub fn create(state: &Arc<ServerState>, request: NewSession) -> Result<Arc<LspSe
         turn_token: None,
         tool_tokens: HashMap::new(),
         turns: 0,
+        current_call: None,
         answer: String::new(),
         ended: false,
     };
-    tokio::spawn(pump.run(events));
+    tokio::spawn(pump.run(events, announcements));
     Ok(session)
 }
 
@@ -253,14 +256,39 @@ struct Pump {
     turn_token: Option<String>,
     tool_tokens: HashMap<String, String>,
     turns: u64,
+    /// The most recent tool call seen starting (names the call in `agentls/review`).
+    current_call: Option<String>,
     /// The answer text of the current cycle (for plain clients).
     answer: String,
     ended: bool,
 }
 
 impl Pump {
-    async fn run(mut self, mut events: UnboundedReceiver<Event>) {
-        while let Some(event) = events.recv().await {
+    async fn run(mut self, mut events: UnboundedReceiver<Event>, mut reviews: UnboundedReceiver<Value>) {
+        loop {
+            let event = tokio::select! {
+                biased;
+                event = events.recv() => match event {
+                    Some(event) => event,
+                    None => break,
+                },
+                Some(mut review) = reviews.recv() => {
+                    // Every event emitted before the review (its tool_call_start) goes first.
+                    while let Ok(event) = events.try_recv() {
+                        self.handle(event).await;
+                    }
+                    review["callId"] = json!(self.current_call);
+                    self.state.outbound.notify::<ReviewNotification>(review).await;
+                    continue;
+                }
+            };
+            self.handle(event).await;
+        }
+        self.finish().await;
+    }
+
+    async fn handle(&mut self, event: Event) {
+        {
             let kind = event.kind;
             self.forward(&event).await;
             self.progress(&event).await;
@@ -272,6 +300,9 @@ impl Pump {
                 self.ended = true;
             }
         }
+    }
+
+    async fn finish(mut self) {
         if !self.ended {
             // The session task died without ending (a panic): say so and keep serving.
             let id = self.session.id.clone();
@@ -367,8 +398,7 @@ impl Pump {
             }
             EventKind::ToolCallStart => {
                 let call_id = text("call_id");
-                *self.session.port.current_call.lock().unwrap_or_else(|p| p.into_inner()) =
-                    Some(call_id.clone());
+                self.current_call = Some(call_id.clone());
                 let token = format!("agentls/tool/{}/{call_id}", self.session.id);
                 let summary = text("summary");
                 let title = if summary.is_empty() { text("tool_name") } else { summary };

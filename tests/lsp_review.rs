@@ -1,0 +1,257 @@
+//! Review and apply through the editor: `agentls/review` → partial accept → `workspace/applyEdit`
+//! on an unsaved buffer with its version → the model is told what was rejected and why; the
+//! user typing during the review (rebase); `applied: false`; plain clients without
+//! `documentChanges`; cancel rejects a pending review.
+//!
+//! The edit comes from a small test tool that proposes a whole new text for a file, so these
+//! tests pin the server's side of the editor port independently of the edit tools.
+
+#[path = "support/lsp_client.rs"]
+mod lsp_client;
+#[allow(dead_code)]
+#[path = "support/mock_provider.rs"]
+mod mock_provider;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use agentls::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use agentls::workspace::{ChangeSet, FileChange};
+use async_trait::async_trait;
+use lsp_client::{LspClient, file_uri, plain_capabilities, plugin_capabilities};
+use mock_provider::{Dialect, MockProvider, Turn};
+use serde_json::{Value, json};
+
+/// `propose_text {path, text}`: proposes replacing the file's text, reports the outcome.
+struct ProposeText;
+
+#[async_trait]
+impl Tool for ProposeText {
+    fn name(&self) -> &str {
+        "propose_text"
+    }
+    fn description(&self) -> &str {
+        "Propose a new text for a file."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {"path": {"type": "string"}, "text": {"type": "string"}}, "required": ["path", "text"]})
+    }
+    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let path = args["path"].as_str().unwrap_or_default();
+        let resolved = ctx.workspace.resolve(&ctx.cwd, path).map_err(|e| ToolError::new(e.to_string()))?;
+        let snapshot = ctx.workspace.read(&resolved).map_err(|e| ToolError::new(e.to_string()))?;
+        let change = FileChange::modify(snapshot, path, args["text"].as_str().unwrap_or_default());
+        let set = ChangeSet::new(vec![change]).map_err(|e| ToolError::new(e.to_string()))?;
+        let outcome = ctx.editor.propose(set).await.map_err(|e| ToolError::new(e.to_string()))?;
+        match outcome.refusal_message() {
+            Some(message) => Err(ToolError::new(message)),
+            None => Ok(ToolOutput::text(format!("Applied.{}", outcome.notes()))),
+        }
+    }
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    mock: MockProvider,
+    client: LspClient,
+}
+
+const DISK: &str = "one\ntwo\nthree\nfour\nfive\nsix\nseven\n";
+
+async fn fixture(capabilities: Value) -> Fixture {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("ws");
+    std::fs::create_dir_all(&root).expect("mkdir");
+    std::fs::write(root.join("a.txt"), DISK).expect("write");
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let mut env = mock.env();
+    env.push(("ANTHROPIC_API_KEY".into(), "sk-ant-test".into()));
+    env.push(("AGENTLS_CONFIG".into(), root.join("none.toml").display().to_string()));
+    let mut options = agentls::lsp::ServerOptions::from_env(agentls::config::Env::from_pairs(env));
+    options.data_dir = None;
+    options.deadlines.request = std::time::Duration::from_secs(5);
+    options.extra_tools = vec![Arc::new(ProposeText)];
+    let client = LspClient::in_process(options);
+    client.initialize(&root, capabilities, json!({"model": "m"})).await;
+    client.manual("workspace/applyEdit");
+    Fixture { _dir: dir, root, mock, client }
+}
+
+async fn start_turn(fx: &Fixture, new_text: &str) -> String {
+    fx.mock.push(Turn::new().tool_call("e1", "propose_text", json!({"path": "a.txt", "text": new_text})));
+    fx.mock.push(Turn::new().text("ok"));
+    let created = fx.client.command("agentls.newSession", json!({})).await.expect("session");
+    let id = created["sessionId"].as_str().unwrap().to_string();
+    fx.client
+        .command("agentls.prompt", json!({"sessionId": id, "text": "edit a.txt"}))
+        .await
+        .expect("prompt");
+    id
+}
+
+fn tool_result_text(fx: &Fixture) -> String {
+    fx.mock.requests().get(1).map(|r| r.body.to_string()).unwrap_or_default()
+}
+
+#[tokio::test]
+async fn partial_accept_applies_to_the_unsaved_buffer_and_tells_the_model_why() {
+    let fx = fixture(plugin_capabilities()).await;
+    let path = fx.root.join("a.txt");
+    // The buffer differs from the disk and is unsaved.
+    fx.client.open(&path, DISK, 1);
+    fx.client.change(&path, 2, [2, 0, 2, 5], "THREE (typed)");
+    let id = start_turn(&fx, "ONE\ntwo\nTHREE (typed)\nfour\nfive\nsix\nSEVEN\n").await;
+
+    let review = fx.client.next_notification("agentls/review").await;
+    assert_eq!(review["sessionId"], id.as_str());
+    assert_eq!(review["callId"], "e1");
+    let file = &review["files"][0];
+    assert_eq!((file["uri"].clone(), file["op"].clone()), (json!(file_uri(&path)), json!("modify")));
+    assert_eq!(file["hunks"].as_array().unwrap().len(), 2, "{file}");
+    assert!(file["diff"].as_str().unwrap().contains("+SEVEN"));
+
+    let err = fx
+        .client
+        .command("agentls.resolveReview", json!({"reviewId": review["reviewId"], "decision": "accept", "files": [{"uri": file["uri"], "acceptedHunks": [5]}]}))
+        .await
+        .unwrap_err();
+    assert_eq!(err["data"], "files[0].acceptedHunks");
+    fx.client
+        .command(
+            "agentls.resolveReview",
+            json!({"reviewId": review["reviewId"], "decision": "accept", "files": [{"uri": file["uri"], "acceptedHunks": [0]}], "feedback": "keep seven lowercase"}),
+        )
+        .await
+        .expect("resolve");
+
+    let apply = fx.client.next_request("workspace/applyEdit").await;
+    let edit = &apply.params["edit"]["documentChanges"][0];
+    assert_eq!(edit["textDocument"], json!({"uri": file_uri(&path), "version": 2}));
+    assert_eq!(
+        edit["edits"],
+        json!([{"range": {"start": {"line": 0, "character": 0}, "end": {"line": 1, "character": 0}}, "newText": "ONE\n"}])
+    );
+    fx.client.respond(&apply, json!({"applied": true}));
+    fx.client.next_event(&id, "processing_end").await;
+    let told = tool_result_text(&fx);
+    assert!(told.contains("rejected hunks [1]") && told.contains("keep seven lowercase"), "{told}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), DISK, "nothing was written behind the editor's back");
+}
+
+#[tokio::test]
+async fn user_typing_during_review_is_rebased_and_applied_false_is_an_error() {
+    let fx = fixture(plugin_capabilities()).await;
+    let path = fx.root.join("a.txt");
+    fx.client.open(&path, DISK, 1);
+    let id = start_turn(&fx, "ONE\ntwo\nthree\nfour\nfive\nsix\nseven\n").await;
+    let review = fx.client.next_notification("agentls/review").await;
+    // The user edits another line while the review is open.
+    fx.client.change(&path, 7, [5, 0, 5, 3], "SIX");
+    fx.client
+        .command("agentls.resolveReview", json!({"reviewId": review["reviewId"], "decision": "accept"}))
+        .await
+        .expect("resolve");
+    let apply = fx.client.next_request("workspace/applyEdit").await;
+    let edit = &apply.params["edit"]["documentChanges"][0];
+    assert_eq!(edit["textDocument"]["version"], 7, "edits target the buffer as it is now");
+    assert_eq!(edit["edits"][0]["newText"], "ONE\n");
+    fx.client.respond(&apply, json!({"applied": false, "failureReason": "buffer is read-only"}));
+    fx.client.next_event(&id, "processing_end").await;
+    let told = tool_result_text(&fx);
+    assert!(told.contains("buffer is read-only"), "{told}");
+}
+
+#[tokio::test]
+async fn rebase_conflict_fails_cleanly_and_reject_reaches_the_model() {
+    let fx = fixture(plugin_capabilities()).await;
+    let path = fx.root.join("a.txt");
+    fx.client.open(&path, DISK, 1);
+    let id = start_turn(&fx, "ONE\ntwo\nthree\nfour\nfive\nsix\nseven\n").await;
+    let review = fx.client.next_notification("agentls/review").await;
+    fx.client.change(&path, 3, [0, 0, 0, 3], "uno");
+    fx.client
+        .command("agentls.resolveReview", json!({"reviewId": review["reviewId"], "decision": "accept"}))
+        .await
+        .expect("resolve");
+    fx.client.next_event(&id, "processing_end").await;
+    let told = tool_result_text(&fx);
+    assert!(told.contains("changed in the editor since you read it"), "{told}");
+    assert!(fx.client.requests("workspace/applyEdit").is_empty(), "a conflicting edit is never sent");
+
+    fx.mock.push(Turn::new().tool_call("e2", "propose_text", json!({"path": "a.txt", "text": "x\n"})));
+    fx.mock.push(Turn::new().text("ok"));
+    fx.client.command("agentls.prompt", json!({"sessionId": id, "text": "again"})).await.expect("prompt");
+    let review = fx.client.next_notification("agentls/review").await;
+    fx.client
+        .command(
+            "agentls.resolveReview",
+            json!({"reviewId": review["reviewId"], "decision": "reject", "feedback": "too drastic"}),
+        )
+        .await
+        .expect("reject");
+    fx.client.next_event(&id, "processing_end").await;
+    let told = fx.mock.requests()[3].body.to_string();
+    assert!(told.contains("rejected") && told.contains("too drastic"), "{told}");
+}
+
+#[tokio::test]
+async fn cancel_rejects_a_pending_review() {
+    let fx = fixture(plugin_capabilities()).await;
+    let id = start_turn(&fx, "changed\n").await;
+    let review = fx.client.next_notification("agentls/review").await;
+    fx.client.command("agentls.cancel", json!({"sessionId": id})).await.expect("cancel");
+    fx.client.next_event(&id, "processing_end").await;
+    let late = fx
+        .client
+        .command("agentls.resolveReview", json!({"reviewId": review["reviewId"], "decision": "accept"}))
+        .await;
+    assert_eq!(late.unwrap_err()["data"], "reviewId");
+    assert!(fx.client.requests("workspace/applyEdit").is_empty());
+}
+
+#[tokio::test]
+async fn plain_client_without_document_changes_gets_changes_after_apply() {
+    let fx = fixture(plain_capabilities()).await;
+    fx.client.manual("window/showMessageRequest");
+    let path = fx.root.join("a.txt");
+    let id = start_turn(&fx, "one\ntwo\nthree\nfour\nfive\nsix\nSEVEN\n").await;
+    let question = fx.client.next_request("window/showMessageRequest").await;
+    assert!(question.params["message"].as_str().unwrap().contains("M a.txt"), "{:?}", question.params);
+    fx.client.respond(&question, json!({"title": "Apply"}));
+    let apply = fx.client.next_request("workspace/applyEdit").await;
+    assert!(apply.params["edit"].get("documentChanges").is_none());
+    assert_eq!(
+        apply.params["edit"]["changes"][file_uri(&path)],
+        json!([{"range": {"start": {"line": 6, "character": 0}, "end": {"line": 7, "character": 0}}, "newText": "SEVEN\n"}])
+    );
+    fx.client.respond(&apply, json!({"applied": true}));
+    fx.client.next_event(&id, "processing_end").await;
+    assert!(tool_result_text(&fx).contains("Applied."));
+}
+
+#[tokio::test]
+async fn a_client_that_never_answers_apply_edit_gets_an_error_result_and_the_server_keeps_serving() {
+    let fx = fixture(
+        json!({"workspace": {"workspaceEdit": {"documentChanges": true}}, "experimental": {"agentls": {}}}),
+    )
+    .await;
+    let created = fx.client.command("agentls.newSession", json!({})).await.expect("session");
+    let id = created["sessionId"].as_str().unwrap().to_string();
+    fx.client
+        .command("agentls.configure", json!({"sessionId": id, "approval": "auto"}))
+        .await
+        .expect("configure");
+    fx.mock.push(Turn::new().tool_call("e1", "propose_text", json!({"path": "a.txt", "text": "changed\n"})));
+    fx.mock.push(Turn::new().text("ok"));
+    fx.client.command("agentls.prompt", json!({"sessionId": id, "text": "edit"})).await.expect("prompt");
+    let apply = fx.client.next_request("workspace/applyEdit").await;
+    assert!(apply.params["edit"]["documentChanges"].is_array());
+    // Never answered: the deadline (5 s in this test) turns it into an error result.
+    let listed = fx.client.command("agentls.listSessions", json!({})).await.expect("still serving meanwhile");
+    assert_eq!(listed["sessions"].as_array().unwrap().len(), 1);
+    fx.client.next_event(&id, "processing_end").await;
+    let told = tool_result_text(&fx);
+    assert!(told.contains("did not answer"), "{told}");
+    assert_eq!(std::fs::read_to_string(fx.root.join("a.txt")).unwrap(), DISK);
+}
