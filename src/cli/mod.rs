@@ -6,6 +6,7 @@
 
 mod doctor;
 mod exec;
+mod sessions;
 mod tool;
 
 use std::path::PathBuf;
@@ -143,7 +144,7 @@ pub fn main() -> ExitCode {
         Command::Exec(args) => Ok(exec::run(&env, args)),
         Command::Tool(args) => tool::run(&env, args),
         Command::Doctor(args) => doctor::run(&env, args),
-        Command::Sessions { .. } => not_yet("sessions"),
+        Command::Sessions { action } => sessions::run(&env, action),
     };
     match result {
         Ok(code) => code,
@@ -164,8 +165,4 @@ fn serve(env: Env) -> Result<ExitCode, String> {
     crate::lsp::run_stdio(crate::lsp::ServerOptions::from_env(env))
         .map_err(|e| format!("cannot start the language server runtime: {e}"))?;
     Ok(ExitCode::SUCCESS)
-}
-
-fn not_yet(what: &str) -> Result<ExitCode, String> {
-    Err(format!("`agentls {what}` is not available in this build yet"))
 }

@@ -165,9 +165,14 @@ fn read_transcript(path: &Path, file: File) -> Result<Transcript, StoreError> {
     Ok(Transcript { header, records })
 }
 
+/// The first user message: a `user_input` record, or a stored `user` turn.
 fn first_user_text(records: &[Value]) -> Option<String> {
-    records.iter().find_map(|r| {
-        (r.get("type")?.as_str()? == "user_input").then(|| r.get("text")?.as_str().map(str::to_string))?
+    records.iter().find_map(|r| match r.get("type")?.as_str()? {
+        "user_input" => r.get("text")?.as_str().map(str::to_string),
+        "turn" if r.pointer("/turn/type")?.as_str()? == "user" => {
+            r.pointer("/turn/content")?.as_str().map(str::to_string)
+        }
+        _ => None,
     })
 }
 
