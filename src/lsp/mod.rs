@@ -17,6 +17,7 @@ pub mod commands;
 pub mod convert;
 pub mod diagnostics;
 pub mod outbound;
+pub mod pending;
 pub mod permission;
 pub mod port;
 pub mod review;

@@ -7,12 +7,11 @@
 //! - Every question is answered: resolving, cancelling the session's turn, or the editor not
 //!   answering in time all produce a decision. Anything but an explicit allow is a denial.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use super::pending::PendingAnswers;
 use serde_json::json;
-use tokio::sync::oneshot;
 use tower_lsp_server::ls_types::request::ShowMessageRequest;
 use tower_lsp_server::ls_types::{MessageActionItem, MessageType, ShowMessageRequestParams};
 
@@ -37,24 +36,15 @@ pub struct PermissionPolicy {
     pub root: PathBuf,
 }
 
-struct Pending {
-    session_id: String,
-    answer: oneshot::Sender<PermissionDecision>,
-}
-
 /// Open permission questions and the stored rules.
 pub struct PermissionBroker {
-    pending: Mutex<HashMap<String, Pending>>,
+    pending: PendingAnswers<PermissionDecision>,
     rules: Arc<PermissionRules>,
 }
 
 impl PermissionBroker {
     pub fn new(rules: Arc<PermissionRules>) -> Self {
-        Self { pending: Mutex::new(HashMap::new()), rules }
-    }
-
-    fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
-        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+        Self { pending: PendingAnswers::default(), rules }
     }
 
     /// Decides whether `request` may run, asking the user when the policy says so.
@@ -105,8 +95,7 @@ impl PermissionBroker {
         request: &PermissionRequest,
     ) -> PermissionDecision {
         let request_id = uuid::Uuid::new_v4().to_string();
-        let (tx, rx) = oneshot::channel();
-        self.pending().insert(request_id.clone(), Pending { session_id: session_id.to_string(), answer: tx });
+        let rx = self.pending.register(&request_id, session_id, ());
         outbound
             .notify::<PermissionNotification>(json!({
                 "requestId": request_id,
@@ -119,7 +108,7 @@ impl PermissionBroker {
             }))
             .await;
         let answer = rx.await;
-        self.pending().remove(&request_id);
+        self.pending.forget(&request_id);
         answer.unwrap_or(PermissionDecision::Deny {
             feedback: Some("the permission request was abandoned".into()),
         })
@@ -127,27 +116,14 @@ impl PermissionBroker {
 
     /// Answers a pending question; `false` when `request_id` is not pending.
     pub fn resolve(&self, request_id: &str, decision: PermissionDecision) -> bool {
-        match self.pending().remove(request_id) {
-            Some(pending) => {
-                let _ = pending.answer.send(decision);
-                true
-            }
-            None => false,
-        }
+        self.pending.resolve(request_id, decision)
     }
 
     /// Denies every question of a session whose turn was cancelled.
     pub fn cancel_session(&self, session_id: &str) {
-        let mut pending = self.pending();
-        let ids: Vec<String> =
-            pending.iter().filter(|(_, p)| p.session_id == session_id).map(|(id, _)| id.clone()).collect();
-        for id in ids {
-            if let Some(p) = pending.remove(&id) {
-                let _ = p
-                    .answer
-                    .send(PermissionDecision::Deny { feedback: Some("the turn was cancelled".into()) });
-            }
-        }
+        self.pending.cancel_session(session_id, || PermissionDecision::Deny {
+            feedback: Some("the turn was cancelled".into()),
+        });
     }
 }
 

@@ -7,10 +7,9 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Mutex;
 
+use super::pending::PendingAnswers;
 use serde_json::{Value, json};
-use tokio::sync::oneshot;
 use tower_lsp_server::ls_types::request::{ShowDocument, ShowMessageRequest};
 use tower_lsp_server::ls_types::{
     MessageActionItem, MessageType, ShowDocumentParams, ShowMessageRequestParams,
@@ -41,16 +40,10 @@ pub struct ReviewedFile {
     pub op: FileOp,
 }
 
-struct PendingReview {
-    session_id: String,
-    files: Vec<ReviewedFile>,
-    answer: oneshot::Sender<ReviewDecision>,
-}
-
 /// Reviews waiting for the user.
 #[derive(Default)]
 pub struct ReviewBroker {
-    pending: Mutex<HashMap<String, PendingReview>>,
+    pending: PendingAnswers<ReviewDecision, Vec<ReviewedFile>>,
 }
 
 fn file_uri(path: &Path) -> String {
@@ -102,10 +95,6 @@ fn file_payload(file: &FileChange) -> Value {
 }
 
 impl ReviewBroker {
-    fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<String, PendingReview>> {
-        self.pending.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// Announces `change` to a plugin client through `announce` (which sends the
     /// `agentls/review` payload) and waits for the decision.
     pub async fn ask_plugin(
@@ -120,11 +109,7 @@ impl ReviewBroker {
             .iter()
             .map(|f| ReviewedFile { uri: file_uri(&f.path), hunks: f.hunks.len(), op: f.op.clone() })
             .collect();
-        let (tx, rx) = oneshot::channel();
-        self.pending().insert(
-            review_id.clone(),
-            PendingReview { session_id: session_id.to_string(), files, answer: tx },
-        );
+        let rx = self.pending.register(&review_id, session_id, files);
         announce(json!({
             "reviewId": review_id,
             "sessionId": session_id,
@@ -132,38 +117,25 @@ impl ReviewBroker {
             "files": review_files(change),
         }));
         let decision = rx.await;
-        self.pending().remove(&review_id);
+        self.pending.forget(&review_id);
         decision.unwrap_or(ReviewDecision::Reject { feedback: Some("the review was abandoned".into()) })
     }
 
     /// The files of a pending review (for validating a resolution).
     pub fn files_of(&self, review_id: &str) -> Option<Vec<ReviewedFile>> {
-        self.pending().get(review_id).map(|p| p.files.clone())
+        self.pending.meta(review_id)
     }
 
     /// Resolves a pending review; `false` when it is not pending.
     pub fn resolve(&self, review_id: &str, decision: ReviewDecision) -> bool {
-        match self.pending().remove(review_id) {
-            Some(p) => {
-                let _ = p.answer.send(decision);
-                true
-            }
-            None => false,
-        }
+        self.pending.resolve(review_id, decision)
     }
 
     /// Rejects every pending review of a session (its turn was cancelled).
     pub fn cancel_session(&self, session_id: &str) {
-        let mut pending = self.pending();
-        let ids: Vec<String> =
-            pending.iter().filter(|(_, p)| p.session_id == session_id).map(|(id, _)| id.clone()).collect();
-        for id in ids {
-            if let Some(p) = pending.remove(&id) {
-                let _ = p.answer.send(ReviewDecision::Reject {
-                    feedback: Some("the turn was cancelled before the review was answered".into()),
-                });
-            }
-        }
+        self.pending.cancel_session(session_id, || ReviewDecision::Reject {
+            feedback: Some("the turn was cancelled before the review was answered".into()),
+        });
     }
 }
 
