@@ -75,10 +75,11 @@ impl ProfileKind {
         }
     }
 
-    /// Default shell timeout: Claude Code uses 120 s, codex and gemini-cli 10 s.
+    /// Default shell timeout when the configuration sets none: Claude Code uses 120 s, codex and
+    /// gemini-cli 10 s.
     pub fn default_shell_timeout_ms(self) -> u64 {
         match self {
-            Self::Anthropic => 120_000,
+            Self::Anthropic => crate::tools::profiles::ANTHROPIC_SHELL_TIMEOUT_MS,
             Self::OpenAi | Self::Gemini => 10_000,
         }
     }

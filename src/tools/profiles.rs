@@ -16,7 +16,8 @@ use super::replace::ReplaceTool;
 use super::shell::ShellTool;
 use super::write_file::WriteFileTool;
 
-/// The shell timeout Claude Code uses when a call sets none.
+/// The shell timeout Claude Code uses when a call sets none. Sessions apply it as the profile's
+/// default (see `ProfileKind::default_shell_timeout_ms`) unless the configuration sets another.
 pub const ANTHROPIC_SHELL_TIMEOUT_MS: u64 = 120_000;
 
 /// A provider-aligned tool set.
@@ -82,7 +83,8 @@ pub fn profile_tools(profile: ToolProfile, options: &ToolSetOptions) -> ToolRegi
             registry.register(Arc::new(ReadFileTool::new(ReadFileShape::FilePath)));
             registry.register(Arc::new(WriteFileTool::new(guard)));
             registry.register(Arc::new(EditFileTool::new(guard)));
-            registry.register(Arc::new(ShellTool::with_default_timeout_ms(ANTHROPIC_SHELL_TIMEOUT_MS)));
+            // The 120 s default comes from the session's limits, so a configured default wins.
+            registry.register(Arc::new(ShellTool::new()));
             registry.register(Arc::new(GrepTool));
             registry.register(Arc::new(GlobTool));
         }

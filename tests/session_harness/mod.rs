@@ -218,3 +218,37 @@ pub fn reason(events: &[Event]) -> String {
 pub fn str_of<'a>(event: &'a Event, key: &str) -> &'a str {
     event.data.get(key).and_then(Value::as_str).unwrap_or_default()
 }
+
+/// True when process `pid` no longer runs (gone, or a zombie nobody has reaped yet).
+pub fn process_gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// Polls until `pid` is gone; false if it still runs after `PATIENCE`.
+pub async fn wait_process_gone(pid: u32) -> bool {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while !process_gone(pid) {
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    true
+}
+
+/// Waits for a file holding a pid (written by a test command) and returns the pid.
+pub async fn read_pid(path: &Path) -> u32 {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path)
+            && let Ok(pid) = text.trim().parse()
+        {
+            return pid;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{} never appeared", path.display());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
