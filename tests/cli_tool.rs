@@ -63,6 +63,22 @@ fn cwd_and_profile_flags_choose_directory_and_tool_shape() {
 }
 
 #[test]
+fn a_profile_answers_to_the_spec_name_of_its_edit_tool_and_no_profile_picks_the_exact_name() {
+    let dir = project();
+    let edit = r#"{"file_path": "hello.py", "old_string": "Hello", "new_string": "Hi"}"#;
+    let output = agentls(dir.path(), &["edit_file", "--profile", "gemini", edit], None);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    // gemini-cli's `replace` did the work: its own wording of the result.
+    assert!(stdout(&output).starts_with("Successfully modified file"), "{}", stdout(&output));
+    let edit = r#"{"file_path": "hello.py", "old_string": "World", "new_string": "Earth"}"#;
+    let output = agentls(dir.path(), &["edit_file", edit], None);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout(&output).starts_with("The file hello.py has been updated"), "{}", stdout(&output));
+    let text = std::fs::read_to_string(dir.path().join("hello.py")).unwrap();
+    assert_eq!(text, "print('Hi')\nprint('Earth')\n");
+}
+
+#[test]
 fn tool_errors_exit_one_with_the_error_text() {
     let dir = project();
     let output = agentls(dir.path(), &["shell", r#"{"command": "echo failing; exit 4"}"#], None);

@@ -61,9 +61,13 @@ async fn gemini_shape_uses_absolute_path_and_zero_based_offset() {
         outcome.content,
         "  4 | line 4\n  5 | line 5\n\n[Showing lines 4-5 of 10. Use offset=5 to read more.]\n"
     );
-    let wrong_shape =
+    // The loop spec's `file_path` is accepted as an alias; an unknown key is refused by name.
+    let spec_name =
         read(&fx, ReadFileShape::AbsolutePath, serde_json::json!({"file_path": path.to_str().unwrap()}))
             .await;
+    assert!(spec_name.content.starts_with("  1 | line 1\n"), "{}", spec_name.content);
+    let wrong_shape =
+        read(&fx, ReadFileShape::AbsolutePath, serde_json::json!({"filename": path.to_str().unwrap()})).await;
     assert!(wrong_shape.is_error && wrong_shape.content.contains("absolute_path"), "{}", wrong_shape.content);
 }
 

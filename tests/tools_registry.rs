@@ -357,3 +357,25 @@ async fn consumers_can_plug_in_their_own_execution_environment() {
     assert_eq!(outcome.content, "remote: make test\nExit code: 0");
     assert_eq!(env.seen.lock().unwrap()[0].timeout_ms, 120_000, "the profile's default timeout applies");
 }
+
+#[tokio::test]
+async fn other_agents_names_for_tools_and_arguments_reach_the_tool_meant() {
+    let fx = Fixture::new();
+    std::fs::write(fx.dir.path().join("a.txt"), "alpha\n").unwrap();
+    let gemini = profile_tools(ToolProfile::Gemini, &ToolSetOptions::default());
+    // The loop spec's `file_path` on gemini-cli's `absolute_path` read_file.
+    let read = gemini.execute("read_file", r#"{"file_path": "a.txt"}"#, &fx.ctx).await;
+    assert!(!read.is_error, "{}", read.content);
+    assert!(read.content.contains("alpha"));
+    // gemini-cli's name for the shell runs shell (`edit_file` → `replace`: tests/cli_tool.rs).
+    let shell = gemini.execute("run_shell_command", r#"{"command": "echo hi"}"#, &fx.ctx).await;
+    assert!(!shell.is_error && shell.content.contains("hi"), "{}", shell.content);
+    // A declared parameter is never renamed away: a stray alias next to it is still refused.
+    let anthropic = profile_tools(ToolProfile::Anthropic, &ToolSetOptions::default());
+    let both =
+        anthropic.execute("read_file", r#"{"file_path": "a.txt", "absolute_path": "b.txt"}"#, &fx.ctx).await;
+    assert!(both.is_error && both.content.contains("absolute_path"), "{}", both.content);
+    // Names that are aliases of nothing registered stay unknown.
+    let openai = profile_tools(ToolProfile::OpenAi, &ToolSetOptions::default());
+    assert!(openai.execute("edit_file", "{}", &fx.ctx).await.content.starts_with("Unknown tool: edit_file."));
+}

@@ -66,7 +66,8 @@ fn pick_registry(
     let mut known = Vec::new();
     for profile in order {
         let registry = profile_tools(profile, options);
-        if registry.get(name).is_some() {
+        // Exact names only: an alias must not pick another profile's look-alike tool.
+        if registry.names().iter().any(|n| n == name) {
             return Ok(registry);
         }
         known.extend(registry.names());

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use futures::FutureExt;
 use serde_json::Value;
 
+use super::aliases::{declared_parameters, normalize_arguments, tool_alias};
 use super::truncate::TruncationPolicy;
 use super::{Tool, ToolContext, ToolImage};
 
@@ -72,6 +73,8 @@ struct Registered {
     tool: Arc<dyn Tool>,
     /// The compiled argument schema, or why it could not be compiled.
     validator: Result<jsonschema::Validator, String>,
+    /// Top-level parameter names, for argument aliases.
+    declared: Vec<String>,
 }
 
 /// Tools available to a session.
@@ -110,11 +113,12 @@ impl ToolRegistry {
     /// Adds a tool; a tool already registered under the same name is replaced (and returned).
     pub fn register(&mut self, tool: Arc<dyn Tool>) -> Option<Arc<dyn Tool>> {
         let name = tool.name().to_string();
-        let validator = compile(&tool.parameters());
+        let parameters = tool.parameters();
+        let validator = compile(&parameters);
         if let Err(error) = &validator {
             tracing::warn!(tool = %name, %error, "tool schema does not compile; calls will fail");
         }
-        let entry = Arc::new(Registered { tool, validator });
+        let entry = Arc::new(Registered { tool, validator, declared: declared_parameters(&parameters) });
         match self.tools.iter_mut().find(|(n, _)| *n == name) {
             Some(slot) => Some(std::mem::replace(&mut slot.1, entry).tool.clone()),
             None => {
@@ -134,7 +138,15 @@ impl ToolRegistry {
     }
 
     fn entry(&self, name: &str) -> Option<&Arc<Registered>> {
-        self.tools.iter().find(|(n, _)| n == name).map(|(_, r)| r)
+        self.resolve(name).map(|(_, r)| r)
+    }
+
+    /// The registered name and entry a call of `name` runs: the tool of that name, else the
+    /// first registered tool `name` is an alias of (see `aliases`).
+    fn resolve(&self, name: &str) -> Option<(&str, &Arc<Registered>)> {
+        let by_name =
+            |wanted: &str| self.tools.iter().find(|(n, _)| n == wanted).map(|(n, r)| (n.as_str(), r));
+        by_name(name).or_else(|| tool_alias(name).find_map(by_name))
     }
 
     /// The tools themselves, in registration order.
@@ -163,7 +175,7 @@ impl ToolRegistry {
     /// offending field and what is expected.
     pub fn parse_arguments(&self, name: &str, raw: &str) -> Result<Value, String> {
         let entry = self.entry(name).ok_or_else(|| self.unknown_tool_message(name))?;
-        let args: Value = if raw.trim().is_empty() {
+        let mut args: Value = if raw.trim().is_empty() {
             Value::Object(Default::default())
         } else {
             serde_json::from_str(raw).map_err(|e| {
@@ -173,9 +185,10 @@ impl ToolRegistry {
                 )
             })?
         };
-        if !args.is_object() {
+        let Some(object) = args.as_object_mut() else {
             return Err(format!("Invalid arguments for tool {name}: the arguments must be a JSON object."));
-        }
+        };
+        normalize_arguments(object, &entry.declared);
         let validator = entry
             .validator
             .as_ref()
@@ -201,9 +214,11 @@ impl ToolRegistry {
 
     /// Runs one call end to end. Never fails: every problem is an `is_error` outcome.
     pub async fn execute(&self, name: &str, raw_arguments: &str, ctx: &ToolContext) -> ToolCallOutcome {
-        let Some(entry) = self.entry(name) else {
+        let Some((registered_name, entry)) = self.resolve(name) else {
             return ToolCallOutcome::error(self.unknown_tool_message(name), &self.truncation, name);
         };
+        // Truncation limits follow the tool that runs, whatever name the model used.
+        let name = registered_name;
         let args = match self.parse_arguments(name, raw_arguments) {
             Ok(args) => args,
             Err(message) => return ToolCallOutcome::error(message, &self.truncation, name),
