@@ -1,26 +1,38 @@
 //! `agentls exec` as a process against the loopback mock provider (spec §9.13 smoke test, exit
-//! codes, `--json`, what is sent to the model).
+//! codes, `--json`, what is sent to the model, Ctrl-C).
 
+mod session_harness;
 mod support;
 
 use std::path::Path;
-use std::process::Output;
+use std::process::{Output, Stdio};
+use std::time::Duration;
 
+use agentls::profiles::ProfileKind;
 use serde_json::{Value, json};
+use session_harness::calls::{edit_call, read_call, sent_result};
+use session_harness::{PATIENCE, dialect, read_pid, wait_process_gone};
 use support::mock_provider::{Dialect, ErrorPreset, MockProvider, Turn as Reply};
 
 const KEY: &str = "sk-test-secret-value-123";
+/// The user configuration file `agentls exec` reads (absent unless a test writes it).
+const USER_CONFIG: &str = "user-config.toml";
 
-async fn exec(mock: &MockProvider, dir: &Path, args: &[&str]) -> Output {
+/// `agentls exec <args>` in `dir`, with a clean environment pointing at the mock.
+fn command_for(mock: &MockProvider, dir: &Path, args: &[&str]) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentls"));
     cmd.arg("exec").args(args).current_dir(dir).env_clear();
     cmd.env("PATH", std::env::var("PATH").unwrap_or_default());
-    cmd.env("HOME", dir).env("AGENTLS_CONFIG", dir.join("no-user-config.toml"));
+    cmd.env("HOME", dir).env("AGENTLS_CONFIG", dir.join(USER_CONFIG));
     cmd.env(mock.dialect().key_var(), KEY).env("OTHER_SERVICE_API_KEY", "other-secret-456");
     for (k, v) in mock.env() {
         cmd.env(k, v);
     }
-    cmd.output().await.expect("agentls runs")
+    cmd
+}
+
+async fn exec(mock: &MockProvider, dir: &Path, args: &[&str]) -> Output {
+    command_for(mock, dir, args).output().await.expect("agentls runs")
 }
 
 fn repo() -> tempfile::TempDir {
@@ -114,4 +126,127 @@ async fn turn_limit_exits_with_four() {
     let dir = repo();
     let out = exec(&mock, dir.path(), &["--provider", "anthropic", "--max-turns", "1", "look"]).await;
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+}
+
+/// The §9.13 smoke test as one `agentls exec --json` run per profile, with scripted turns: create
+/// hello.py, read it, edit it in the profile's format, run it, grep + glob, read a 100k-character
+/// file (truncation), and a command that hits the default timeout. Steering cannot be driven
+/// through `exec` (one prompt, no stdin channel); it is covered by `parity_matrix::steering::*`.
+/// Subagents are not part of this crate. The 10 s default itself is checked by
+/// `exec_local::the_default_command_timeout_is_ten_seconds`; here the user configuration lowers it.
+async fn smoke(profile: ProfileKind) {
+    let mock = MockProvider::start(dialect(profile)).await;
+    let dir = repo();
+    let root = dir.path().canonicalize().expect("canonical tempdir");
+    std::fs::write(root.join(USER_CONFIG), "[shell]\ndefault_timeout_ms = 400\n").expect("config");
+    std::fs::write(root.join("big.txt"), "x".repeat(100_000)).expect("big.txt");
+    let (edit_tool, edit_args) = edit_call(
+        profile,
+        &root,
+        "hello.py",
+        "print('Hello World')",
+        "print('Hello World')\nprint('Goodbye')",
+    );
+    let replies = [
+        Reply::new().text("Creating hello.py.").tool_call(
+            "s1",
+            "write_file",
+            json!({"file_path": "hello.py", "content": "print('Hello World')\n"}),
+        ),
+        Reply::new().tool_call("s2", "read_file", read_call(profile, &root, "hello.py")),
+        Reply::new().tool_call("s3", edit_tool, edit_args),
+        Reply::new().tool_call(
+            "s4",
+            "shell",
+            json!({"command": "sed -n \"s/^print('\\(.*\\)')$/\\1/p\" hello.py"}),
+        ),
+        Reply::new()
+            .tool_call("s5", "grep", json!({"pattern": "Goodbye", "output_mode": "files_with_matches"}))
+            .tool_call("s6", "glob", json!({"pattern": "*.py"})),
+        Reply::new().tool_call("s7", "read_file", read_call(profile, &root, "big.txt")),
+        Reply::new().tool_call("s8", "shell", json!({"command": "sleep 30"})),
+        Reply::new().text("All done: hello.py greets and says goodbye."),
+    ];
+    for reply in replies {
+        mock.push(reply);
+    }
+    let provider = dialect(profile).provider();
+    let out =
+        exec(&mock, &root, &["--provider", provider, "--json", "Create hello.py, then work with it"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    // On disk.
+    assert_eq!(
+        std::fs::read_to_string(root.join("hello.py")).expect("hello.py"),
+        "print('Hello World')\nprint('Goodbye')\n"
+    );
+
+    // On stdout: one event per line, the full read of big.txt in its TOOL_CALL_END.
+    let events: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON event per line"))
+        .collect();
+    let ends: Vec<&Value> = events.iter().filter(|e| e["kind"] == "tool_call_end").collect();
+    assert_eq!(ends.len(), 8, "every tool call ended");
+    let big = ends.iter().find(|e| e["data"]["call_id"] == "s7").expect("read of big.txt");
+    assert!(big["data"]["output"].as_str().unwrap_or_default().contains(&"x".repeat(100_000)));
+    let end = events.iter().rev().find(|e| e["kind"] == "processing_end").expect("processing_end");
+    assert_eq!(end["data"]["text"], "All done: hello.py greets and says goodbye.");
+    assert_eq!(events.last().map(|e| &e["kind"]), Some(&json!("session_end")));
+
+    // What the model received.
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 8);
+    let result = |i: usize, id: &str| sent_result(profile, &requests[i].body, id).content;
+    assert!(result(3, "s3").contains("hello.py"), "the edit was reported");
+    let ran = result(4, "s4");
+    assert!(ran.contains("Hello World\nGoodbye"), "{ran}");
+    assert!(result(5, "s5").contains("hello.py") && result(5, "s6").contains("hello.py"));
+    let read = result(6, "s7");
+    assert!(read.contains("[WARNING: Tool output was truncated.") && read.len() < 60_000);
+    let timed_out = result(7, "s8");
+    assert!(timed_out.contains("[ERROR: Command timed out after 400ms."), "{timed_out}");
+    for r in &requests {
+        assert!(!String::from_utf8_lossy(&r.raw_body).contains(KEY), "the API key is never sent in a body");
+    }
+}
+
+#[tokio::test]
+async fn smoke_test_openai() {
+    smoke(ProfileKind::OpenAi).await;
+}
+
+#[tokio::test]
+async fn smoke_test_anthropic() {
+    smoke(ProfileKind::Anthropic).await;
+}
+
+#[tokio::test]
+async fn smoke_test_gemini() {
+    smoke(ProfileKind::Gemini).await;
+}
+
+#[tokio::test]
+async fn sigint_mid_command_exits_130_and_leaves_no_process_behind() {
+    let mock = MockProvider::start(Dialect::OpenAiResponses).await;
+    let command = "echo $$ > leader.pid; sleep 60 & echo $! > child.pid; wait";
+    mock.push(Reply::new().tool_call("c1", "shell", json!({"command": command, "timeout_ms": 60000})));
+    let dir = repo();
+    let child = command_for(&mock, dir.path(), &["--provider", "openai", "start the server"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("agentls starts");
+    let leader = read_pid(&dir.path().join("leader.pid")).await;
+    let grandchild = read_pid(&dir.path().join("child.pid")).await;
+    let agentls = nix::unistd::Pid::from_raw(child.id().expect("running") as i32);
+    nix::sys::signal::kill(agentls, nix::sys::signal::Signal::SIGINT).expect("SIGINT");
+    let out = tokio::time::timeout(PATIENCE, child.wait_with_output())
+        .await
+        .expect("agentls exits after SIGINT")
+        .expect("exit status");
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    for pid in [leader, grandchild] {
+        assert!(wait_process_gone(pid, Duration::from_secs(5)).await, "process {pid} outlived agentls exec");
+    }
 }

@@ -1,8 +1,10 @@
 //! LocalExecutionEnvironment with real processes and real files (spec §9.4).
 
+mod session_harness;
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use agentls::config::EnvPolicy;
 use agentls::exec::{
@@ -10,32 +12,13 @@ use agentls::exec::{
     LoggingExecutionEnvironment, ReadOnlyExecutionEnvironment,
 };
 use agentls::tools::ShellLimits;
+use session_harness::{process_gone, read_pid};
 use tokio_util::sync::CancellationToken;
 
 fn env_with(dir: &Path, default_timeout_ms: u64, max_timeout_ms: u64) -> LocalExecutionEnvironment {
     let mut options = LocalOptions::new(dir);
     options.limits = ShellLimits { default_timeout_ms, max_timeout_ms };
     LocalExecutionEnvironment::with_options(options)
-}
-
-/// True when the process no longer runs (gone, or a zombie nobody has reaped yet).
-fn process_gone(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),
-    }
-}
-
-async fn read_pid(path: &Path) -> u32 {
-    for _ in 0..500 {
-        if let Ok(text) = std::fs::read_to_string(path)
-            && let Ok(pid) = text.trim().parse()
-        {
-            return pid;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("{} never appeared", path.display());
 }
 
 #[tokio::test]

@@ -14,6 +14,10 @@ use agentls::llm::ReasoningEffort;
 use agentls::profiles::ProfileKind;
 use agentls::session::{ConfigChange, EventKind, Turn};
 use serde_json::{Value, json};
+use session_harness::calls::{
+    assert_error_result, edit_call, last_message, offered_tools, read_call, sent_effort, sent_result,
+    sent_results, update_hunk,
+};
 use session_harness::{Harness, Setup, of_kind, reason, str_of};
 use support::mock_provider::Turn as Reply;
 
@@ -27,157 +31,6 @@ fn timeout_message(ms: u64) -> String {
 
 /// A shell command that runs until the test creates `release` in the working directory.
 const WAIT_FOR_RELEASE: &str = "while [ ! -e release ]; do sleep 0.01; done; echo released";
-
-// ---- the profile's own call shapes -------------------------------------------------------------
-
-/// `read_file` arguments in the profile's shape (gemini-cli takes an absolute path).
-fn read_call(profile: ProfileKind, h: &Harness, rel: &str) -> Value {
-    match profile {
-        ProfileKind::Gemini => json!({"absolute_path": h.path(rel).display().to_string()}),
-        _ => json!({"file_path": rel}),
-    }
-}
-
-/// A patch body updating `rel`: every line of `old` replaced by the lines of `new`.
-fn update_hunk(rel: &str, old: &str, new: &str) -> String {
-    let mut patch = format!("*** Update File: {rel}\n@@\n");
-    old.lines().for_each(|l| patch.push_str(&format!("-{l}\n")));
-    new.lines().for_each(|l| patch.push_str(&format!("+{l}\n")));
-    patch
-}
-
-/// One edit of `rel` replacing `old` with `new`, in the profile's editing format.
-fn edit_call(profile: ProfileKind, h: &Harness, rel: &str, old: &str, new: &str) -> (&'static str, Value) {
-    match profile {
-        ProfileKind::OpenAi => (
-            "apply_patch",
-            json!({"patch": format!("*** Begin Patch\n{}*** End Patch\n", update_hunk(rel, old, new))}),
-        ),
-        ProfileKind::Anthropic => {
-            ("edit_file", json!({"file_path": rel, "old_string": old, "new_string": new}))
-        }
-        ProfileKind::Gemini => (
-            "replace",
-            json!({"file_path": h.path(rel).display().to_string(), "old_string": old, "new_string": new}),
-        ),
-    }
-}
-
-// ---- what the model received, per wire dialect -------------------------------------------------
-
-/// A tool result as it appears in a request body.
-#[derive(Debug)]
-struct SentResult {
-    call_id: String,
-    content: String,
-    /// `None` where the dialect has no error flag (OpenAI function outputs are plain text).
-    is_error: Option<bool>,
-}
-
-fn text_of(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(items) => items.iter().filter_map(|i| i["text"].as_str()).collect::<Vec<_>>().join("\n"),
-        _ => String::new(),
-    }
-}
-
-/// Every tool result in request `index`, in the order the model sees them.
-fn sent_results(profile: ProfileKind, h: &Harness, index: usize) -> Vec<SentResult> {
-    let body = &h.requests()[index].body;
-    let empty = Vec::new();
-    match profile {
-        ProfileKind::Anthropic => body["messages"]
-            .as_array()
-            .unwrap_or(&empty)
-            .iter()
-            .filter_map(|m| m["content"].as_array())
-            .flatten()
-            .filter(|b| b["type"] == "tool_result")
-            .map(|b| SentResult {
-                call_id: b["tool_use_id"].as_str().unwrap_or_default().into(),
-                content: text_of(&b["content"]),
-                is_error: b["is_error"].as_bool(),
-            })
-            .collect(),
-        ProfileKind::OpenAi => body["input"]
-            .as_array()
-            .unwrap_or(&empty)
-            .iter()
-            .filter(|i| i["type"] == "function_call_output")
-            .map(|i| SentResult {
-                call_id: i["call_id"].as_str().unwrap_or_default().into(),
-                content: i["output"].as_str().unwrap_or_default().into(),
-                is_error: None,
-            })
-            .collect(),
-        ProfileKind::Gemini => body["contents"]
-            .as_array()
-            .unwrap_or(&empty)
-            .iter()
-            .filter_map(|c| c["parts"].as_array())
-            .flatten()
-            .filter_map(|p| p.get("functionResponse"))
-            .map(|f| {
-                let error = f["response"].get("error");
-                SentResult {
-                    call_id: f["id"].as_str().unwrap_or_default().into(),
-                    content: text_of(error.unwrap_or(&f["response"]["result"])),
-                    is_error: Some(error.is_some()),
-                }
-            })
-            .collect(),
-    }
-}
-
-/// The result of `call_id` in request `index`.
-fn sent_result(profile: ProfileKind, h: &Harness, index: usize, call_id: &str) -> SentResult {
-    let mut results = sent_results(profile, h, index);
-    let at = results
-        .iter()
-        .position(|r| r.call_id == call_id)
-        .unwrap_or_else(|| panic!("request {index} has no result for {call_id}: {results:?}"));
-    results.swap_remove(at)
-}
-
-/// Asserts the model was told `call_id` failed, with `needle` in the message.
-fn assert_error_result(profile: ProfileKind, h: &Harness, index: usize, call_id: &str, needle: &str) {
-    let result = sent_result(profile, h, index, call_id);
-    assert!(result.content.contains(needle), "{call_id}: {needle:?} not in {:?}", result.content);
-    assert_ne!(result.is_error, Some(false), "{call_id} is flagged as a success");
-}
-
-/// Role and text of the last message of request `index`.
-fn last_message(profile: ProfileKind, h: &Harness, index: usize) -> (String, String) {
-    let body = &h.requests()[index].body;
-    let (list, content) = match profile {
-        ProfileKind::Anthropic => ("messages", "content"),
-        ProfileKind::OpenAi => ("input", "content"),
-        ProfileKind::Gemini => ("contents", "parts"),
-    };
-    let last = body[list].as_array().and_then(|l| l.last()).cloned().unwrap_or_default();
-    (last["role"].as_str().unwrap_or_default().to_string(), text_of(&last[content]))
-}
-
-/// Names of the tools offered in request `index`.
-fn offered_tools(profile: ProfileKind, h: &Harness, index: usize) -> Vec<String> {
-    let body = &h.requests()[index].body;
-    let tools = match profile {
-        ProfileKind::Gemini => &body["tools"][0]["functionDeclarations"],
-        _ => &body["tools"],
-    };
-    tools.as_array().into_iter().flatten().filter_map(|t| t["name"].as_str().map(String::from)).collect()
-}
-
-/// The reasoning setting of request `index` in the dialect's own field (`Null` when absent).
-fn sent_effort(profile: ProfileKind, h: &Harness, index: usize) -> Value {
-    let body = &h.requests()[index].body;
-    match profile {
-        ProfileKind::OpenAi => body["reasoning"]["effort"].clone(),
-        ProfileKind::Anthropic => body["thinking"]["budget_tokens"].clone(),
-        ProfileKind::Gemini => body["generationConfig"]["thinkingConfig"]["thinkingBudget"].clone(),
-    }
-}
 
 fn tool_end<'a>(events: &'a [agentls::session::Event], call_id: &str) -> &'a agentls::session::Event {
     of_kind(events, EventKind::ToolCallEnd)
@@ -200,35 +53,42 @@ async fn file_creation(profile: ProfileKind) {
     assert_eq!(reason(&events), "completed");
     assert_eq!(h.read("hello.py"), "print('Hello World')\n");
     assert_eq!(str_of(tool_end(&events, "c1"), "status"), "ok");
-    let result = sent_result(profile, &h, 1, "c1");
+    let result = sent_result(profile, &h.body(1), "c1");
     assert_ne!(result.is_error, Some(true));
     assert!(result.content.contains("hello.py"), "{result:?}");
 }
 
 async fn read_then_edit(profile: ProfileKind) {
     let mut h = Harness::start(Setup::new(profile).file("hello.py", "print('Hello World')\n")).await;
-    h.mock.push(Reply::new().tool_call("c1", "read_file", read_call(profile, &h, "hello.py")));
-    let (tool, args) =
-        edit_call(profile, &h, "hello.py", "print('Hello World')", "print('Hello World')\nprint('Goodbye')");
+    h.mock.push(Reply::new().tool_call("c1", "read_file", read_call(profile, h.dir.path(), "hello.py")));
+    let (tool, args) = edit_call(
+        profile,
+        h.dir.path(),
+        "hello.py",
+        "print('Hello World')",
+        "print('Hello World')\nprint('Goodbye')",
+    );
     h.mock.push(Reply::new().tool_call("c2", tool, args));
     h.mock.push(Reply::new().text("Added the Goodbye line."));
     let events = h.run("Read hello.py and add a second print statement that says 'Goodbye'").await;
     assert_eq!(reason(&events), "completed");
     assert_eq!(h.read("hello.py"), "print('Hello World')\nprint('Goodbye')\n");
-    let read = sent_result(profile, &h, 1, "c1");
+    let read = sent_result(profile, &h.body(1), "c1");
     assert!(read.content.contains("1 | print('Hello World')"), "line-numbered content: {read:?}");
-    let edit = sent_result(profile, &h, 2, "c2");
+    let edit = sent_result(profile, &h.body(2), "c2");
     assert_ne!(edit.is_error, Some(true), "{edit:?}");
 }
 
 async fn multi_file_edit(profile: ProfileKind) {
     let setup = Setup::new(profile).file("src/a.py", "A = 1\n").file("src/b.py", "B = 2\n");
     let mut h = Harness::start(setup).await;
-    h.mock.push(Reply::new().tool_call("r1", "read_file", read_call(profile, &h, "src/a.py")).tool_call(
-        "r2",
-        "read_file",
-        read_call(profile, &h, "src/b.py"),
-    ));
+    h.mock.push(
+        Reply::new().tool_call("r1", "read_file", read_call(profile, h.dir.path(), "src/a.py")).tool_call(
+            "r2",
+            "read_file",
+            read_call(profile, h.dir.path(), "src/b.py"),
+        ),
+    );
     let edits = match profile {
         // codex edits several files with one patch.
         ProfileKind::OpenAi => Reply::new().tool_call(
@@ -241,8 +101,8 @@ async fn multi_file_edit(profile: ProfileKind) {
             )}),
         ),
         _ => {
-            let (tool, a) = edit_call(profile, &h, "src/a.py", "A = 1", "A = 10");
-            let (_, b) = edit_call(profile, &h, "src/b.py", "B = 2", "B = 20");
+            let (tool, a) = edit_call(profile, h.dir.path(), "src/a.py", "A = 1", "A = 10");
+            let (_, b) = edit_call(profile, h.dir.path(), "src/b.py", "B = 2", "B = 20");
             Reply::new().tool_call("e1", tool, a).tool_call("e2", tool, b)
         }
     };
@@ -259,7 +119,7 @@ async fn multi_file_edit(profile: ProfileKind) {
     assert_eq!(h.read("src/c.py"), "C = A + B\n");
 
     // A second input in the same session edits again on top of the first.
-    let (tool, args) = edit_call(profile, &h, "src/a.py", "A = 10", "A = 100");
+    let (tool, args) = edit_call(profile, h.dir.path(), "src/a.py", "A = 10", "A = 100");
     h.mock.push(Reply::new().tool_call("e3", tool, args));
     h.mock.push(Reply::new().text("Done."));
     assert_eq!(reason(&h.run("Make A a hundred").await), "completed");
@@ -277,11 +137,11 @@ async fn shell_execution(profile: ProfileKind) {
     h.mock.push(Reply::new().text("The sum is 5."));
     let events = h.run("Add two and three in the shell").await;
     assert_eq!(reason(&events), "completed");
-    let ok = sent_result(profile, &h, 1, "c1");
+    let ok = sent_result(profile, &h.body(1), "c1");
     assert!(ok.content.contains("sum=5") && ok.content.contains("oops"), "stdout and stderr: {ok:?}");
     assert!(ok.content.contains("Exit code: 0"));
     assert_ne!(ok.is_error, Some(true));
-    assert_error_result(profile, &h, 2, "c2", "Exit code: 3");
+    assert_error_result(profile, &h.body(2), "c2", "Exit code: 3");
     assert!(str_of(tool_end(&events, "c1"), "output").contains("sum=5"));
     let start = &of_kind(&events, EventKind::ToolCallStart)[0];
     assert_eq!(str_of(start, "tool_name"), "shell");
@@ -301,13 +161,13 @@ async fn shell_timeout(profile: ProfileKind) {
     let events = h.run("Run 'sleep 30' with the default timeout").await;
     assert_eq!(reason(&events), "completed", "the model carries on after a timeout");
     for (call, partial, ms) in [("c1", "partial-one", 300), ("c2", "partial-two", 250)] {
-        let result = sent_result(profile, &h, 1, call);
+        let result = sent_result(profile, &h.body(1), call);
         assert!(result.content.contains(partial), "partial output kept: {result:?}");
         assert!(result.content.contains(&timeout_message(ms)), "§5.4 message for {call}: {result:?}");
         assert_ne!(result.is_error, Some(false));
         assert_eq!(str_of(tool_end(&events, call), "status"), "error");
     }
-    assert!(sent_result(profile, &h, 2, "c3").content.contains("quick"));
+    assert!(sent_result(profile, &h.body(2), "c3").content.contains("quick"));
 }
 
 async fn grep_and_glob(profile: ProfileKind) {
@@ -329,16 +189,16 @@ async fn grep_and_glob(profile: ProfileKind) {
     );
     h.mock.push(Reply::new().text("needle is defined in src/lib.rs."));
     assert_eq!(reason(&h.run("Where is needle defined?").await), "completed");
-    let grep = sent_result(profile, &h, 1, "g1").content;
+    let grep = sent_result(profile, &h.body(1), "g1").content;
     assert!(grep.contains("src/lib.rs") && grep.contains("docs/guide.md"), "{grep}");
     assert!(
         !grep.contains("other.rs") && !grep.contains("target/"),
         "gitignored and non-matching files: {grep}"
     );
-    let glob = sent_result(profile, &h, 1, "g2").content;
+    let glob = sent_result(profile, &h.body(1), "g2").content;
     assert!(glob.contains("src/lib.rs") && glob.contains("src/other.rs"), "{glob}");
     assert!(!glob.contains("guide.md") && !glob.contains("target/"), "{glob}");
-    let content = sent_result(profile, &h, 1, "g3").content;
+    let content = sent_result(profile, &h.body(1), "g3").content;
     assert!(content.contains("pub fn needle") && content.contains("pub fn hay"), "{content}");
     assert!(!content.contains("Find the needle"), "the glob filter applies: {content}");
 }
@@ -351,14 +211,14 @@ async fn multi_step(profile: ProfileKind) {
     h.mock.push(Reply::new().text("Reading the config first.").tool_call(
         "s1",
         "read_file",
-        read_call(profile, &h, "config.py"),
+        read_call(profile, h.dir.path(), "config.py"),
     ));
     h.mock.push(Reply::new().text("TIMEOUT is 30 seconds; checking who uses it.").tool_call(
         "s2",
         "grep",
         json!({"pattern": "TIMEOUT"}),
     ));
-    let (tool, args) = edit_call(profile, &h, "config.py", "TIMEOUT = 30", "TIMEOUT = 60");
+    let (tool, args) = edit_call(profile, h.dir.path(), "config.py", "TIMEOUT = 30", "TIMEOUT = 60");
     h.mock.push(
         Reply::new().text("Only client.py imports it, so doubling is safe.").tool_call("s3", tool, args),
     );
@@ -367,8 +227,8 @@ async fn multi_step(profile: ProfileKind) {
     assert_eq!(reason(&events), "completed");
     assert_eq!(h.read("config.py"), "TIMEOUT = 60\nRETRIES = 3\n");
     assert_eq!(h.requests().len(), 4);
-    assert!(sent_result(profile, &h, 1, "s1").content.contains("TIMEOUT = 30"));
-    let grep = sent_result(profile, &h, 2, "s2").content;
+    assert!(sent_result(profile, &h.body(1), "s1").content.contains("TIMEOUT = 30"));
+    let grep = sent_result(profile, &h.body(2), "s2").content;
     assert!(grep.contains("client.py") && grep.contains("config.py"), "{grep}");
     // Each step's analysis stays in the conversation.
     let last = h.request_text(3);
@@ -378,11 +238,13 @@ async fn multi_step(profile: ProfileKind) {
 
 async fn truncation(profile: ProfileKind) {
     let mut h = Harness::start(Setup::new(profile).file("big.txt", "x".repeat(100_000))).await;
-    h.mock.push(Reply::new().tool_call("t1", "read_file", read_call(profile, &h, "big.txt")).tool_call(
-        "t2",
-        "shell",
-        json!({"command": "seq 1 1000"}),
-    ));
+    h.mock.push(
+        Reply::new().tool_call("t1", "read_file", read_call(profile, h.dir.path(), "big.txt")).tool_call(
+            "t2",
+            "shell",
+            json!({"command": "seq 1 1000"}),
+        ),
+    );
     h.mock.push(Reply::new().text("It is a lot of x."));
     let events = h.run("Read big.txt and count to a thousand").await;
     assert_eq!(reason(&events), "completed");
@@ -392,10 +254,10 @@ async fn truncation(profile: ProfileKind) {
     let full_seq = str_of(tool_end(&events, "t2"), "output");
     assert!(full_seq.contains("\n500\n") && full_seq.contains("\n1000\n"));
     // …the model gets the truncated text with the markers.
-    let read = sent_result(profile, &h, 1, "t1").content;
+    let read = sent_result(profile, &h.body(1), "t1").content;
     assert!(read.contains("[WARNING: Tool output was truncated."), "character marker");
     assert!(read.len() < 60_000, "read_file is cut to about 50k characters, got {}", read.len());
-    let seq = sent_result(profile, &h, 1, "t2").content;
+    let seq = sent_result(profile, &h.body(1), "t2").content;
     assert!(seq.contains("lines omitted ...]"), "line marker: {}", &seq[..seq.len().min(300)]);
     assert!(!seq.contains("\n500\n"), "the middle lines are gone");
     assert!(seq.starts_with("1\n") && seq.contains("1000"), "head and tail kept");
@@ -415,7 +277,7 @@ async fn parallel_calls(profile: ProfileKind) {
     );
     h.mock.push(Reply::new().text("Both ran."));
     assert_eq!(reason(&h.run("Run both").await), "completed");
-    let results = sent_results(profile, &h, 1);
+    let results = sent_results(profile, &h.body(1));
     let ids: Vec<&str> = results.iter().map(|r| r.call_id.as_str()).collect();
     assert_eq!(ids, ["p1", "p2"], "results in call order");
     assert!(results[0].content.contains("first-done") && results[1].content.contains("second-done"));
@@ -432,7 +294,7 @@ async fn one_call_per_step(profile: ProfileKind) {
     assert_eq!(reason(&h.run("Write two files").await), "completed");
     assert!(h.path("one.txt").exists());
     assert!(!h.path("two.txt").exists(), "the second call must not run");
-    assert_error_result(profile, &h, 1, "o2", "was not executed");
+    assert_error_result(profile, &h.body(1), "o2", "was not executed");
     let first = &h.requests()[0].body;
     match profile {
         ProfileKind::OpenAi => assert_eq!(first["parallel_tool_calls"], false),
@@ -463,10 +325,10 @@ async fn steering(profile: ProfileKind) {
     assert_eq!(reason(&events), "completed");
     let injected = of_kind(&events, EventKind::SteeringInjected);
     assert_eq!(injected.len(), 1);
-    let (role, text) = last_message(profile, &h, 1);
+    let (role, text) = last_message(profile, &h.body(1));
     assert_eq!(role, "user", "steering reaches the model as a user message");
     assert!(text.contains("single /health endpoint"), "{text}");
-    assert!(sent_result(profile, &h, 1, "c1").content.contains("released"), "after the tool round");
+    assert!(sent_result(profile, &h.body(1), "c1").content.contains("released"), "after the tool round");
     assert!(h.read("app.py").contains("/health"));
     assert!(h.handle.history().iter().any(|t| matches!(t, Turn::Steering(_))));
 }
@@ -494,9 +356,9 @@ async fn reasoning_effort_change(profile: ProfileKind) {
         ProfileKind::Anthropic => (json!(16384), json!(2048)),
         ProfileKind::Gemini => (json!(24576), json!(1024)),
     };
-    assert_eq!(sent_effort(profile, &h, 0), high);
-    assert_eq!(sent_effort(profile, &h, 1), low, "the change applies to the very next call");
-    assert_eq!(sent_effort(profile, &h, 2), Value::Null, "None leaves it to the provider");
+    assert_eq!(sent_effort(profile, &h.body(0)), high);
+    assert_eq!(sent_effort(profile, &h.body(1)), low, "the change applies to the very next call");
+    assert_eq!(sent_effort(profile, &h.body(2)), Value::Null, "None leaves it to the provider");
 }
 
 async fn loop_detection(profile: ProfileKind) {
@@ -505,7 +367,7 @@ async fn loop_detection(profile: ProfileKind) {
     }))
     .await;
     for id in ["l1", "l2", "l3", "l4"] {
-        h.mock.push(Reply::new().tool_call(id, "read_file", read_call(profile, &h, "notes.txt")));
+        h.mock.push(Reply::new().tool_call(id, "read_file", read_call(profile, h.dir.path(), "notes.txt")));
     }
     h.mock.push(Reply::new().text("I was going in circles; the file just says 'same'."));
     let events = h.run("What does notes.txt say?").await;
@@ -513,7 +375,7 @@ async fn loop_detection(profile: ProfileKind) {
     let detected = of_kind(&events, EventKind::LoopDetection);
     assert_eq!(detected.len(), 1, "one warning after the fourth identical call");
     assert!(str_of(detected[0], "message").starts_with("Loop detected: the last 4 tool calls"));
-    let (role, text) = last_message(profile, &h, 4);
+    let (role, text) = last_message(profile, &h.body(4));
     assert_eq!(role, "user");
     assert!(text.contains("Loop detected"), "the model sees the warning: {text}");
     assert!(!h.request_text(3).contains("Loop detected"), "not before the pattern is complete");
@@ -529,23 +391,23 @@ async fn error_recovery(profile: ProfileKind) {
         Reply::new()
             .tool_call("x1", "frobnicate", json!({"level": 11}))
             .tool_call("x2", "read_file", bad_args)
-            .tool_call("x3", "read_file", read_call(profile, &h, "missing.txt")),
+            .tool_call("x3", "read_file", read_call(profile, h.dir.path(), "missing.txt")),
     );
     h.mock.push(Reply::new().text("Let me fix that.").tool_call(
         "x4",
         "read_file",
-        read_call(profile, &h, "real.txt"),
+        read_call(profile, h.dir.path(), "real.txt"),
     ));
     h.mock.push(Reply::new().text("It says: the real content."));
     let events = h.run("What does real.txt say?").await;
     assert_eq!(reason(&events), "completed", "errors do not end the turn");
-    assert_error_result(profile, &h, 1, "x1", "Unknown tool: frobnicate");
-    assert_error_result(profile, &h, 1, "x2", "Invalid arguments for tool read_file");
-    assert_error_result(profile, &h, 1, "x3", "missing.txt");
+    assert_error_result(profile, &h.body(1), "x1", "Unknown tool: frobnicate");
+    assert_error_result(profile, &h.body(1), "x2", "Invalid arguments for tool read_file");
+    assert_error_result(profile, &h.body(1), "x3", "missing.txt");
     for id in ["x1", "x2", "x3"] {
         assert_eq!(str_of(tool_end(&events, id), "status"), "error");
     }
-    let fixed = sent_result(profile, &h, 2, "x4");
+    let fixed = sent_result(profile, &h.body(2), "x4");
     assert!(fixed.content.contains("the real content") && fixed.is_error != Some(true), "{fixed:?}");
 }
 
@@ -555,7 +417,7 @@ async fn native_edit_format(profile: ProfileKind) {
         .file("old_name.py", "import old_dep\n")
         .file("obsolete.py", "pass\n");
     let mut h = Harness::start(setup).await;
-    let tools = |h: &Harness| offered_tools(profile, h, 0);
+    let tools = |h: &Harness| offered_tools(profile, &h.body(0));
     match profile {
         ProfileKind::OpenAi => {
             let patch = "*** Begin Patch\n\
@@ -589,7 +451,7 @@ async fn native_edit_format(profile: ProfileKind) {
             ));
             h.mock.push(Reply::new().text("Renamed x to v everywhere."));
             assert_eq!(reason(&h.run("Rename x to v").await), "completed");
-            assert_error_result(profile, &h, 1, "f1", "has not been read");
+            assert_error_result(profile, &h.body(1), "f1", "has not been read");
             assert_eq!(h.read("keep.py"), "v = 1\ny = v\nz = v\n");
             let t = tools(&h);
             assert!(t.contains(&"edit_file".into()) && !t.contains(&"apply_patch".into()), "{t:?}");
@@ -608,7 +470,7 @@ async fn native_edit_format(profile: ProfileKind) {
             ));
             h.mock.push(Reply::new().text("Replaced both uses."));
             assert_eq!(reason(&h.run("Use w instead of x on the right-hand sides").await), "completed");
-            assert_error_result(profile, &h, 1, "f1", "Expected 3 occurrences");
+            assert_error_result(profile, &h.body(1), "f1", "Expected 3 occurrences");
             assert_eq!(h.read("keep.py"), "x = 1\ny = w\nz = w\n");
             let t = tools(&h);
             assert!(t.contains(&"replace".into()) && t.contains(&"read_many_files".into()), "{t:?}");

@@ -78,9 +78,33 @@ async fn wait_group_gone(pgid: i32, limit: Duration) {
     }
 }
 
-/// Whether any process of the group still exists.
+/// Whether any process of the group still runs. Zombies do not count: an orphaned child that died
+/// is reparented to PID 1, and where PID 1 does not reap (many containers) it would otherwise look
+/// alive until the grace period ran out.
 fn group_alive(pgid: i32) -> bool {
-    !matches!(killpg(Pid::from_raw(pgid), None), Err(Errno::ESRCH))
+    if matches!(killpg(Pid::from_raw(pgid), None), Err(Errno::ESRCH)) {
+        return false;
+    }
+    match std::fs::read_dir("/proc") {
+        Ok(entries) => entries.flatten().any(|entry| {
+            let name = entry.file_name();
+            let is_pid = name.to_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()));
+            is_pid && live_member(&entry.path().join("stat"), pgid)
+        }),
+        // No procfs (not Linux): the signal check is all there is.
+        Err(_) => true,
+    }
+}
+
+/// Whether the process of a `/proc/<pid>/stat` file belongs to group `pgid` and is not a zombie.
+fn live_member(stat: &Path, pgid: i32) -> bool {
+    let Ok(text) = std::fs::read_to_string(stat) else { return false };
+    // After the command name (which may contain spaces and parentheses): state, ppid, pgrp, …
+    let Some((_, rest)) = text.rsplit_once(')') else { return false };
+    let mut fields = rest.split_whitespace();
+    let state = fields.next().unwrap_or("Z");
+    let group = fields.nth(1).and_then(|g| g.parse::<i32>().ok());
+    group == Some(pgid) && state != "Z" && state != "X"
 }
 
 /// One command to spawn.

@@ -17,6 +17,7 @@ use serde_json::Value;
 use tempfile::TempDir;
 use tokio::sync::mpsc::UnboundedReceiver;
 
+pub mod calls;
 pub mod tools;
 
 use crate::support::mock_provider::{Dialect, MockProvider, RecordedRequest};
@@ -194,6 +195,13 @@ impl Harness {
         self.mock.requests()
     }
 
+    /// The JSON body of request `i`.
+    pub fn body(&self, i: usize) -> Value {
+        let requests = self.requests();
+        let r = requests.get(i).unwrap_or_else(|| panic!("only {} requests were made", requests.len()));
+        r.body.clone()
+    }
+
     /// The JSON text of request `i` (for `contains` checks).
     pub fn request_text(&self, i: usize) -> String {
         let requests = self.requests();
@@ -227,9 +235,9 @@ pub fn process_gone(pid: u32) -> bool {
     }
 }
 
-/// Polls until `pid` is gone; false if it still runs after `PATIENCE`.
-pub async fn wait_process_gone(pid: u32) -> bool {
-    let deadline = tokio::time::Instant::now() + PATIENCE;
+/// Polls until `pid` is gone; false if it still runs after `within`.
+pub async fn wait_process_gone(pid: u32, within: Duration) -> bool {
+    let deadline = tokio::time::Instant::now() + within;
     while !process_gone(pid) {
         if tokio::time::Instant::now() >= deadline {
             return false;
