@@ -1,0 +1,53 @@
+"""Shell permissions: ``agentls/permission`` for the plugin, ``window/showMessageRequest`` with
+[Allow once] [Always allow] [Deny] for plain clients; "always" is remembered per project."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fake_provider import Turn
+
+
+@pytest.mark.parametrize("name", ["neovim-0.7", "eglot"])
+async def test_plain_client_is_asked_with_buttons(start_editor, provider, workspace, tmp_path, name):
+    editor = await start_editor(name)
+    answers = ["Deny", "Always allow"]
+    editor.answer_message = lambda params: answers.pop(0)
+    provider.push(
+        Turn().tool_call("s1", "shell", {"command": "echo denied-run"}),
+        Turn().tool_call("s2", "shell", {"command": "echo allowed-run"}),
+        Turn().tool_call("s3", "shell", {"command": "echo allowed-run again"}),
+        Turn().text("done"),
+    )
+    session = (await editor.command("agentls.prompt", {"text": "run"}))["sessionId"]
+    await editor.event(session, "processing_end")
+    questions = editor.params("window/showMessageRequest")
+    assert len(questions) == 2, "the third command matches the stored rule and is not asked"
+    assert [a["title"] for a in questions[0]["actions"]] == ["Allow once", "Always allow", "Deny"]
+    assert "echo denied-run" in questions[0]["message"] and questions[0]["type"] == 2
+    ends = editor.events(session, "tool_call_end")
+    assert ends[0]["data"]["status"] == "error" and "denied" in ends[0]["data"]["error"]
+    assert "allowed-run" in ends[1]["data"]["output"] and "allowed-run again" in ends[2]["data"]["output"]
+    rules = json.loads((tmp_path / "data" / "permissions.json").read_text())
+    assert "echo allowed-run" in json.dumps(rules)
+
+
+async def test_plugin_gets_a_permission_notification(start_editor, provider, workspace):
+    editor = await start_editor("neovim-0.11", plugin=True)
+    provider.push(Turn().tool_call("s1", "shell", {"command": "echo plugin-run"}), Turn().text("ran"))
+    session = (await editor.command("agentls.newSession", {}))["sessionId"]
+    await editor.command("agentls.prompt", {"sessionId": session, "text": "run"})
+    ask = await editor.next_message("agentls/permission")
+    assert ask["sessionId"] == session and ask["callId"] == "s1" and ask["toolName"] == "shell"
+    assert ask["command"] == "echo plugin-run" and ask["cwd"] == str(workspace)
+    assert ask["options"] == ["allow_once", "allow_always", "deny"]
+    bad = await editor.raw_command("agentls.resolvePermission", {"requestId": ask["requestId"], "decision": "yes"})
+    assert bad["error"]["data"] == "decision"
+    resolved = await editor.command(
+        "agentls.resolvePermission", {"requestId": ask["requestId"], "decision": "allow_once"}
+    )
+    assert resolved == {"requestId": ask["requestId"], "decision": "allow_once"}
+    end = await editor.event(session, "tool_call_end")
+    assert "plugin-run" in end["data"]["output"]
+    assert editor.messages("window/showMessageRequest") == []

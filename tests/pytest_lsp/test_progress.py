@@ -1,0 +1,70 @@
+"""``$/progress`` for turns and tool calls, only for clients that announce
+``window.workDoneProgress``; cancelling the turn's progress interrupts the turn."""
+
+from __future__ import annotations
+
+import pytest
+from editor import Editor
+from fake_provider import FakeProvider, Turn
+
+CLIENTS = ["vscode", "neovim-0.7", "neovim-0.11", "eglot"]
+
+
+def without_progress(capabilities: dict) -> None:
+    capabilities.setdefault("window", {})["workDoneProgress"] = False
+
+
+@pytest.mark.parametrize("name", CLIENTS)
+async def test_turn_and_tool_progress_is_created_begun_and_ended(start_editor, provider: FakeProvider, workspace, name):
+    (workspace / "a.txt").write_text("alpha\n")
+    editor: Editor = await start_editor(name)
+    provider.push(Turn().tool_call("r1", "read_file", {"file_path": "a.txt"}), Turn().text("It says alpha."))
+    session = (await editor.command("agentls.prompt", {"text": "read a.txt"}))["sessionId"]
+    await editor.event(session, "processing_end")
+    created = [p["token"] for p in editor.params("window/workDoneProgress/create")]
+    assert f"agentls/turn/{session}/1" in created
+    assert f"agentls/tool/{session}/r1" in created
+
+    def progress_ended():
+        progress = editor.params("$/progress")
+        return [p for p in progress if p["value"]["kind"] == "end"] if len(progress) >= 4 else None
+
+    await editor.wait_for("both progress ends", progress_ended)
+    progress = editor.params("$/progress")
+    begins = {p["token"]: p["value"] for p in progress if p["value"]["kind"] == "begin"}
+    ends = {p["token"] for p in progress if p["value"]["kind"] == "end"}
+    assert set(begins) == set(created) == ends, "every created token is begun and ended"
+    assert begins[f"agentls/turn/{session}/1"]["title"] == "agentls"
+    assert begins[f"agentls/turn/{session}/1"]["message"] == "read a.txt"
+    assert begins[f"agentls/tool/{session}/r1"]["title"].startswith("read_file"), begins
+    assert all(b["cancellable"] for b in begins.values())
+
+
+async def test_no_progress_for_a_client_without_work_done_progress(start_editor, provider, workspace):
+    # VS Code's recorded capabilities minus window.workDoneProgress.
+    (workspace / "a.txt").write_text("alpha\n")
+    editor = await start_editor("vscode", plugin=True, tweak=without_progress)
+    provider.push(Turn().tool_call("r1", "read_file", {"file_path": "a.txt"}), Turn().text("alpha"))
+    session = (await editor.command("agentls.prompt", {"text": "read a.txt"}))["sessionId"]
+    await editor.event(session, "processing_end")
+    await editor.command("agentls.listSessions", {})
+    assert editor.messages("window/workDoneProgress/create") == []
+    assert editor.messages("$/progress") == []
+    assert [e["kind"] for e in editor.events(session)].count("tool_call_end") == 1, "events still flow"
+
+
+async def test_cancelling_the_turn_progress_interrupts_the_turn(start_editor, provider, workspace):
+    editor = await start_editor("vscode", plugin=True)
+    provider.push(Turn().tool_call("s1", "shell", {"command": "echo never"}))
+    session = (await editor.command("agentls.newSession", {}))["sessionId"]
+    await editor.command("agentls.prompt", {"sessionId": session, "text": "run it"})
+    ask = await editor.next_message("agentls/permission")
+    token = f"agentls/turn/{session}/1"
+    assert token in [p["token"] for p in editor.params("window/workDoneProgress/create")]
+    editor.write_message({"jsonrpc": "2.0", "method": "window/workDoneProgress/cancel", "params": {"token": token}})
+    end = await editor.event(session, "processing_end")
+    assert end["data"]["reason"] != "completed", end
+    late = await editor.raw_command("agentls.resolvePermission", {"requestId": ask["requestId"], "decision": "allow_once"})
+    assert late["error"]["data"] == "requestId", "the cancelled question was answered as denied"
+    result = await editor.event(session, "tool_call_end")
+    assert "never" not in (result["data"].get("output") or ""), "the command did not run"
