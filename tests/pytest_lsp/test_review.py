@@ -48,6 +48,10 @@ async def test_plugin_review_partial_accept_while_the_user_types(
     assert (file["uri"], file["path"], file["op"]) == (uri, "notes.txt", "modify")
     assert [h["index"] for h in file["hunks"]] == [0, 1]
     assert [(h["oldText"], h["newText"]) for h in file["hunks"]] == [("two\n", "TWO\n"), ("six\n", "SIX\n")]
+    assert [(h["oldStart"], h["oldLines"], h["newStart"], h["newLines"]) for h in file["hunks"]] == [
+        (1, 1, 1, 1),
+        (5, 1, 5, 1),
+    ], "0-based line numbers"
     assert "-two\n+TWO\n" in file["diff"]
     assert editor.params("workspace/applyEdit") == [], "nothing is applied before the review is answered"
 
