@@ -12,7 +12,7 @@ fn options(data: &std::path::Path) -> agentls::lsp::ServerOptions {
         "AGENTLS_DATA_DIR",
         data.to_str().expect("utf-8 path"),
     )]));
-    options.deadlines.request = std::time::Duration::from_secs(5);
+    options.deadlines.request = std::time::Duration::from_secs(30);
     options
 }
 

@@ -60,6 +60,11 @@ struct Fixture {
 const DISK: &str = "one\ntwo\nthree\nfour\nfive\nsix\nseven\n";
 
 async fn fixture(capabilities: Value) -> Fixture {
+    // Generous: the deadline only bounds a hang here.
+    fixture_with_deadline(capabilities, std::time::Duration::from_secs(30)).await
+}
+
+async fn fixture_with_deadline(capabilities: Value, request_deadline: std::time::Duration) -> Fixture {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path().join("ws");
     std::fs::create_dir_all(&root).expect("mkdir");
@@ -70,7 +75,7 @@ async fn fixture(capabilities: Value) -> Fixture {
     env.push(("AGENTLS_CONFIG".into(), root.join("none.toml").display().to_string()));
     let mut options = agentls::lsp::ServerOptions::from_env(agentls::config::Env::from_pairs(env));
     options.data_dir = None;
-    options.deadlines.request = std::time::Duration::from_secs(5);
+    options.deadlines.request = request_deadline;
     options.extra_tools = vec![Arc::new(ProposeText)];
     let client = LspClient::in_process(options);
     client.initialize(&root, capabilities, json!({"model": "m"})).await;
@@ -232,8 +237,10 @@ async fn plain_client_without_document_changes_gets_changes_after_apply() {
 
 #[tokio::test]
 async fn a_client_that_never_answers_apply_edit_gets_an_error_result_and_the_server_keeps_serving() {
-    let fx = fixture(
+    // The deadline is what this test exercises, so it is short.
+    let fx = fixture_with_deadline(
         json!({"workspace": {"workspaceEdit": {"documentChanges": true}}, "experimental": {"agentls": {}}}),
+        std::time::Duration::from_millis(300),
     )
     .await;
     let created = fx.client.command("agentls.newSession", json!({})).await.expect("session");
@@ -247,7 +254,7 @@ async fn a_client_that_never_answers_apply_edit_gets_an_error_result_and_the_ser
     fx.client.command("agentls.prompt", json!({"sessionId": id, "text": "edit"})).await.expect("prompt");
     let apply = fx.client.next_request("workspace/applyEdit").await;
     assert!(apply.params["edit"]["documentChanges"].is_array());
-    // Never answered: the deadline (5 s in this test) turns it into an error result.
+    // Never answered: the deadline turns it into an error result.
     let listed = fx.client.command("agentls.listSessions", json!({})).await.expect("still serving meanwhile");
     assert_eq!(listed["sessions"].as_array().unwrap().len(), 1);
     fx.client.next_event(&id, "processing_end").await;

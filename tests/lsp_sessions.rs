@@ -41,7 +41,7 @@ impl Fixture {
     fn options(&self) -> agentls::lsp::ServerOptions {
         let env = agentls::config::Env::from_pairs(self.env());
         let mut options = agentls::lsp::ServerOptions::from_env(env);
-        options.deadlines.request = std::time::Duration::from_secs(5);
+        options.deadlines.request = std::time::Duration::from_secs(30);
         options
     }
 

@@ -162,7 +162,10 @@ fn serve(env: Env) -> Result<ExitCode, String> {
         Config::defaults()
     });
     crate::logging::init(&config, &env, true);
-    crate::lsp::run_stdio(crate::lsp::ServerOptions::from_env(env))
+    let ended = crate::lsp::run_stdio(crate::lsp::ServerOptions::from_env(env))
         .map_err(|e| format!("cannot start the language server runtime: {e}"))?;
-    Ok(ExitCode::SUCCESS)
+    Ok(match ended {
+        crate::lsp::Ended::AfterShutdown => ExitCode::SUCCESS,
+        crate::lsp::Ended::WithoutShutdown => ExitCode::FAILURE,
+    })
 }

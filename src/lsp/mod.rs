@@ -76,8 +76,17 @@ impl ServerOptions {
     }
 }
 
+/// How serving ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// `shutdown` came before `exit` (or the end of input): exit code 0.
+    AfterShutdown,
+    /// `exit` or the end of input without `shutdown`: exit code 1, as the LSP specification says.
+    WithoutShutdown,
+}
+
 /// Serves one client over `input`/`output` until it exits or the input closes.
-pub async fn serve<I, O>(input: I, output: O, options: ServerOptions)
+pub async fn serve<I, O>(input: I, output: O, options: ServerOptions) -> Ended
 where
     I: AsyncRead + Unpin + Send + 'static,
     O: AsyncWrite + Unpin + Send + 'static,
@@ -90,25 +99,30 @@ where
         backend
     }))
     .finish();
-    let Some(state) = shared else { return };
+    let Some(state) = shared else { return Ended::WithoutShutdown };
     // The framework sits between two pipes; the guard answers malformed input itself.
     let (to_server, server_input) = tokio::io::duplex(PIPE_BYTES);
     let (server_output, from_server) = tokio::io::duplex(PIPE_BYTES);
     let (replies_tx, replies_rx) = tokio::sync::mpsc::unbounded_channel();
     let guard = tokio::spawn(transport::guard_input(input, to_server, replies_tx));
     let writer = tokio::spawn(transport::merge_output(from_server, replies_rx, output));
-    Server::new(server_input, server_output, socket).serve(OrderedSync::new(service, state)).await;
+    Server::new(server_input, server_output, socket).serve(OrderedSync::new(service, state.clone())).await;
     guard.abort();
     let _ = writer.await;
+    if state.shutdown_requested.load(std::sync::atomic::Ordering::SeqCst) {
+        Ended::AfterShutdown
+    } else {
+        Ended::WithoutShutdown
+    }
 }
 
 const PIPE_BYTES: usize = 256 << 10;
 
 /// `agentls serve`: LSP over stdio on a multi-threaded runtime.
-pub fn run_stdio(options: ServerOptions) -> std::io::Result<()> {
+pub fn run_stdio(options: ServerOptions) -> std::io::Result<Ended> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    runtime.block_on(serve(tokio::io::stdin(), tokio::io::stdout(), options));
+    let ended = runtime.block_on(serve(tokio::io::stdin(), tokio::io::stdout(), options));
     // The stdin reader may sit in a blocking read after `exit`; do not wait for it.
     runtime.shutdown_timeout(Duration::from_millis(200));
-    Ok(())
+    Ok(ended)
 }

@@ -40,6 +40,8 @@ pub struct ServerState {
     pub transcripts: Option<TranscriptStore>,
     /// The server's own watcher of instruction files (kept alive here).
     watcher: std::sync::Mutex<Option<notify::RecommendedWatcher>>,
+    /// `shutdown` was received (the exit code is 0 only then).
+    pub shutdown_requested: std::sync::atomic::AtomicBool,
 }
 
 impl ServerState {
@@ -76,6 +78,7 @@ impl Backend {
             sessions: SessionRegistry::default(),
             transcripts,
             watcher: std::sync::Mutex::new(None),
+            shutdown_requested: std::sync::atomic::AtomicBool::new(false),
             options,
             profile: OnceLock::new(),
             roots: RwLock::new(Vec::new()),
@@ -212,6 +215,7 @@ impl LanguageServer for Backend {
 
     async fn shutdown(&self) -> Result<()> {
         tracing::info!("shutdown");
+        self.state.shutdown_requested.store(true, std::sync::atomic::Ordering::SeqCst);
         for session in self.state.sessions.all() {
             cancel_turn(&self.state, &session);
             session.handle.close();

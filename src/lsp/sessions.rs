@@ -6,7 +6,8 @@
 //! - Each session has one pump task; it forwards every event in order and never drops one.
 //! - A session task that dies without `session_end` (a panic) is reported as an `error` event
 //!   and removed; the server keeps serving.
-//! - Transcripts are flushed at the end of every processing cycle.
+//! - Transcripts are flushed at the end of every processing cycle, before its `processing_end`
+//!   is forwarded.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -288,17 +289,17 @@ impl Pump {
     }
 
     async fn handle(&mut self, event: Event) {
-        {
-            let kind = event.kind;
-            self.forward(&event).await;
-            self.progress(&event).await;
-            self.plain_client(&event).await;
-            if matches!(kind, EventKind::ProcessingEnd | EventKind::SessionEnd) {
-                self.persist();
-            }
-            if kind == EventKind::SessionEnd {
-                self.ended = true;
-            }
+        let kind = event.kind;
+        // Stored before the client hears of the end, so a client that sees `processing_end`
+        // finds the turn in the transcript.
+        if matches!(kind, EventKind::ProcessingEnd | EventKind::SessionEnd) {
+            self.persist();
+        }
+        self.forward(&event).await;
+        self.progress(&event).await;
+        self.plain_client(&event).await;
+        if kind == EventKind::SessionEnd {
+            self.ended = true;
         }
     }
 

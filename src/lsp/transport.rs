@@ -2,20 +2,21 @@
 //!
 //! Invariant: only well-formed JSON-RPC messages reach the framework. The framework's reader
 //! stops for good at the first undecodable message, so every malformed frame (bad header, bad
-//! UTF-8, bad JSON, not a JSON-RPC message, oversized body) is answered here with a JSON-RPC
-//! error and dropped, and the server keeps serving. Frames are forwarded verbatim and in order.
+//! UTF-8, bad JSON, not a JSON-RPC message, oversized body, a Content-Length that does not match
+//! the body) is answered here with a JSON-RPC error and dropped, the reader finds the next frame
+//! header, and the server keeps serving. Frames are forwarded verbatim and in order.
 
 use serde_json::{Value, json};
-use tokio::io::{
-    AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader,
-};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tower_lsp_server::jsonrpc::{Request, Response};
 
 /// The largest message body accepted (bigger ones are skipped and answered with an error).
 pub const MAX_BODY: usize = 64 << 20;
-/// The largest header section accepted before the stream is considered garbage.
+/// The longest header line accepted; longer ones are garbage.
 const MAX_HEADER_LINE: usize = 8 << 10;
+const READ_CHUNK: usize = 64 << 10;
+const CONTENT_LENGTH: &[u8] = b"content-length:";
 
 /// One unit read from the wire.
 #[derive(Debug, PartialEq)]
@@ -25,79 +26,274 @@ pub enum Frame {
     Malformed(String),
 }
 
-/// Reads one header line, bounded; `None` at end of input.
-async fn header_line<R: AsyncBufRead + Unpin>(reader: &mut R) -> std::io::Result<Option<Vec<u8>>> {
-    let mut line = Vec::new();
-    loop {
-        let available = reader.fill_buf().await?;
-        if available.is_empty() {
-            return Ok(if line.is_empty() { None } else { Some(line) });
-        }
-        let take = match available.iter().position(|b| *b == b'\n') {
-            Some(i) => i + 1,
-            None => available.len(),
-        };
-        let room = MAX_HEADER_LINE.saturating_sub(line.len());
-        line.extend_from_slice(&available[..take.min(room)]);
-        reader.consume(take);
-        if line.ends_with(b"\n") || line.len() >= MAX_HEADER_LINE {
-            return Ok(Some(line));
-        }
-    }
+enum State {
+    Headers,
+    /// Reading a body of `length` bytes; `scanned` bytes of it were searched for a frame header.
+    Body {
+        length: usize,
+        problem: Option<String>,
+        scanned: usize,
+    },
+    /// Discarding an oversized body.
+    Skip {
+        remaining: usize,
+        length: usize,
+    },
 }
 
-/// Reads the next frame; `None` at end of input.
-pub async fn read_frame<R: AsyncBufRead + Unpin>(reader: &mut R) -> std::io::Result<Option<Frame>> {
-    let mut length: Option<usize> = None;
-    let mut bad_header = None;
-    let mut saw_header = false;
-    loop {
-        let Some(line) = header_line(reader).await? else { return Ok(None) };
-        let text = String::from_utf8_lossy(&line);
-        let text = text.trim_end_matches(['\r', '\n']);
-        if text.is_empty() {
-            if saw_header {
-                break;
-            }
+enum Parsed {
+    Frame(Frame),
+    /// Nothing complete yet: read more input.
+    NeedMore,
+    /// Input was consumed without producing a frame (blank lines, an unreported garbage run).
+    Again,
+}
+
+/// Where a `Content-Length:` header starts inside `data` at or after `from` (case-insensitive,
+/// followed by digits and a line end), for resynchronising after garbage. `Err(at)` when the
+/// data ends inside a possible header starting at `at`.
+fn header_start(data: &[u8], from: usize) -> Result<Option<usize>, usize> {
+    let mut at = from;
+    while let Some(offset) =
+        data.get(at..).and_then(|rest| rest.iter().position(|b| b.eq_ignore_ascii_case(&b'c')))
+    {
+        let start = at + offset;
+        let rest = &data[start..];
+        let name = rest.len().min(CONTENT_LENGTH.len());
+        if !rest[..name].eq_ignore_ascii_case(&CONTENT_LENGTH[..name]) {
+            at = start + 1;
             continue;
         }
-        saw_header = true;
-        match text.split_once(':') {
-            Some((name, value)) if name.trim().eq_ignore_ascii_case("content-length") => {
-                match value.trim().parse::<usize>() {
-                    Ok(n) => length = Some(n),
-                    Err(_) => bad_header = Some(format!("bad Content-Length `{}`", value.trim())),
-                }
-            }
-            Some(_) => {}
-            None => bad_header = Some(format!("not a header line: `{}`", truncate(text, 80))),
+        if rest.len() < CONTENT_LENGTH.len() {
+            return Err(start);
+        }
+        let value = &rest[CONTENT_LENGTH.len()..];
+        let spaces = value.iter().take_while(|b| **b == b' ' || **b == b'\t').count();
+        let digits = value[spaces..].iter().take_while(|b| b.is_ascii_digit()).count();
+        match value.get(spaces + digits) {
+            None => return Err(start),
+            Some(b'\r' | b'\n') if digits > 0 => return Ok(Some(start)),
+            Some(_) => at = start + 1,
         }
     }
-    if let Some(problem) = bad_header {
-        return Ok(Some(Frame::Malformed(problem)));
-    }
-    let Some(length) = length else {
-        return Ok(Some(Frame::Malformed("missing Content-Length header".into())));
-    };
-    if length > MAX_BODY {
-        let skipped =
-            tokio::io::copy(&mut (&mut *reader).take(length as u64), &mut tokio::io::sink()).await?;
-        if skipped < length as u64 {
-            return Ok(None);
-        }
-        return Ok(Some(Frame::Malformed(format!(
-            "message of {length} bytes exceeds the {MAX_BODY}-byte limit"
-        ))));
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).await?;
-    Ok(Some(Frame::Body(body)))
+    Ok(None)
 }
 
-fn truncate(text: &str, max: usize) -> &str {
+fn is_header_name(name: &[u8]) -> bool {
+    !name.is_empty() && name.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'-' || *b == b'_')
+}
+
+fn lossy(bytes: &[u8], max: usize) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.trim();
     match text.char_indices().nth(max) {
-        Some((i, _)) => &text[..i],
-        None => text,
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_string(),
+    }
+}
+
+/// Reads frames from a byte stream and resynchronises after malformed input: garbage between
+/// frames is skipped up to the next `Content-Length` header, and a body that runs into the next
+/// frame's header (a Content-Length larger than the body) is cut there.
+///
+/// `next` is cancel-safe: all state lives in the reader.
+pub struct FrameReader<R> {
+    input: R,
+    buf: Vec<u8>,
+    /// Start of the unconsumed bytes of `buf`.
+    pos: usize,
+    eof: bool,
+    state: State,
+    /// The next garbage run is the body of a frame whose header was already answered.
+    quiet: bool,
+}
+
+impl<R: AsyncRead + Unpin> FrameReader<R> {
+    pub fn new(input: R) -> Self {
+        Self { input, buf: Vec::new(), pos: 0, eof: false, state: State::Headers, quiet: false }
+    }
+
+    /// The next frame; `None` at end of input (a partial frame at the end is dropped).
+    pub async fn next(&mut self) -> std::io::Result<Option<Frame>> {
+        loop {
+            match self.parse() {
+                Parsed::Frame(frame) => return Ok(Some(frame)),
+                Parsed::Again => {}
+                Parsed::NeedMore => {
+                    if !self.fill().await? {
+                        return Ok(None);
+                    }
+                }
+            }
+        }
+    }
+
+    async fn fill(&mut self) -> std::io::Result<bool> {
+        if self.eof {
+            return Ok(false);
+        }
+        if self.pos == self.buf.len() {
+            self.buf.clear();
+            self.pos = 0;
+        } else if self.pos > READ_CHUNK && self.pos >= self.buf.len() / 2 {
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+        }
+        self.buf.reserve(READ_CHUNK);
+        let n = self.input.read_buf(&mut self.buf).await?;
+        self.eof = n == 0;
+        Ok(n > 0)
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.pos += n;
+    }
+
+    fn parse(&mut self) -> Parsed {
+        match self.state {
+            State::Headers => self.parse_headers(),
+            State::Body { length, ref mut problem, ref mut scanned } => {
+                let data = &self.buf[self.pos..];
+                // A body that contains the next frame's header was declared too long: cut it there
+                // (a JSON body cannot contain a raw `Content-Length: N` line).
+                let from = scanned.saturating_sub(CONTENT_LENGTH.len() + 24);
+                let cut = match header_start(&data[..data.len().min(length + 64)], from) {
+                    Ok(Some(at)) if at < length => Some(at),
+                    Err(at) if at < length && !self.eof && data.len() < length + 64 => {
+                        *scanned = at;
+                        return Parsed::NeedMore;
+                    }
+                    _ => None,
+                };
+                let problem = problem.take();
+                let (taken, frame) = match cut {
+                    Some(at) => (
+                        at,
+                        Frame::Malformed(format!(
+                            "the message is shorter than its Content-Length ({length}): the next frame starts after {at} bytes"
+                        )),
+                    ),
+                    None if data.len() >= length => match problem {
+                        Some(problem) => (length, Frame::Malformed(problem)),
+                        None => (length, Frame::Body(data[..length].to_vec())),
+                    },
+                    None => {
+                        self.state = State::Body { length, problem, scanned: data.len() };
+                        return Parsed::NeedMore;
+                    }
+                };
+                self.consume(taken);
+                self.state = State::Headers;
+                Parsed::Frame(frame)
+            }
+            State::Skip { remaining, length } => {
+                let available = (self.buf.len() - self.pos).min(remaining);
+                self.consume(available);
+                if available < remaining {
+                    self.state = State::Skip { remaining: remaining - available, length };
+                    return Parsed::NeedMore;
+                }
+                self.state = State::Headers;
+                Parsed::Frame(Frame::Malformed(format!(
+                    "message of {length} bytes exceeds the {MAX_BODY}-byte limit"
+                )))
+            }
+        }
+    }
+
+    /// Parses a header section at `pos`, consuming it only when it is complete.
+    fn parse_headers(&mut self) -> Parsed {
+        let data = &self.buf[self.pos..];
+        let mut at = 0;
+        let mut length: Option<Result<usize, String>> = None;
+        let mut problem: Option<String> = None;
+        let mut saw_header = false;
+        loop {
+            let rest = &data[at..];
+            let (line, next) = match rest.iter().position(|b| *b == b'\n') {
+                Some(end) => (&rest[..end], at + end + 1),
+                None if rest.len() > MAX_HEADER_LINE || (self.eof && !rest.is_empty()) => (rest, data.len()),
+                None => return Parsed::NeedMore,
+            };
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            if line.iter().all(u8::is_ascii_whitespace) {
+                if saw_header {
+                    at = next;
+                    break;
+                }
+                // Blank lines between frames are harmless.
+                self.consume(next);
+                return Parsed::Again;
+            }
+            // A `Content-Length` header inside the line: what precedes it is garbage.
+            if let Ok(Some(start)) | Err(start) = header_start(line, 1) {
+                let message = format!("not a frame header: `{}`", lossy(&line[..start], 80));
+                self.consume(at + start);
+                return self.garbage(message, saw_header);
+            }
+            let header = line
+                .iter()
+                .position(|b| *b == b':')
+                .filter(|colon| is_header_name(&line[..*colon]))
+                .map(|colon| (&line[..colon], &line[colon + 1..]));
+            match header {
+                Some((name, value)) => {
+                    saw_header = true;
+                    if name.eq_ignore_ascii_case(b"content-length") {
+                        let value = String::from_utf8_lossy(value);
+                        length =
+                            Some(value.trim().parse::<usize>().map_err(|_| {
+                                format!("bad Content-Length `{}`", lossy(value.as_bytes(), 40))
+                            }));
+                    }
+                }
+                None if saw_header => {
+                    problem.get_or_insert(format!("not a header line: `{}`", lossy(line, 80)));
+                }
+                None => {
+                    let message = format!("not a frame header: `{}`", lossy(line, 80));
+                    self.consume(next);
+                    return self.garbage(message, false);
+                }
+            }
+            at = next;
+        }
+        self.consume(at);
+        self.quiet = false;
+        match length {
+            Some(Ok(length)) if length > MAX_BODY => {
+                self.state = State::Skip { remaining: length, length };
+                Parsed::Again
+            }
+            Some(Ok(length)) => {
+                self.state = State::Body { length, problem, scanned: 0 };
+                Parsed::Again
+            }
+            Some(Err(bad)) => {
+                self.quiet = true;
+                Parsed::Frame(Frame::Malformed(bad))
+            }
+            None => {
+                self.quiet = true;
+                Parsed::Frame(Frame::Malformed(
+                    problem.unwrap_or_else(|| "missing Content-Length header".into()),
+                ))
+            }
+        }
+    }
+}
+
+impl<R> FrameReader<R> {
+    /// Garbage was consumed: one error per run of garbage (a run ends at a good header
+    /// section), none for the body of a frame whose header was already answered.
+    fn garbage(&mut self, message: String, in_header: bool) -> Parsed {
+        let message =
+            if in_header { format!("an incomplete header section before {message}") } else { message };
+        if std::mem::replace(&mut self.quiet, true) {
+            tracing::debug!("skipping more garbage: {message}");
+            return Parsed::Again;
+        }
+        Parsed::Frame(Frame::Malformed(message))
     }
 }
 
@@ -130,9 +326,9 @@ where
     I: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    let mut reader = BufReader::with_capacity(64 << 10, input);
+    let mut reader = FrameReader::new(input);
     loop {
-        match read_frame(&mut reader).await {
+        match reader.next().await {
             Ok(None) => break,
             Err(e) => {
                 tracing::info!("input closed: {e}");
@@ -166,12 +362,12 @@ where
     S: AsyncRead + Unpin,
     O: AsyncWrite + Unpin,
 {
-    let mut reader = BufReader::with_capacity(64 << 10, from_server);
+    let mut reader = FrameReader::new(from_server);
     let mut replies_open = true;
     loop {
         let bytes = tokio::select! {
             biased;
-            frame = read_frame(&mut reader) => match frame {
+            frame = reader.next() => match frame {
                 Ok(Some(Frame::Body(body))) => frame_bytes(body),
                 Ok(Some(Frame::Malformed(problem))) => {
                     tracing::error!("the framework wrote a malformed frame: {problem}");
@@ -206,26 +402,90 @@ mod tests {
     use super::*;
 
     async fn frames(input: &[u8]) -> Vec<Frame> {
-        let mut reader = BufReader::new(input);
+        let mut reader = FrameReader::new(input);
         let mut out = Vec::new();
-        while let Some(frame) = read_frame(&mut reader).await.expect("in-memory read") {
+        while let Some(frame) = reader.next().await.expect("in-memory read") {
             out.push(frame);
         }
         out
     }
 
+    /// Hands out one byte per read, to exercise every partial state.
+    struct Trickle<'a>(&'a [u8]);
+
+    impl tokio::io::AsyncRead for Trickle<'_> {
+        fn poll_read(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            if let Some((first, rest)) = self.0.split_first() {
+                buf.put_slice(&[*first]);
+                self.0 = rest;
+            }
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    async fn both_ways(input: &[u8]) -> Vec<Frame> {
+        let whole = frames(input).await;
+        let mut reader = FrameReader::new(Trickle(input));
+        let mut trickled = Vec::new();
+        while let Some(frame) = reader.next().await.expect("in-memory read") {
+            trickled.push(frame);
+        }
+        assert_eq!(whole, trickled, "byte-by-byte input gives the same frames");
+        whole
+    }
+
+    fn body(text: &str) -> Frame {
+        Frame::Body(text.as_bytes().to_vec())
+    }
+
+    fn is_malformed(frame: &Frame) -> bool {
+        matches!(frame, Frame::Malformed(_))
+    }
+
     #[tokio::test]
     async fn frames_survive_garbage() {
-        let input = b"Content-Length: 2\r\n\r\n{}garbage line\r\n\r\nContent-Length: x\r\n\r\nContent-Length: 3\r\nContent-Type: a\r\n\r\n[1]";
+        let input = b"Content-Length: 2\r\n\r\n{}garbage line\r\nmore garbage\r\n\r\nContent-Length: x\r\n\r\nContent-Length: 3\r\nContent-Type: a\r\n\r\n[1]";
         assert_eq!(
-            frames(input).await,
+            both_ways(input).await,
             vec![
-                Frame::Body(b"{}".to_vec()),
-                Frame::Malformed("not a header line: `garbage line`".into()),
+                body("{}"),
+                Frame::Malformed("not a frame header: `garbage line`".into()),
                 Frame::Malformed("bad Content-Length `x`".into()),
-                Frame::Body(b"[1]".to_vec()),
+                body("[1]"),
             ]
         );
+    }
+
+    #[tokio::test]
+    async fn a_wrong_content_length_costs_only_its_own_message() {
+        let next = r#"{"jsonrpc":"2.0","id":2,"method":"shutdown"}"#;
+        let msg = r#"{"jsonrpc":"2.0","id":1,"method":"x"}"#;
+        // Too short: the rest of the body runs into the next header.
+        let short = format!("Content-Length: 10\r\n\r\n{msg}Content-Length: {}\r\n\r\n{next}", next.len());
+        let frames = both_ways(short.as_bytes()).await;
+        assert_eq!(frames.len(), 3, "{frames:?}");
+        assert_eq!(frames[0], body(&msg[..10]));
+        assert!(is_malformed(&frames[1]));
+        assert_eq!(frames[2], body(next));
+        // Too long: the body would swallow the next frame.
+        let long = format!("Content-Length: 500\r\n\r\n{msg}Content-Length: {}\r\n\r\n{next}", next.len());
+        let frames = both_ways(long.as_bytes()).await;
+        assert!(
+            matches!(&frames[..], [Frame::Malformed(m), b] if m.contains("shorter") && *b == body(next)),
+            "{frames:?}"
+        );
+        // Unusable length: its body is skipped without a second error.
+        let bad = format!("Content-Length: -4\r\n\r\n{msg}\r\nContent-Length: {}\r\n\r\n{next}", next.len());
+        let frames = both_ways(bad.as_bytes()).await;
+        assert!(matches!(&frames[..], [Frame::Malformed(_), b] if *b == body(next)), "{frames:?}");
+        // A JSON string mentioning Content-Length is not a frame boundary.
+        let quoted = r#"{"text":"Content-Length: 12\r\n"}"#;
+        let frames = both_ways(format!("Content-Length: {}\r\n\r\n{quoted}", quoted.len()).as_bytes()).await;
+        assert_eq!(frames, vec![body(quoted)]);
     }
 
     #[test]

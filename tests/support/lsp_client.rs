@@ -17,8 +17,9 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{Notify, mpsc, oneshot};
 
-/// How long a test waits for something before it fails instead of hanging.
-pub const HANG_GUARD: Duration = Duration::from_secs(20);
+/// How long a test waits for something before it fails instead of hanging (generous: it only
+/// bounds a hang, on a loaded 2-core machine).
+pub const HANG_GUARD: Duration = Duration::from_secs(60);
 
 /// A request the server sent to the client.
 #[derive(Debug, Clone)]
@@ -34,6 +35,8 @@ struct Inbox {
     requests: Vec<ServerRequest>,
     /// Every message the server sent, raw, for whole-stream assertions.
     all: Vec<Value>,
+    /// Anything on the server's output that is not a well-formed LSP frame.
+    wire_problems: Vec<String>,
 }
 
 type Pending = Arc<Mutex<HashMap<i64, oneshot::Sender<Value>>>>;
@@ -48,7 +51,9 @@ pub struct LspClient {
     /// Indices of notifications already returned by `next_notification*`.
     taken: Mutex<std::collections::HashSet<usize>>,
     requests_taken: Mutex<std::collections::HashSet<usize>>,
-    _child: Option<tokio::process::Child>,
+    child: Mutex<Option<tokio::process::Child>>,
+    /// What the child wrote to stderr.
+    stderr: Arc<Mutex<Vec<u8>>>,
 }
 
 fn frame(body: &[u8]) -> Vec<u8> {
@@ -57,12 +62,20 @@ fn frame(body: &[u8]) -> Vec<u8> {
     out
 }
 
-async fn read_frame<R: AsyncRead + Unpin>(reader: &mut BufReader<R>) -> Option<Vec<u8>> {
+/// Reads one frame strictly: only `Content-Length` and `Content-Type` headers, CRLF line ends.
+/// Anything else is recorded in `problems`.
+async fn read_frame<R: AsyncRead + Unpin>(
+    reader: &mut BufReader<R>,
+    problems: &mut Vec<String>,
+) -> Option<Vec<u8>> {
     let mut length = None;
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line).await.ok()? == 0 {
             return None;
+        }
+        if !line.ends_with("\r\n") {
+            problems.push(format!("header line without CRLF: {line:?}"));
         }
         let line = line.trim_end();
         if line.is_empty() {
@@ -70,9 +83,15 @@ async fn read_frame<R: AsyncRead + Unpin>(reader: &mut BufReader<R>) -> Option<V
         }
         if let Some(v) = line.strip_prefix("Content-Length:") {
             length = v.trim().parse::<usize>().ok();
+        } else if !line.starts_with("Content-Type:") {
+            problems.push(format!("not an LSP header: {line:?}"));
         }
     }
-    let mut body = vec![0; length?];
+    let Some(length) = length else {
+        problems.push("a frame without Content-Length".into());
+        return Some(Vec::new());
+    };
+    let mut body = vec![0; length];
     reader.read_exact(&mut body).await.ok()?;
     Some(body)
 }
@@ -109,8 +128,14 @@ impl LspClient {
             (pending.clone(), inbox.clone(), arrived.clone(), auto.clone(), tx.clone());
         tokio::spawn(async move {
             let mut reader = BufReader::new(read);
-            while let Some(body) = read_frame(&mut reader).await {
-                let Ok(message) = serde_json::from_slice::<Value>(&body) else { continue };
+            let mut problems = Vec::new();
+            while let Some(body) = read_frame(&mut reader, &mut problems).await {
+                inbox2.lock().unwrap().wire_problems.append(&mut problems);
+                let Ok(message) = serde_json::from_slice::<Value>(&body) else {
+                    let text = String::from_utf8_lossy(&body).chars().take(200).collect::<String>();
+                    inbox2.lock().unwrap().wire_problems.push(format!("a body that is not JSON: {text:?}"));
+                    continue;
+                };
                 inbox2.lock().unwrap().all.push(message.clone());
                 let method = message.get("method").and_then(Value::as_str).map(str::to_string);
                 let id = message.get("id").cloned();
@@ -161,7 +186,8 @@ impl LspClient {
             next_id: Mutex::new(1),
             taken: Mutex::default(),
             requests_taken: Mutex::default(),
-            _child: child,
+            child: Mutex::new(child),
+            stderr: Arc::default(),
         }
     }
 
@@ -185,7 +211,7 @@ impl LspClient {
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .kill_on_drop(true);
         for (k, v) in env {
             command.env(k, v);
@@ -193,7 +219,38 @@ impl LspClient {
         let mut child = command.spawn().expect("the agentls binary starts");
         let stdin = child.stdin.take().expect("stdin");
         let stdout = child.stdout.take().expect("stdout");
-        Self::connect(stdout, stdin, Some(child))
+        let mut stderr = child.stderr.take().expect("stderr");
+        let client = Self::connect(stdout, stdin, Some(child));
+        let collected = client.stderr.clone();
+        tokio::spawn(async move {
+            let mut chunk = [0u8; 8192];
+            while let Ok(n) = stderr.read(&mut chunk).await {
+                if n == 0 {
+                    break;
+                }
+                collected.lock().unwrap().extend_from_slice(&chunk[..n]);
+            }
+        });
+        client
+    }
+
+    /// What the child process wrote to stderr so far.
+    pub fn stderr_text(&self) -> String {
+        String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
+    }
+
+    /// Anything on the server's output that was not a well-formed LSP frame.
+    pub fn wire_problems(&self) -> Vec<String> {
+        self.inbox.lock().unwrap().wire_problems.clone()
+    }
+
+    /// Waits for the child process to exit (within the hang guard) and returns its status.
+    pub async fn exit_status(&self) -> std::process::ExitStatus {
+        let mut child = self.child.lock().unwrap().take().expect("a spawned binary");
+        tokio::time::timeout(HANG_GUARD, child.wait())
+            .await
+            .expect("the server exits within the hang guard")
+            .expect("wait for the server")
     }
 
     /// Answers every future server request of `method` with `result`.

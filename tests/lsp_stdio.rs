@@ -1,0 +1,331 @@
+//! The real binary, `agentls serve --stdio`, against the loopback mock provider: a review round
+//! trip on an unsaved buffer (openai profile with `apply_patch`, anthropic with `edit_file`), a
+//! stream of malformed input after which the server still answers, and a clean exit. The
+//! server's stdout must carry nothing but LSP frames, and the API key appears in no output.
+
+#[path = "support/lsp_client.rs"]
+mod lsp_client;
+#[allow(dead_code)]
+#[path = "support/mock_provider.rs"]
+mod mock_provider;
+
+use std::path::{Path, PathBuf};
+
+use lsp_client::{LspClient, file_uri, plugin_capabilities};
+use mock_provider::{Dialect, MockProvider, Turn};
+use serde_json::{Value, json};
+
+const KEY: &str = "sk-test-SECRET-4242";
+const DISK: &str = "pub fn one() -> u32 {\n    1\n}\n\npub fn two() -> u32 {\n    2\n}\n";
+
+struct Server {
+    dir: tempfile::TempDir,
+    root: PathBuf,
+    mock: MockProvider,
+    client: LspClient,
+}
+
+impl Server {
+    async fn start(dialect: Dialect, model: &str) -> Self {
+        Self::start_with(dialect, model, &[]).await
+    }
+
+    async fn start_with(dialect: Dialect, model: &str, extra_env: &[(&str, &str)]) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("ws");
+        std::fs::create_dir_all(root.join("src")).expect("mkdir");
+        std::fs::write(root.join("src/lib.rs"), DISK).expect("write");
+        let mock = MockProvider::start(dialect).await;
+        let path = |p: &str| dir.path().join(p).display().to_string();
+        let mut env = mock.env();
+        env.extend([
+            (dialect.key_var().to_string(), KEY.to_string()),
+            ("AGENTLS_DATA_DIR".into(), path("data")),
+            ("AGENTLS_CONFIG".into(), path("no-user-config.toml")),
+            ("AGENTLS_LOG".into(), "debug".into()),
+            ("HOME".into(), path("home")),
+            ("XDG_STATE_HOME".into(), path("state")),
+            ("XDG_CONFIG_HOME".into(), path("config")),
+            ("XDG_DATA_HOME".into(), path("share")),
+        ]);
+        env.extend(extra_env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let client = LspClient::spawn_binary(&env, &root);
+        let init = client.initialize(&root, plugin_capabilities(), json!({"model": model})).await;
+        assert_eq!(init["capabilities"]["positionEncoding"], "utf-8");
+        client.manual("workspace/applyEdit");
+        Self { dir, root, mock, client }
+    }
+
+    fn lib(&self) -> PathBuf {
+        self.root.join("src/lib.rs")
+    }
+
+    /// Shuts down, checks the exit code, the output framing, and that the key leaked nowhere.
+    async fn finish(self) {
+        self.client.shutdown().await;
+        let status = self.client.exit_status().await;
+        assert_eq!(status.code(), Some(0), "exit after shutdown; stderr:\n{}", self.client.stderr_text());
+        assert_eq!(self.client.wire_problems(), Vec::<String>::new(), "stdout carries only LSP frames");
+        let mut outputs = vec![self.client.stderr_text()];
+        outputs.extend(self.client.all_messages().iter().map(Value::to_string));
+        outputs.extend(log_files(&self.dir.path().join("state")));
+        for output in outputs {
+            assert!(!output.contains(KEY), "the API key leaked: {output}");
+        }
+    }
+}
+
+fn log_files(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(log_files(&path));
+        } else if let Ok(text) = std::fs::read_to_string(&path) {
+            out.push(text);
+        }
+    }
+    out
+}
+
+/// Byte offset of an LSP position (UTF-8 code units; the tests use ASCII text).
+fn offset(text: &str, position: &Value) -> usize {
+    let line = position["line"].as_u64().expect("line") as usize;
+    let character = position["character"].as_u64().expect("character") as usize;
+    let start: usize = text.split_inclusive('\n').take(line).map(str::len).sum();
+    start + character
+}
+
+/// The text after applying `edits` (non-overlapping, as LSP requires) to `text`.
+fn apply_edits(text: &str, edits: &[Value]) -> String {
+    let mut ranged: Vec<(usize, usize, &str)> = edits
+        .iter()
+        .map(|e| {
+            let range = &e["range"];
+            (
+                offset(text, &range["start"]),
+                offset(text, &range["end"]),
+                e["newText"].as_str().expect("newText"),
+            )
+        })
+        .collect();
+    ranged.sort_by_key(|(start, _, _)| std::cmp::Reverse(*start));
+    let mut out = text.to_string();
+    for (start, end, new) in ranged {
+        out.replace_range(start..end, new);
+    }
+    out
+}
+
+/// Plays the review: two hunks proposed on the unsaved buffer, the second accepted, the first
+/// rejected with a reason; the applyEdit targets the buffer's version and yields the expected text.
+async fn review_round_trip(server: &Server, id: &str, buffer: &str, version: i32, expected: &str) {
+    let client = &server.client;
+    let review = client.next_notification("agentls/review").await;
+    assert_eq!(review["sessionId"], id);
+    let call = review["callId"].clone();
+    let start = client
+        .next_notification_where("agentls/event", |e| {
+            e["kind"] == "tool_call_start" && e["data"]["call_id"] == call
+        })
+        .await;
+    assert_eq!(start["sessionId"], id, "the review names its tool call");
+    let file = &review["files"][0];
+    assert_eq!(
+        (file["uri"].as_str(), file["op"].as_str()),
+        (Some(file_uri(&server.lib()).as_str()), Some("modify"))
+    );
+    assert_eq!(file["hunks"].as_array().map(Vec::len), Some(2), "{file}");
+    assert!(file["diff"].as_str().unwrap_or_default().contains("+    22"), "{file}");
+    client
+        .command(
+            "agentls.resolveReview",
+            json!({"reviewId": review["reviewId"], "decision": "accept",
+                   "files": [{"uri": file["uri"], "acceptedHunks": [1]}], "feedback": "leave one() alone"}),
+        )
+        .await
+        .expect("resolveReview");
+
+    let apply = client.next_request("workspace/applyEdit").await;
+    let change = &apply.params["edit"]["documentChanges"][0];
+    assert_eq!(change["textDocument"], json!({"uri": file_uri(&server.lib()), "version": version}));
+    let edits = change["edits"].as_array().expect("edits");
+    assert_eq!(apply_edits(buffer, edits), expected, "the edit turns the buffer into the accepted text");
+    client.respond(&apply, json!({"applied": true}));
+    client.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": file_uri(&server.lib()), "version": version + 1},
+               "contentChanges": [{"text": expected}]}),
+    );
+    let end = client
+        .next_notification_where("agentls/event", |e| {
+            e["kind"] == "tool_call_end" && e["data"]["call_id"] == call
+        })
+        .await;
+    assert!(end["data"]["error"].is_null(), "{end}");
+    let done = client.next_event(id, "processing_end").await;
+    assert_eq!(done["data"]["reason"], "completed", "{done}");
+}
+
+/// What the model was told in its `index`-th request.
+fn request_body(mock: &MockProvider, index: usize) -> String {
+    mock.requests().get(index).map(|r| r.body.to_string()).unwrap_or_default()
+}
+
+fn progress_titles(client: &LspClient) -> Vec<String> {
+    client
+        .notifications("$/progress")
+        .iter()
+        .filter(|p| p["value"]["kind"] == "begin")
+        .filter_map(|p| p["value"]["title"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[tokio::test]
+async fn openai_apply_patch_review_round_trip_then_malformed_input_then_clean_exit() {
+    let server = Server::start(Dialect::OpenAiResponses, "gpt-test").await;
+    let client = &server.client;
+    let lib = server.lib();
+    client.open(&lib, DISK, 1);
+    client.change(&lib, 2, [1, 4, 1, 5], "10");
+    let buffer = DISK.replace("    1\n", "    10\n");
+
+    // The patch matches the unsaved buffer (`10`), not the disk (`1`).
+    let patch = "*** Begin Patch\n*** Update File: src/lib.rs\n@@ pub fn one() -> u32 {\n-    10\n+    11\n@@ pub fn two() -> u32 {\n-    2\n+    22\n*** End Patch";
+    server.mock.push(Turn::new().text("Patching both.").tool_call(
+        "call_p1",
+        "apply_patch",
+        json!({"patch": patch}),
+    ));
+    server.mock.push(Turn::new().text("Only two() changed."));
+
+    let created =
+        client.command("agentls.newSession", json!({"profile": "openai"})).await.expect("newSession");
+    assert_eq!((created["profile"].as_str(), created["model"].as_str()), (Some("openai"), Some("gpt-test")));
+    let id = created["sessionId"].as_str().expect("sessionId").to_string();
+    let queued = client.command("agentls.prompt", json!({"sessionId": id, "text": "bump the numbers"})).await;
+    assert_eq!(queued.expect("prompt"), json!({"sessionId": id}));
+
+    let delta = client.next_event(&id, "assistant_text_delta").await;
+    assert!(delta["timestamp"].is_string() && delta["data"]["delta"].is_string(), "{delta}");
+    review_round_trip(&server, &id, &buffer, 2, &buffer.replace("    2\n", "    22\n")).await;
+
+    let told = request_body(&server.mock, 1);
+    assert!(told.contains("accepted hunks [1] and rejected hunks [0]"), "{told}");
+    assert!(told.contains("leave one() alone"), "{told}");
+    assert_eq!(
+        std::fs::read_to_string(&lib).expect("read"),
+        DISK,
+        "nothing written behind the editor's back"
+    );
+    let transcript = server.dir.path().join(format!("data/sessions/{id}.jsonl"));
+    let stored = std::fs::read_to_string(&transcript).expect("the transcript is under AGENTLS_DATA_DIR");
+    assert!(stored.contains("bump the numbers"), "{stored}");
+    let titles = progress_titles(client);
+    assert!(titles.iter().any(|t| t == "agentls"), "{titles:?}");
+    assert!(titles.iter().any(|t| t.starts_with("apply_patch")), "{titles:?}");
+    assert!(!client.requests("window/workDoneProgress/create").is_empty());
+
+    malformed_input_then_still_serving(client).await;
+    server.finish().await;
+}
+
+/// Bad JSON, wrong Content-Length (too short, too long, not a number), garbage lines, wrong
+/// types, an unknown command and method, a 5 MB message: each gets an error, and the server
+/// answers the next request.
+async fn malformed_input_then_still_serving(client: &LspClient) {
+    let errors_before = null_id_errors(client);
+    let raw = |body: &str, declared: usize| {
+        client.send_raw(format!("Content-Length: {declared}\r\n\r\n{body}").as_bytes());
+    };
+    let bad_json = r#"{"jsonrpc": "2.0", "id": 900, "method": "#;
+    raw(bad_json, bad_json.len());
+    let message = r#"{"jsonrpc":"2.0","id":901,"method":"agentls/nothing","params":{}}"#;
+    raw(message, 20);
+    client.send_raw(b"this is not a header\r\n\r\n");
+    raw(message, message.len() + 300);
+    client.send_raw(format!("Content-Length: lots\r\n\r\n{message}").as_bytes());
+    raw("[1, 2, 3]", 9);
+    raw("", 0);
+
+    let wrong_type = client.request("workspace/executeCommand", json!({"command": 5})).await.unwrap_err();
+    assert_eq!(wrong_type["code"], -32602, "{wrong_type}");
+    let wrong_params = client.request("agentls/nothing", json!([1])).await.unwrap_err();
+    assert_eq!(wrong_params["code"], -32601, "{wrong_params}");
+    let unknown = client.command("agentls.noSuchCommand", json!({})).await.unwrap_err();
+    assert!(unknown["message"].as_str().unwrap_or_default().contains("agentls.newSession"), "{unknown}");
+    let huge = "y".repeat(5 << 20);
+    let err = client.command("agentls.steer", json!({"sessionId": huge, "text": "x"})).await.unwrap_err();
+    assert_eq!(err["data"], "sessionId");
+
+    // Still serving, and every malformed frame was answered.
+    let listed = client.command("agentls.listSessions", json!({})).await.expect("the server still answers");
+    assert_eq!(listed["sessions"].as_array().map(Vec::len), Some(1));
+    let answered = null_id_errors(client) - errors_before;
+    assert!(answered >= 5, "one error per malformed frame, got {answered}: {:#?}", client.all_messages());
+}
+
+fn null_id_errors(client: &LspClient) -> usize {
+    client.all_messages().iter().filter(|m| m.get("error").is_some() && m["id"].is_null()).count()
+}
+
+#[tokio::test]
+async fn anthropic_edit_file_after_reading_the_unsaved_buffer() {
+    let server = Server::start(Dialect::Anthropic, "claude-test").await;
+    let client = &server.client;
+    let lib = server.lib();
+    let buffer = DISK.replace("    2\n", "    2 // unsaved\n");
+    client.open(&lib, DISK, 4);
+    client.change(&lib, 5, [5, 5, 5, 5], " // unsaved");
+    let file_path = lib.display().to_string();
+    server.mock.push(Turn::new().tool_call("toolu_r", "read_file", json!({"file_path": file_path})));
+    server.mock.push(Turn::new().tool_call(
+        "toolu_e",
+        "edit_file",
+        json!({"file_path": file_path, "old_string": "    1\n}\n\npub fn two() -> u32 {\n    2 // unsaved",
+               "new_string": "    11\n}\n\npub fn two() -> u32 {\n    22 // unsaved"}),
+    ));
+    server.mock.push(Turn::new().text("Done."));
+    let created = client.command("agentls.newSession", json!({})).await.expect("newSession");
+    assert_eq!(created["profile"], "anthropic");
+    let id = created["sessionId"].as_str().expect("id").to_string();
+    client.command("agentls.prompt", json!({"sessionId": id, "text": "bump"})).await.expect("prompt");
+
+    let read = client.next_event(&id, "tool_call_end").await;
+    assert!(read["data"]["output"].as_str().unwrap_or_default().contains("2 // unsaved"), "{read}");
+    // One edit_file call whose change has two hunks (lines 2 and 6).
+    let expected = buffer.replace("    2 //", "    22 //");
+    review_round_trip(&server, &id, &buffer, 5, &expected).await;
+    let told = request_body(&server.mock, 2);
+    assert!(told.contains("accepted hunks [1] and rejected hunks [0]"), "{told}");
+    assert!(told.contains("leave one() alone"), "{told}");
+    server.finish().await;
+}
+
+#[tokio::test]
+async fn a_client_that_never_answers_apply_edit_times_out_per_agentls_client_timeout_ms() {
+    let server =
+        Server::start_with(Dialect::Anthropic, "claude-test", &[("AGENTLS_CLIENT_TIMEOUT_MS", "300")]).await;
+    let client = &server.client;
+    let created = client.command("agentls.newSession", json!({})).await.expect("newSession");
+    let id = created["sessionId"].as_str().expect("id").to_string();
+    client
+        .command("agentls.configure", json!({"sessionId": id, "approval": "auto"}))
+        .await
+        .expect("configure");
+    server.mock.push(Turn::new().tool_call(
+        "toolu_w",
+        "write_file",
+        json!({"file_path": server.root.join("src/new.rs").display().to_string(), "content": "pub fn new() {}\n"}),
+    ));
+    server.mock.push(Turn::new().text("Could not write."));
+    client.command("agentls.prompt", json!({"sessionId": id, "text": "add a file"})).await.expect("prompt");
+    let apply = client.next_request("workspace/applyEdit").await;
+    assert!(apply.params["edit"]["documentChanges"][0]["kind"] == "create", "{:?}", apply.params);
+    let end = client.next_event(&id, "tool_call_end").await;
+    assert!(end["data"]["error"].as_str().unwrap_or_default().contains("did not answer"), "{end}");
+    client.next_event(&id, "processing_end").await;
+    assert!(!server.root.join("src/new.rs").exists(), "nothing was written behind the editor's back");
+    server.finish().await;
+}
