@@ -1,0 +1,456 @@
+//! Editor flows through the in-process server against the loopback mock provider: plain-client
+//! review (needsConfirmation annotations, or [Apply] [Reject] [Show diff]), resource operations
+//! in applyEdit and their fallback, save-before-shell for plugin and plain clients, the
+//! `diagnostics` tool, a panicking session task, cancelling a `$/progress` token, and steering.
+
+#[path = "support/lsp_client.rs"]
+mod lsp_client;
+#[allow(dead_code)]
+#[path = "support/mock_provider.rs"]
+mod mock_provider;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use agentls::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use async_trait::async_trait;
+use lsp_client::{LspClient, file_uri, plugin_capabilities};
+use mock_provider::{Dialect, MockProvider, Turn};
+use serde_json::{Value, json};
+
+/// A tool whose description panics once `armed`: the session task panics outside any tool call
+/// (while it builds the model request), which nothing inside the session catches.
+struct Tripwire {
+    armed: Arc<AtomicBool>,
+}
+
+#[async_trait]
+impl Tool for Tripwire {
+    fn name(&self) -> &str {
+        "tripwire"
+    }
+    fn description(&self) -> &str {
+        if self.armed.load(Ordering::SeqCst) {
+            panic!("tripwire: a bug inside the session task");
+        }
+        "Does nothing."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {}})
+    }
+    async fn call(&self, _: Value, _: &ToolContext) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text("nothing"))
+    }
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    data: PathBuf,
+    mock: MockProvider,
+    client: LspClient,
+    tripwire: Arc<AtomicBool>,
+}
+
+impl Fixture {
+    async fn new(capabilities: Value) -> Self {
+        Self::with_options(capabilities, json!({"model": "claude-test"})).await
+    }
+
+    async fn with_options(capabilities: Value, init_options: Value) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("ws");
+        std::fs::create_dir_all(root.join("src")).expect("mkdir");
+        let data = dir.path().join("data");
+        let mock = MockProvider::start(Dialect::Anthropic).await;
+        let mut env = mock.env();
+        env.push(("ANTHROPIC_API_KEY".into(), "sk-ant-test".into()));
+        env.push(("AGENTLS_DATA_DIR".into(), data.display().to_string()));
+        env.push(("AGENTLS_CONFIG".into(), root.join("no-user-config.toml").display().to_string()));
+        let mut options = agentls::lsp::ServerOptions::from_env(agentls::config::Env::from_pairs(env));
+        // Generous: the deadline only bounds a hang.
+        options.deadlines.request = std::time::Duration::from_secs(30);
+        let tripwire = Arc::new(AtomicBool::new(false));
+        options.extra_tools = vec![Arc::new(Tripwire { armed: tripwire.clone() })];
+        let client = LspClient::in_process(options);
+        client.initialize(&root, capabilities, init_options).await;
+        Self { _dir: dir, root, data, mock, client, tripwire }
+    }
+
+    fn write(&self, rel: &str, text: &str) -> PathBuf {
+        let path = self.root.join(rel);
+        std::fs::write(&path, text).expect("write");
+        path
+    }
+
+    fn read(&self, rel: &str) -> Option<String> {
+        std::fs::read_to_string(self.root.join(rel)).ok()
+    }
+
+    async fn session(&self, args: Value) -> String {
+        let created = self.client.command("agentls.newSession", args).await.expect("newSession");
+        created["sessionId"].as_str().expect("sessionId").to_string()
+    }
+
+    async fn prompt(&self, id: &str, text: &str) {
+        self.client.command("agentls.prompt", json!({"sessionId": id, "text": text})).await.expect("prompt");
+    }
+
+    /// The body of the model's `index`-th request.
+    fn request(&self, index: usize) -> String {
+        self.mock.requests().get(index).map(|r| r.body.to_string()).unwrap_or_default()
+    }
+}
+
+fn patch_call(id: &str, patch: &str) -> Turn {
+    Turn::new().tool_call(id, "apply_patch", json!({"patch": patch}))
+}
+
+const LIB: &str = "pub fn f() -> u32 {\n    1\n}\n";
+const BUMP: &str =
+    "*** Begin Patch\n*** Update File: src/lib.rs\n@@ pub fn f() -> u32 {\n-    1\n+    2\n*** End Patch";
+
+/// A plain client (no plugin) whose workspace edits support change annotations.
+fn annotating_capabilities() -> Value {
+    json!({
+        "window": {"workDoneProgress": true},
+        "workspace": {"applyEdit": true, "workspaceEdit": {
+            "documentChanges": true, "changeAnnotationSupport": {"groupsOnLabel": true}}},
+    })
+}
+
+#[tokio::test]
+async fn plain_client_with_change_annotations_reviews_in_its_own_preview() {
+    let fx = Fixture::new(annotating_capabilities()).await;
+    fx.client.manual("workspace/applyEdit");
+    let lib = fx.write("src/lib.rs", LIB);
+    fx.client.open(&lib, LIB, 3);
+    fx.mock.push(patch_call("p1", BUMP)).push(Turn::new().text("Proposed."));
+    fx.mock.push(patch_call("p2", BUMP)).push(Turn::new().text("Declined."));
+    let id = fx.session(json!({"profile": "openai"})).await;
+    fx.prompt(&id, "bump").await;
+
+    let apply = fx.client.next_request("workspace/applyEdit").await;
+    let annotations = &apply.params["edit"]["changeAnnotations"];
+    let (annotation_id, annotation) =
+        annotations.as_object().and_then(|m| m.iter().next()).expect("an annotation");
+    assert_eq!(annotation["needsConfirmation"], true, "{annotations}");
+    assert!(annotation["label"].as_str().unwrap_or_default().contains("src/lib.rs"), "{annotation}");
+    let change = &apply.params["edit"]["documentChanges"][0];
+    assert_eq!(change["textDocument"], json!({"uri": file_uri(&lib), "version": 3}));
+    assert_eq!(change["edits"][0]["annotationId"], annotation_id.as_str());
+    assert_eq!(change["edits"][0]["newText"], "    2\n");
+    assert!(
+        fx.client.notifications("agentls/review").is_empty(),
+        "no plugin notification for a plain client"
+    );
+    fx.client.respond(&apply, json!({"applied": true}));
+    fx.client.next_event(&id, "processing_end").await;
+    assert!(fx.request(1).contains("Success"), "{}", fx.request(1));
+
+    // The user declines in the client's preview: the model hears it, nothing is written.
+    fx.prompt(&id, "again").await;
+    let apply = fx.client.next_request("workspace/applyEdit").await;
+    fx.client.respond(&apply, json!({"applied": false, "failureReason": "the user declined the change"}));
+    fx.client.next_event(&id, "processing_end").await;
+    let told = fx.request(3);
+    assert!(told.contains("the user declined the change") && told.contains("not applied"), "{told}");
+    assert_eq!(fx.read("src/lib.rs").as_deref(), Some(LIB));
+}
+
+#[tokio::test]
+async fn plain_client_review_by_question_shows_the_diff_then_asks_again() {
+    let caps = json!({
+        "window": {"workDoneProgress": true, "showDocument": {"support": true}},
+        "workspace": {"applyEdit": true, "workspaceEdit": {}},
+    });
+    let fx = Fixture::new(caps).await;
+    fx.client.manual("window/showMessageRequest");
+    fx.client.manual("window/showDocument");
+    fx.write("src/lib.rs", LIB);
+    fx.mock.push(patch_call("p1", BUMP)).push(Turn::new().text("Rejected, fine."));
+    let id = fx.session(json!({"profile": "openai"})).await;
+    fx.prompt(&id, "bump").await;
+
+    let question = fx.client.next_request("window/showMessageRequest").await;
+    let titles: Vec<&str> =
+        question.params["actions"].as_array().unwrap().iter().filter_map(|a| a["title"].as_str()).collect();
+    assert_eq!(titles, ["Apply", "Reject", "Show diff"]);
+    assert!(question.params["message"].as_str().unwrap_or_default().contains("M src/lib.rs"));
+    fx.client.respond(&question, json!({"title": "Show diff"}));
+
+    let show = fx.client.next_request("window/showDocument").await;
+    let uri = show.params["uri"].as_str().expect("uri");
+    let path = url::Url::parse(uri).expect("uri").to_file_path().expect("file uri");
+    let diff = std::fs::read_to_string(&path).expect("the diff file exists");
+    assert!(diff.contains("-    1") && diff.contains("+    2"), "{diff}");
+    fx.client.respond(&show, json!({"success": true}));
+
+    let again = fx.client.next_request("window/showMessageRequest").await;
+    assert_eq!(again.params["actions"], question.params["actions"], "the same question again");
+    fx.client.respond(&again, json!({"title": "Reject"}));
+    fx.client.next_event(&id, "processing_end").await;
+    let told = fx.request(1);
+    assert!(told.contains("rejected"), "{told}");
+    assert!(fx.client.requests("workspace/applyEdit").is_empty(), "a rejected change is never sent");
+    assert_eq!(fx.read("src/lib.rs").as_deref(), Some(LIB));
+}
+
+const RESHAPE: &str = "*** Begin Patch\n*** Add File: src/new.rs\n+pub fn new() {}\n*** Delete File: src/old.rs\n*** Update File: src/lib.rs\n*** Move to: src/moved.rs\n@@ pub fn f() -> u32 {\n-    1\n+    2\n*** End Patch";
+
+#[tokio::test]
+async fn create_rename_delete_go_out_as_resource_operations() {
+    let fx = Fixture::new(plugin_capabilities()).await;
+    fx.client.manual("workspace/applyEdit");
+    let lib = fx.write("src/lib.rs", LIB);
+    let old = fx.write("src/old.rs", "old\n");
+    fx.mock.push(patch_call("p1", RESHAPE)).push(Turn::new().text("Reshaped."));
+    let id = fx.session(json!({"profile": "openai"})).await;
+    fx.prompt(&id, "reshape").await;
+
+    let review = fx.client.next_notification("agentls/review").await;
+    let ops: Vec<(String, String)> = review["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["op"].as_str().unwrap().to_string(), f["uri"].as_str().unwrap().to_string()))
+        .collect();
+    assert!(ops.contains(&("create".into(), file_uri(&fx.root.join("src/new.rs")))), "{ops:?}");
+    assert!(ops.contains(&("delete".into(), file_uri(&old))), "{ops:?}");
+    let renamed = review["files"].as_array().unwrap().iter().find(|f| f["op"] == "rename").expect("rename");
+    assert_eq!(renamed["newUri"], file_uri(&fx.root.join("src/moved.rs")));
+    fx.client
+        .command("agentls.resolveReview", json!({"reviewId": review["reviewId"], "decision": "accept"}))
+        .await
+        .expect("accept");
+
+    let apply = fx.client.next_request("workspace/applyEdit").await;
+    let changes = apply.params["edit"]["documentChanges"].as_array().cloned().expect("documentChanges");
+    let find = |kind: &str| changes.iter().find(|c| c["kind"] == kind).cloned();
+    assert_eq!(find("create").expect("create")["uri"], file_uri(&fx.root.join("src/new.rs")));
+    assert_eq!(find("delete").expect("delete")["uri"], file_uri(&old));
+    let rename = find("rename").expect("rename");
+    assert_eq!(
+        (rename["oldUri"].clone(), rename["newUri"].clone()),
+        (json!(file_uri(&lib)), json!(file_uri(&fx.root.join("src/moved.rs"))))
+    );
+    let edit_of = |path: &str| {
+        changes.iter().find(|c| c["textDocument"]["uri"] == file_uri(&fx.root.join(path))).cloned()
+    };
+    assert_eq!(
+        edit_of("src/new.rs").expect("content of the new file")["edits"][0]["newText"],
+        "pub fn new() {}\n"
+    );
+    assert_eq!(edit_of("src/moved.rs").expect("edit of the moved file")["edits"][0]["newText"], "    2\n");
+    fx.client.respond(&apply, json!({"applied": true}));
+    fx.client.next_event(&id, "processing_end").await;
+    // The editor performs the operations; the server wrote nothing itself.
+    assert_eq!(fx.read("src/lib.rs").as_deref(), Some(LIB));
+    assert!(fx.read("src/new.rs").is_none() && fx.read("src/old.rs").is_some());
+}
+
+#[tokio::test]
+async fn without_resource_operations_files_the_editor_does_not_hold_change_on_disk() {
+    let caps =
+        json!({"window": {"workDoneProgress": true}, "workspace": {"applyEdit": true, "workspaceEdit": {}}});
+    let fx = Fixture::new(caps).await;
+    fx.write("src/lib.rs", LIB);
+    fx.write("src/old.rs", "old\n");
+    let open = fx.write("src/open.rs", "open\n");
+    fx.client.open(&open, "open\n", 1);
+    fx.mock.push(patch_call("p1", RESHAPE)).push(Turn::new().text("Reshaped."));
+    let delete_open = "*** Begin Patch\n*** Delete File: src/open.rs\n*** End Patch";
+    fx.mock.push(patch_call("p2", delete_open)).push(Turn::new().text("Could not."));
+    let id = fx.session(json!({"profile": "openai"})).await;
+    fx.client.command("agentls.configure", json!({"sessionId": id, "approval": "auto"})).await.expect("auto");
+    fx.prompt(&id, "reshape").await;
+    fx.client.next_event(&id, "processing_end").await;
+    assert_eq!(fx.read("src/new.rs").as_deref(), Some("pub fn new() {}\n"));
+    assert!(fx.read("src/old.rs").is_none() && fx.read("src/lib.rs").is_none());
+    assert_eq!(fx.read("src/moved.rs").as_deref(), Some("pub fn f() -> u32 {\n    2\n}\n"));
+    assert!(fx.client.requests("workspace/applyEdit").is_empty(), "nothing for the editor to edit");
+
+    // A file the editor holds is not deleted behind its back.
+    fx.prompt(&id, "delete the open one").await;
+    fx.client.next_event(&id, "processing_end").await;
+    let told = fx.request(3);
+    assert!(told.contains("open in the editor"), "{told}");
+    assert_eq!(fx.read("src/open.rs").as_deref(), Some("open\n"));
+}
+
+#[tokio::test]
+async fn before_a_shell_command_a_plugin_client_is_asked_to_save_the_changed_files() {
+    let fx =
+        Fixture::with_options(plugin_capabilities(), json!({"model": "m", "shell": {"permission": "allow"}}))
+            .await;
+    fx.client.manual("agentls/saveDocuments");
+    let lib = fx.write("src/lib.rs", LIB);
+    let other = fx.write("src/other.rs", "other\n");
+    fx.client.open(&lib, LIB, 1);
+    fx.client.open(&other, "other\n", 1);
+    fx.client.change(&other, 2, [0, 0, 0, 0], "// unsaved\n");
+    fx.mock.push(patch_call("p1", BUMP));
+    fx.mock.push(Turn::new().tool_call("s1", "shell", json!({"command": "cat src/lib.rs"})));
+    fx.mock.push(Turn::new().text("Saved and ran."));
+    let id = fx.session(json!({"profile": "openai"})).await;
+    fx.client.command("agentls.configure", json!({"sessionId": id, "approval": "auto"})).await.expect("auto");
+    fx.client.auto_answer("workspace/applyEdit", json!({"applied": true}));
+    fx.prompt(&id, "bump and test").await;
+
+    let save = fx.client.next_request("agentls/saveDocuments").await;
+    assert_eq!(save.params["uris"], json!([file_uri(&lib)]), "exactly the files the agent changed");
+    // The plugin saves: the editor writes its buffer.
+    std::fs::write(&lib, LIB.replace("    1", "    2")).expect("save");
+    fx.client.respond(&save, json!({"saved": [file_uri(&lib)]}));
+    let end = fx
+        .client
+        .next_notification_where("agentls/event", |e| {
+            e["kind"] == "tool_call_end" && e["data"]["call_id"] == "s1"
+        })
+        .await;
+    assert!(end["data"]["output"].as_str().unwrap_or_default().contains("    2"), "{end}");
+    fx.client.next_event(&id, "processing_end").await;
+    assert_eq!(fx.read("src/other.rs").as_deref(), Some("other\n"), "untouched buffers are never written");
+}
+
+#[tokio::test]
+async fn before_a_shell_command_the_server_writes_exactly_the_changed_files_for_a_plain_client() {
+    let caps = json!({"window": {"workDoneProgress": true}, "workspace": {"applyEdit": true, "workspaceEdit": {"documentChanges": true}}});
+    let fx = Fixture::with_options(caps, json!({"model": "m", "shell": {"permission": "allow"}})).await;
+    let lib = fx.write("src/lib.rs", LIB);
+    let other = fx.write("src/other.rs", "other\n");
+    fx.client.open(&lib, LIB, 1);
+    fx.client.open(&other, "other\n", 1);
+    fx.client.change(&other, 2, [0, 0, 0, 0], "// unsaved\n");
+    fx.client.manual("workspace/applyEdit");
+    fx.mock.push(patch_call("p1", BUMP));
+    fx.mock.push(Turn::new().tool_call("s1", "shell", json!({"command": "cat src/lib.rs"})));
+    fx.mock.push(Turn::new().text("Ran."));
+    let id = fx.session(json!({"profile": "openai"})).await;
+    fx.client.command("agentls.configure", json!({"sessionId": id, "approval": "auto"})).await.expect("auto");
+    fx.prompt(&id, "bump and test").await;
+
+    let apply = fx.client.next_request("workspace/applyEdit").await;
+    // The editor applies the edit to its buffer and the user adds a line before the shell runs.
+    let edited = "// user line\npub fn f() -> u32 {\n    2\n}\n";
+    fx.client.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": file_uri(&lib), "version": 3}, "contentChanges": [{"text": edited}]}),
+    );
+    fx.client.respond(&apply, json!({"applied": true}));
+    let end = fx
+        .client
+        .next_notification_where("agentls/event", |e| {
+            e["kind"] == "tool_call_end" && e["data"]["call_id"] == "s1"
+        })
+        .await;
+    assert!(end["data"]["output"].as_str().unwrap_or_default().contains("// user line"), "{end}");
+    assert_eq!(fx.read("src/lib.rs").as_deref(), Some(edited), "the editor's text was written");
+    assert_eq!(fx.read("src/other.rs").as_deref(), Some("other\n"), "untouched buffers are never written");
+    assert!(fx.client.requests("agentls/saveDocuments").is_empty(), "a plain client gets no plugin request");
+}
+
+#[tokio::test]
+async fn the_diagnostics_tool_asks_the_plugin_for_the_editors_diagnostics() {
+    let fx = Fixture::new(plugin_capabilities()).await;
+    fx.client.manual("agentls/diagnostics");
+    let lib = fx.write("src/lib.rs", LIB);
+    fx.mock.push(Turn::new().tool_call("d1", "diagnostics", json!({"path": "src/lib.rs"})));
+    fx.mock.push(Turn::new().text("One error."));
+    let id = fx.session(json!({})).await;
+    fx.prompt(&id, "what is wrong?").await;
+    let asked = fx.client.next_request("agentls/diagnostics").await;
+    assert_eq!(asked.params["uri"], file_uri(&lib));
+    fx.client.respond(
+        &asked,
+        json!({"files": [{"uri": file_uri(&lib), "diagnostics": [{
+            "range": {"start": {"line": 1, "character": 4}, "end": {"line": 1, "character": 5}},
+            "severity": 1, "message": "expected `u32`, found `&str`", "source": "rustc"}]}]}),
+    );
+    fx.client.next_event(&id, "processing_end").await;
+    let told = fx.request(1);
+    assert!(told.contains("src/lib.rs:2:5: error: expected `u32`, found `&str` (rustc)"), "{told}");
+}
+
+#[tokio::test]
+async fn a_panic_inside_a_session_task_is_an_error_event_and_the_server_keeps_serving() {
+    let fx = Fixture::new(plugin_capabilities()).await;
+    let id = fx.session(json!({})).await;
+    fx.tripwire.store(true, Ordering::SeqCst);
+    fx.prompt(&id, "trip").await;
+    let error = fx.client.next_event(&id, "error").await;
+    assert_eq!(error["data"]["fatal"], true, "{error}");
+    assert!(
+        error["data"]["message"].as_str().unwrap_or_default().contains("stopped unexpectedly"),
+        "{error}"
+    );
+    let err = fx.client.command("agentls.prompt", json!({"sessionId": id, "text": "x"})).await.unwrap_err();
+    assert_eq!(err["data"], "sessionId", "the dead session is gone");
+
+    fx.tripwire.store(false, Ordering::SeqCst);
+    fx.mock.push(Turn::new().text("alive"));
+    let next = fx.session(json!({})).await;
+    fx.prompt(&next, "hello").await;
+    let done = fx.client.next_event(&next, "processing_end").await;
+    assert_eq!(done["data"]["text"], "alive");
+}
+
+#[tokio::test]
+async fn cancelling_the_turn_progress_interrupts_the_turn() {
+    let fx = Fixture::new(plugin_capabilities()).await;
+    let id = fx.session(json!({})).await;
+    fx.mock.push(Turn::new().tool_call("s1", "shell", json!({"command": "echo waiting"})));
+    fx.prompt(&id, "run").await;
+    let ask = fx.client.next_notification("agentls/permission").await;
+    let begin = fx
+        .client
+        .next_notification_where("$/progress", |p| {
+            p["value"]["kind"] == "begin" && p["value"]["title"] == "agentls"
+        })
+        .await;
+    assert_eq!(begin["value"]["cancellable"], true);
+    fx.client.notify("window/workDoneProgress/cancel", json!({"token": begin["token"]}));
+    let end = fx.client.next_event(&id, "processing_end").await;
+    assert_ne!(end["data"]["reason"], "completed", "{end}");
+    let late = fx
+        .client
+        .command(
+            "agentls.resolvePermission",
+            json!({"requestId": ask["requestId"], "decision": "allow_once"}),
+        )
+        .await;
+    assert!(late.is_err(), "the pending question was answered by the cancel");
+    fx.client
+        .next_notification_where("$/progress", |p| {
+            p["token"] == begin["token"] && p["value"]["kind"] == "end"
+        })
+        .await;
+}
+
+#[tokio::test]
+async fn steering_mid_turn_reaches_the_next_model_request() {
+    let fx = Fixture::new(plugin_capabilities()).await;
+    let id = fx.session(json!({})).await;
+    fx.mock.push(Turn::new().tool_call("s1", "shell", json!({"command": "echo step"})));
+    fx.mock.push(Turn::new().text("Steered."));
+    fx.prompt(&id, "run").await;
+    let ask = fx.client.next_notification("agentls/permission").await;
+    fx.client
+        .command("agentls.steer", json!({"sessionId": id, "text": "only touch the CLI, not the library"}))
+        .await
+        .expect("steer");
+    fx.client
+        .command(
+            "agentls.resolvePermission",
+            json!({"requestId": ask["requestId"], "decision": "allow_once"}),
+        )
+        .await
+        .expect("allow");
+    let injected = fx.client.next_event(&id, "steering_injected").await;
+    assert!(injected["data"].to_string().contains("only touch the CLI"), "{injected}");
+    fx.client.next_event(&id, "processing_end").await;
+    assert!(fx.request(1).contains("only touch the CLI, not the library"), "{}", fx.request(1));
+    assert!(!fx.request(0).contains("only touch the CLI"));
+    let _ = &fx.data;
+}
