@@ -110,9 +110,12 @@ class Editor:
         self.answer_message: Callable[[dict[str, Any]], str | None] = lambda params: None
         # What the simulated editor answers to workspace/applyEdit (None: apply it).
         self.refuse_edit: str | None = None
+        # What the editor shows, for agentls/diagnostics: [{uri, diagnostics: [...]}].
+        self.editor_diagnostics: list[dict[str, Any]] = []
         # While set and not done, workspace/applyEdit is not answered (an editor that hangs).
         self.hold_edits: asyncio.Future[None] | None = None
         self._raw_ids = 0
+        self._stopped = False
         self._install()
 
     # -- wiring ---------------------------------------------------------------------------
@@ -146,6 +149,20 @@ class Editor:
         for method in ("agentls/event", "agentls/review", "agentls/permission"):
             # Recorded above; registered so pygls does not warn about unknown methods.
             client.feature(method)(lambda ls, params: None)
+
+        @client.feature("agentls/saveDocuments")
+        def save_documents(ls, params):
+            # What the plugins do: write the buffers of the given files to disk.
+            for uri in self._last("agentls/saveDocuments")["params"]["uris"]:
+                if uri in self.buffers:
+                    path_of(uri).write_text(self.buffers[uri].text)
+            return {}
+
+        @client.feature("agentls/diagnostics")
+        def diagnostics(ls, params):
+            uri = self._last("agentls/diagnostics")["params"].get("uri")
+            files = [f for f in self.editor_diagnostics if uri is None or f["uri"] == uri]
+            return {"files": files}
 
         @client.feature(types.CLIENT_REGISTER_CAPABILITY)
         def register_capability(ls, params):
@@ -196,6 +213,9 @@ class Editor:
         return editor
 
     async def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
         try:
             await asyncio.wait_for(self.client.shutdown_session(), 5)
         except Exception:  # noqa: BLE001 - a server already gone is fine at teardown

@@ -45,6 +45,21 @@ async def test_malformed_frames_and_messages_get_errors_and_the_server_keeps_ser
     await still_serves(editor, provider)
 
 
+async def test_a_wrong_content_length_costs_only_its_own_message(start_editor, provider):
+    editor = await start_editor("vscode")
+    lost = json.dumps({"jsonrpc": "2.0", "id": "lost-1", "method": "shutdown"}).encode()
+    editor.write_raw(b"Content-Length: %d\r\n\r\n" % (len(lost) + 300) + lost)  # longer than the body
+    listed = await editor.raw_command("agentls.listSessions", {})
+    assert listed["result"] == {"sessions": []}, "the next request is still read"
+    editor.write_raw(b"Content-Length: 10\r\n\r\n" + lost)  # shorter than the body
+    listed = await editor.raw_command("agentls.listSessions", {})
+    assert listed["result"] == {"sessions": []}
+    assert not [m for m in editor.received if m.get("id") == "lost-1"], "the broken frames were not executed"
+    messages = [e["message"] for e in null_id_errors(editor)]
+    assert any("shorter than its Content-Length" in m for m in messages), messages
+    await still_serves(editor, provider)
+
+
 async def test_wrong_types_unknown_commands_and_methods_are_answered_with_errors(start_editor, provider):
     editor = await start_editor("vscode", plugin=True)
     cases = [

@@ -1,0 +1,109 @@
+"""Sessions through the real binary: resume after a restart from the stored transcript, steering
+mid-turn, a conflicting user edit during review, and code actions of plain clients."""
+
+from __future__ import annotations
+
+import pytest
+from editor import file_uri
+from fake_provider import Turn
+
+
+async def test_resume_after_restart_carries_the_history(start_editor, provider, workspace):
+    first = await start_editor("neovim-0.11", plugin=True)
+    session = (await first.command("agentls.newSession", {}))["sessionId"]
+    provider.push(Turn().text("I will remember it."))
+    await first.command("agentls.prompt", {"sessionId": session, "text": "remember the word kumquat"})
+    await first.event(session, "processing_end")
+    await first.stop()
+
+    second = await start_editor("neovim-0.11", plugin=True)
+    listed = await second.command("agentls.listSessions", {})
+    [stored] = [s for s in listed["sessions"] if s["sessionId"] == session]
+    assert stored["open"] is False and stored["title"] == "remember the word kumquat"
+    resumed = await second.command("agentls.resumeSession", {"sessionId": session})
+    assert resumed["resumed"] is True and resumed["turns"] == 2
+    again = await second.command("agentls.resumeSession", {"sessionId": session})
+    assert again["resumed"] is False
+    provider.push(Turn().text("kumquat"))
+    await second.command("agentls.prompt", {"sessionId": session, "text": "which word?"})
+    await second.event(session, "processing_end")
+    assert provider.saw(1, "remember the word kumquat") and provider.saw(1, "I will remember it.")
+    missing = await second.raw_command("agentls.resumeSession", {"sessionId": "no-such-session"})
+    assert missing["error"]["data"] == "sessionId"
+
+
+async def test_steering_reaches_the_next_model_call(start_editor, provider, workspace):
+    editor = await start_editor("vscode", plugin=True)
+    provider.push(Turn().tool_call("s1", "shell", {"command": "echo step"}), Turn().text("steered"))
+    session = (await editor.command("agentls.newSession", {}))["sessionId"]
+    await editor.command("agentls.prompt", {"sessionId": session, "text": "run it"})
+    ask = await editor.next_message("agentls/permission")
+    await editor.command("agentls.steer", {"sessionId": session, "text": "and use French afterwards"})
+    await editor.command("agentls.resolvePermission", {"requestId": ask["requestId"], "decision": "allow_once"})
+    injected = await editor.event(session, "steering_injected")
+    assert injected["data"]["content"] == "and use French afterwards"
+    await editor.event(session, "processing_end")
+    assert provider.saw(1, "and use French afterwards") and not provider.saw(0, "French")
+
+
+async def test_a_conflicting_user_edit_fails_cleanly(start_editor, provider, workspace):
+    path = workspace / "notes.txt"
+    path.write_text("one\ntwo\nthree\n")
+    editor = await start_editor("eglot", plugin=True)
+    editor.open(path)
+    provider.push(
+        Turn().tool_call("r1", "read_file", {"file_path": "notes.txt"}),
+        Turn().tool_call("e1", "edit_file", {"file_path": "notes.txt", "old_string": "two", "new_string": "TWO"}),
+        Turn().text("I will re-read it."),
+    )
+    session = (await editor.command("agentls.newSession", {}))["sessionId"]
+    await editor.command("agentls.prompt", {"sessionId": session, "text": "shout two"})
+    review = await editor.next_message("agentls/review")
+    editor.type_text(path, "two", "two and more")
+    await editor.command("agentls.resolveReview", {"reviewId": review["reviewId"], "decision": "accept"})
+    end = await editor.event(session, "tool_call_end", 1)
+    assert end["data"]["status"] == "error"
+    assert "changed in the editor since you read it" in end["data"]["error"], end
+    await editor.event(session, "processing_end")
+    assert editor.params("workspace/applyEdit") == []
+    assert editor.text(path) == "one\ntwo and more\nthree\n"
+
+
+@pytest.mark.parametrize("name", ["vscode", "neovim-0.7", "neovim-0.11", "eglot"])
+async def test_plain_client_code_actions_run_the_agent(start_editor, provider, workspace, name):
+    lib = workspace / "src" / "lib.rs"
+    lib.write_text("pub fn f() {}\n")
+    editor = await start_editor(name)
+    editor.open(lib)
+    editor.type_text(lib, "pub fn", "// agent: add a doc comment\npub fn")
+    reply = await editor.raw_request(
+        "textDocument/codeAction",
+        {
+            "textDocument": {"uri": file_uri(lib)},
+            "range": {"start": {"line": 0, "character": 3}, "end": {"line": 0, "character": 3}},
+            "context": {"diagnostics": [{
+                "range": {"start": {"line": 1, "character": 7}, "end": {"line": 1, "character": 8}},
+                "message": "function `f` is never used", "source": "rustc", "severity": 2,
+            }]},
+        },
+    )
+    actions = reply["result"]
+    assert [a["title"] for a in actions] == [
+        "agentls: fix this — function `f` is never used",
+        "agentls: add a doc comment",
+        "agentls: explain",
+    ]
+    assert [a["kind"] for a in actions] == ["quickfix", "quickfix", ""]
+    command = actions[1]["command"]
+    assert command["command"] == "agentls.prompt"
+    provider.push(Turn().text("Added the comment."))
+    queued = await editor.raw_request(
+        "workspace/executeCommand", {"command": command["command"], "arguments": command["arguments"]}
+    )
+    session = queued["result"]["sessionId"]
+    await editor.event(session, "processing_end")
+    assert provider.saw(0, "add a doc comment") and provider.saw(0, "src/lib.rs")
+    await editor.wait_for(
+        "the answer as a message",
+        lambda: [m for m in editor.params("window/showMessage") if "Added the comment." in m["message"]],
+    )
