@@ -1,5 +1,54 @@
 //! Agent-loop spec §9.1, 9.3, 9.5–9.7, 9.10, 9.11 against the loopback mock provider, with small
 //! custom tools (the profile tool sets are covered by the parity tests).
+//!
+//! Where each Definition-of-Done checkbox of spec §9 is tested (file::test; unprefixed names are
+//! in this file):
+//!
+//! | § | checkbox | tests |
+//! |---|---|---|
+//! | 9.1 | session with profile + environment | session_is_created_with_profile_and_environment |
+//! | 9.1 | process_input loop | process_input_loops_model_tools_model_until_natural_completion |
+//! | 9.1 | natural completion | natural_completion_exits_on_text_only_response |
+//! | 9.1 | max_tool_rounds_per_input | max_tool_rounds_per_input_stops_the_loop |
+//! | 9.1 | max_turns across inputs | max_turns_stops_the_loop_across_inputs |
+//! | 9.1 | abort: stop, kill processes, CLOSED | close_interrupts_and_ends_with_session_end_then_closed, session_processes::* |
+//! | 9.1 | loop detection | loop_detection_injects_a_warning_steering_turn, parity_matrix::loop_detection::* |
+//! | 9.1 | sequential inputs | multiple_sequential_inputs_share_the_history |
+//! | 9.2 | codex / Claude Code / gemini-cli tools | tools_registry::profiles_register_their_reference_agents_tools, parity_matrix::native_edit_format::* |
+//! | 9.2 | provider-specific system prompt | profiles::tests::each_profile_has_its_own_prompt_covering_the_topics (unit), session_prompts::system_prompt_has_every_layer_in_order_for_each_profile |
+//! | 9.2 | custom tools on any profile | session_prompts::custom_tools_are_offered_on_top_of_every_profile |
+//! | 9.2 | name collisions: latest wins | session_prompts::a_custom_tool_replaces_the_profile_tool_of_the_same_name, custom_tool_with_the_same_name_overrides_the_earlier_one |
+//! | 9.3 | dispatch through the registry | process_input_loops_model_tools_model_until_natural_completion, tools_registry::* |
+//! | 9.3 | unknown tool → error result | unknown_tool_returns_an_error_result_to_the_model, parity_matrix::error_recovery::* |
+//! | 9.3 | arguments validated against the schema | invalid_arguments_return_an_error_result, tools_registry::invalid_arguments_name_the_field_and_what_is_expected |
+//! | 9.3 | executor errors → is_error | tool_errors_become_error_results_and_the_model_recovers |
+//! | 9.3 | parallel execution | parallel_tool_calls_run_concurrently_with_results_in_call_order, parity_matrix::parallel_calls::* |
+//! | 9.4 | LocalExecutionEnvironment operations | exec_local::* |
+//! | 9.4 | default timeout 10 s | exec_local::the_default_command_timeout_is_ten_seconds |
+//! | 9.4 | per-call timeout_ms | exec_local::per_call_timeout_overrides_the_default_up_to_the_maximum, parity_matrix::shell_timeout::* |
+//! | 9.4 | SIGTERM, then SIGKILL after 2 s | exec_local::timeout_sends_sigterm_to_the_group_then_sigkill |
+//! | 9.4 | secrets filtered from the environment | exec_local::env_filtering_removes_secrets_under_every_policy, exec_cli::shell_runs_without_secrets_and_timeouts_are_reported |
+//! | 9.4 | custom environments | tools_registry::consumers_can_plug_in_their_own_execution_environment |
+//! | 9.5 | characters first, then lines | tools_truncation::characters_are_truncated_before_lines, parity_matrix::truncation::* |
+//! | 9.5 | verbatim markers | tools_truncation::head_tail_marker_is_verbatim, tools_truncation::line_marker_is_verbatim |
+//! | 9.5 | TOOL_CALL_END has the full output | tool_call_end_has_full_output_and_the_model_gets_the_truncated_one |
+//! | 9.5 | default limits of §5.2 | tools_truncation::default_character_limits_and_modes_match_the_spec_table, tools_truncation::default_line_limits_match_the_spec_table |
+//! | 9.5 | limits overridable | tool_output_limits_are_overridable, tool_line_limits_are_overridable |
+//! | 9.6 | steer after the current round, as SteeringTurn, user role | steer_is_injected_after_the_current_tool_round, parity_matrix::steering::* |
+//! | 9.6 | follow_up after the input | follow_up_is_processed_after_the_current_input_completes |
+//! | 9.7 | reasoning_effort passed through, changes on the next call | reasoning_effort_is_passed_through_and_changes_on_the_next_call, parity_matrix::reasoning_effort_change::* |
+//! | 9.7 | low / medium / high / null | every_reasoning_effort_value_reaches_the_request |
+//! | 9.8 | base, environment, tools, project docs, user override last, only the profile's files | session_prompts::system_prompt_has_every_layer_in_order_for_each_profile, profiles::project_docs::tests::* (unit) |
+//! | 9.10 | every §2.9 event kind | every_spec_event_kind_is_emitted, command_output_streams_while_the_command_runs |
+//! | 9.10 | async delivery, order, SESSION_START/END bracket | events_are_emitted_in_order_and_bracket_the_session |
+//! | 9.10 | TOOL_CALL_END untruncated | tool_call_end_has_full_output_and_the_model_gets_the_truncated_one, parity_matrix::truncation::* |
+//! | 9.11 | tool errors → model recovers | tool_errors_become_error_results_and_the_model_recovers, parity_matrix::error_recovery::* |
+//! | 9.11 | transient errors retried | transient_provider_errors_are_retried |
+//! | 9.11 | authentication: no retry, CLOSED | authentication_errors_surface_at_once_and_close_the_session |
+//! | 9.11 | context window: warning (and pruning, seed 002) | context_usage_above_80_percent_emits_a_warning, context_overflow_prunes_the_history_and_retries |
+//! | 9.11 | graceful shutdown | close_interrupts_and_ends_with_session_end_then_closed, session_processes::close_mid_command_leaves_no_process_behind, exec_cli::sigint_mid_command_exits_130_and_leaves_no_process_behind |
+//! | 9.12 | parity matrix | parity_matrix::<cell>::<profile> |
+//! | 9.13 | smoke test through `agentls exec` | exec_cli::smoke_test_{openai,anthropic,gemini} |
 
 mod session_harness;
 mod support;
@@ -10,6 +59,7 @@ use agentls::llm::ReasoningEffort;
 use agentls::profiles::ProfileKind;
 use agentls::session::{ConfigChange, EventKind, SessionState, Turn};
 use serde_json::json;
+use session_harness::calls::sent_result;
 use session_harness::tools::{Big, Echo, Fail, Gate, Rendezvous};
 use session_harness::{Harness, Setup, kinds, of_kind, reason, str_of};
 use support::mock_provider::{ErrorPreset, Turn as Reply};
@@ -282,6 +332,22 @@ async fn tool_output_limits_are_overridable() {
     assert!(h.request_text(1).contains("900 characters were removed"));
 }
 
+#[tokio::test]
+async fn tool_line_limits_are_overridable() {
+    let mut h = Harness::start(echo_setup().config(|c| {
+        c.tool_line_limits.insert("echo".into(), 4);
+    }))
+    .await;
+    let text = (1..=10).map(|i| format!("line{i}")).collect::<Vec<_>>().join("\n");
+    h.mock.push(Reply::new().tool_call("c1", "echo", json!({ "text": text })));
+    h.mock.push(Reply::new().text("ok"));
+    let events = h.run("go").await;
+    let sent = sent_result(P, &h.body(1), "c1").content;
+    assert!(sent.contains("[... 6 lines omitted ...]"), "{sent}");
+    assert!(!sent.contains("line5"));
+    assert!(str_of(of_kind(&events, EventKind::ToolCallEnd)[0], "output").contains("line5"));
+}
+
 // §9.6 Steering
 
 #[tokio::test]
@@ -360,6 +426,35 @@ async fn reasoning_effort_is_passed_through_and_changes_on_the_next_call() {
 }
 
 #[tokio::test]
+async fn every_reasoning_effort_value_reaches_the_request() {
+    let mut h = Harness::start(Setup::new(ProfileKind::OpenAi).without_profile_tools()).await;
+    let values =
+        [Some(ReasoningEffort::Low), Some(ReasoningEffort::Medium), Some(ReasoningEffort::High), None];
+    for effort in values {
+        h.handle.configure(ConfigChange { reasoning_effort: Some(effort), ..Default::default() });
+        h.mock.push(Reply::new().text("ok"));
+        h.run("think").await;
+    }
+    let sent: Vec<_> = h.requests().iter().map(|r| r.body["reasoning"]["effort"].clone()).collect();
+    assert_eq!(sent, [json!("low"), json!("medium"), json!("high"), serde_json::Value::Null]);
+}
+
+#[tokio::test]
+async fn configure_reports_the_new_values_as_config_changed() {
+    let mut h = Harness::start(echo_setup()).await;
+    h.handle.configure(ConfigChange {
+        model: Some("claude-haiku-4-5".into()),
+        reasoning_effort: Some(Some(ReasoningEffort::Medium)),
+        ..Default::default()
+    });
+    let events = h.until(EventKind::ConfigChanged).await;
+    let data = &events.last().expect("config_changed").data;
+    assert_eq!(data["model"], "claude-haiku-4-5");
+    assert_eq!(data["reasoning_effort"], "medium");
+    assert_eq!(data["approval"], "review", "unchanged values are reported too");
+}
+
+#[tokio::test]
 async fn model_change_applies_to_the_next_call() {
     let mut h = Harness::start(echo_setup()).await;
     h.mock.push(Reply::new().text("a"));
@@ -406,6 +501,74 @@ async fn events_are_emitted_in_order_and_bracket_the_session() {
     assert!(text_end.data["totals"]["input_tokens"].as_u64() >= Some(10));
     let json = serde_json::to_value(&events[0]).expect("serializes");
     assert_eq!(json["kind"], "session_start");
+}
+
+#[tokio::test]
+async fn command_output_streams_while_the_command_runs() {
+    let mut h = Harness::start(Setup::new(P)).await;
+    let command = "echo first-line; while [ ! -e release ]; do sleep 0.01; done; echo second-line";
+    h.mock.push(Reply::new().tool_call("c1", "shell", json!({ "command": command })));
+    h.mock.push(Reply::new().text("done"));
+    h.handle.submit("run".into());
+    // The first line arrives while the command still waits: it is live, not replayed at the end.
+    let before = h.until(EventKind::ToolCallOutputDelta).await;
+    assert!(!kinds(&before).contains(&EventKind::ToolCallEnd));
+    std::fs::write(h.path("release"), "").expect("release");
+    let mut events = before;
+    events.extend(h.until(EventKind::ProcessingEnd).await);
+    let deltas = of_kind(&events, EventKind::ToolCallOutputDelta);
+    assert!(deltas.iter().all(|d| str_of(d, "call_id") == "c1"));
+    let streamed: String = deltas.iter().map(|d| str_of(d, "delta")).collect();
+    assert_eq!(streamed, "first-line\nsecond-line\n");
+    let k = kinds(&events);
+    let last_delta = k.iter().rposition(|x| *x == EventKind::ToolCallOutputDelta).expect("delta");
+    assert!(last_delta < k.iter().position(|x| *x == EventKind::ToolCallEnd).expect("end"));
+}
+
+/// One session that goes through every event kind of spec §2.9.
+#[tokio::test]
+async fn every_spec_event_kind_is_emitted() {
+    let setup = Setup::new(P).config(|c| {
+        c.loop_detection_window = 2;
+        c.max_tool_rounds_per_input = 2;
+        c.context_window_tokens = Some(1000);
+    });
+    let mut h = Harness::start(setup).await;
+    h.handle.steer("keep it short".into());
+    for id in ["c1", "c2"] {
+        let reply = Reply::new().text("Running it.").tool_call(id, "shell", json!({"command": "echo same"}));
+        h.mock.push(reply.usage(900, 10));
+    }
+    let mut events = h.run("first").await;
+    assert_eq!(reason(&events), "round_limit");
+    for _ in 0..3 {
+        h.mock.push(ErrorPreset::Server);
+    }
+    events.extend(h.run("second").await);
+    assert_eq!(reason(&events), "error");
+    events.extend(h.close().await);
+    use EventKind::*;
+    let spec_kinds = [
+        SessionStart,
+        SessionEnd,
+        UserInput,
+        ProcessingEnd,
+        AssistantTextStart,
+        AssistantTextDelta,
+        AssistantTextEnd,
+        ToolCallStart,
+        ToolCallOutputDelta,
+        ToolCallEnd,
+        SteeringInjected,
+        TurnLimit,
+        LoopDetection,
+        Warning,
+        Error,
+    ];
+    let seen = kinds(&events);
+    for kind in spec_kinds {
+        assert!(seen.contains(&kind), "{kind:?} was never emitted: {seen:?}");
+    }
 }
 
 // §9.11 Error handling

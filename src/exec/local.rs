@@ -185,6 +185,7 @@ impl ExecutionEnvironment for LocalExecutionEnvironment {
                 env: self.child_env(&request.env_vars),
                 timeout: Duration::from_millis(timeout_ms),
                 cancel: request.cancel.clone(),
+                output: request.output.clone(),
             },
             &self.groups,
         )

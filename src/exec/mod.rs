@@ -18,6 +18,7 @@ mod wrappers;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use async_trait::async_trait;
@@ -26,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 pub use env_filter::{CORE_VARIABLES, filter_environment, is_secret_name};
 pub use local::{LocalExecutionEnvironment, LocalOptions};
 pub use process::KILL_GRACE;
-pub use wrappers::{LoggingExecutionEnvironment, ReadOnlyExecutionEnvironment};
+pub use wrappers::{LoggingExecutionEnvironment, OutputExecutionEnvironment, ReadOnlyExecutionEnvironment};
 
 /// A failure of an environment operation. Messages say what went wrong and what to do.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -72,6 +73,31 @@ pub struct ExecRequest {
     pub env_vars: BTreeMap<String, String>,
     /// Fires to abort the command; the process group is then terminated.
     pub cancel: CancellationToken,
+    /// The tool call the command runs for (empty outside one), so wrappers can attribute output.
+    pub call_id: String,
+    /// Receives the output while the command runs; the result still carries all of it.
+    pub output: Option<OutputSink>,
+}
+
+/// Where a running command's output goes as it arrives: text in arrival order, stdout and
+/// stderr interleaved, each piece valid UTF-8.
+#[derive(Clone)]
+pub struct OutputSink(Arc<dyn Fn(&str) + Send + Sync>);
+
+impl OutputSink {
+    pub fn new(deliver: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(deliver))
+    }
+
+    pub fn send(&self, text: &str) {
+        (self.0)(text)
+    }
+}
+
+impl std::fmt::Debug for OutputSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OutputSink")
+    }
 }
 
 impl ExecRequest {

@@ -16,7 +16,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::{Child, Command};
 use tokio_util::sync::CancellationToken;
 
-use super::ExecError;
+use super::{ExecError, OutputSink};
 
 /// Time between SIGTERM and SIGKILL when a process group is ended.
 pub const KILL_GRACE: Duration = Duration::from_secs(2);
@@ -27,6 +27,9 @@ const CAPTURE_HALF: usize = 8 * 1024 * 1024;
 const POLL: Duration = Duration::from_millis(20);
 /// Upper bound on waiting for SIGKILLed processes to disappear.
 const POST_KILL_WAIT: Duration = Duration::from_millis(500);
+/// Bytes of each stream handed to an output sink while the command runs; the rest is only in the
+/// result (a watcher needs to see progress, not megabytes twice).
+const STREAM_LIMIT: usize = 1024 * 1024;
 
 /// Process groups started by an environment and possibly still running.
 #[derive(Debug, Default, Clone)]
@@ -114,6 +117,7 @@ pub(crate) struct Spawn<'a> {
     pub env: Vec<(String, String)>,
     pub timeout: Duration,
     pub cancel: CancellationToken,
+    pub output: Option<OutputSink>,
 }
 
 pub(crate) struct Finished {
@@ -196,8 +200,8 @@ pub(crate) async fn run(spawn: Spawn<'_>, groups: &LiveGroups) -> Result<Finishe
     groups.insert(pgid);
     let mut guard = GroupGuard { pgid, armed: true };
 
-    let stdout = Capture::start(child.stdout.take());
-    let stderr = Capture::start(child.stderr.take());
+    let stdout = Capture::start(child.stdout.take(), spawn.output.clone());
+    let stderr = Capture::start(child.stderr.take(), spawn.output);
 
     let stop = tokio::select! {
         status = child.wait() => Stop::Exited(status),
@@ -301,17 +305,24 @@ struct Capture {
 }
 
 impl Capture {
-    fn start(stream: Option<impl AsyncRead + Unpin + Send + 'static>) -> Self {
+    fn start(stream: Option<impl AsyncRead + Unpin + Send + 'static>, sink: Option<OutputSink>) -> Self {
         let buffer = Arc::new(Mutex::new(CaptureBuffer::default()));
         let task = stream.map(|mut stream| {
             let buffer = Arc::clone(&buffer);
             tokio::spawn(async move {
+                let mut live = sink.map(LiveOutput::new);
                 let mut chunk = vec![0u8; 64 * 1024];
                 while let Ok(n) = stream.read(&mut chunk).await {
                     if n == 0 {
                         break;
                     }
                     buffer.lock().unwrap_or_else(|e| e.into_inner()).push(&chunk[..n]);
+                    if let Some(live) = &mut live {
+                        live.push(&chunk[..n]);
+                    }
+                }
+                if let Some(live) = &mut live {
+                    live.flush();
                 }
             })
         });
@@ -327,5 +338,47 @@ impl Capture {
         }
         let buffer = std::mem::take(&mut *self.buffer.lock().unwrap_or_else(|e| e.into_inner()));
         buffer.into_string()
+    }
+}
+
+/// Hands a stream to an output sink as UTF-8 text: a character split between two reads is held
+/// back until it is complete; invalid bytes become U+FFFD. Stops after [`STREAM_LIMIT`] bytes.
+struct LiveOutput {
+    sink: OutputSink,
+    pending: Vec<u8>,
+    sent: usize,
+}
+
+impl LiveOutput {
+    fn new(sink: OutputSink) -> Self {
+        Self { sink, pending: Vec::new(), sent: 0 }
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        let room = STREAM_LIMIT.saturating_sub(self.sent + self.pending.len());
+        if room == 0 {
+            return;
+        }
+        self.pending.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        let complete = match std::str::from_utf8(&self.pending) {
+            Ok(_) => self.pending.len(),
+            // An incomplete character at the end waits for the next read.
+            Err(e) if e.error_len().is_none() => e.valid_up_to(),
+            Err(_) => self.pending.len(),
+        };
+        self.send(complete);
+    }
+
+    fn flush(&mut self) {
+        self.send(self.pending.len());
+    }
+
+    fn send(&mut self, upto: usize) {
+        if upto == 0 {
+            return;
+        }
+        let bytes: Vec<u8> = self.pending.drain(..upto).collect();
+        self.sent += bytes.len();
+        self.sink.send(&String::from_utf8_lossy(&bytes));
     }
 }

@@ -1,12 +1,14 @@
 //! Environments that wrap another one for a cross-cutting concern (spec §4.4): logging every
-//! operation, or refusing writes.
+//! operation, refusing writes, or streaming command output to whoever watches a tool call.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::{DirEntry, ExecError, ExecRequest, ExecResult, ExecutionEnvironment, GrepOptions, GrepResult};
+use super::{
+    DirEntry, ExecError, ExecRequest, ExecResult, ExecutionEnvironment, GrepOptions, GrepResult, OutputSink,
+};
 
 /// Implements the trait for `$ty`: the given methods, everything else delegated to `$inner`.
 macro_rules! wrapper_impl {
@@ -105,6 +107,38 @@ wrapper_impl!(ReadOnlyExecutionEnvironment, inner, {
     }
 
     async fn exec_command(&self, request: ExecRequest) -> Result<ExecResult, ExecError> {
+        self.inner.exec_command(request).await
+    }
+});
+
+/// Chooses the output sink of a command from the tool call it runs for.
+pub type SinkForCall = dyn Fn(&str) -> Option<OutputSink> + Send + Sync;
+
+/// Gives every command that has no output sink of its own the one chosen for its tool call, so a
+/// host sees output while the command runs.
+pub struct OutputExecutionEnvironment {
+    inner: Arc<dyn ExecutionEnvironment>,
+    sink_for: Box<SinkForCall>,
+}
+
+impl OutputExecutionEnvironment {
+    pub fn new(
+        inner: Arc<dyn ExecutionEnvironment>,
+        sink_for: impl Fn(&str) -> Option<OutputSink> + Send + Sync + 'static,
+    ) -> Self {
+        Self { inner, sink_for: Box::new(sink_for) }
+    }
+}
+
+wrapper_impl!(OutputExecutionEnvironment, inner, {
+    async fn write_file(&self, path: &Path, content: &str) -> Result<(), ExecError> {
+        self.inner.write_file(path, content).await
+    }
+
+    async fn exec_command(&self, mut request: ExecRequest) -> Result<ExecResult, ExecError> {
+        if request.output.is_none() {
+            request.output = (self.sink_for)(&request.call_id);
+        }
         self.inner.exec_command(request).await
     }
 });

@@ -31,7 +31,8 @@ pub enum EventKind {
     AssistantTextEnd,
     /// A tool call began. Data: tool_name, call_id, summary, arguments.
     ToolCallStart,
-    /// Incremental output of a streaming tool. Data: call_id, delta.
+    /// Output of a running command, as it arrives (stdout and stderr interleaved; up to 1 MiB
+    /// per stream, TOOL_CALL_END has all of it). Data: call_id, delta.
     ToolCallOutputDelta,
     /// A tool call finished. Data: tool_name, call_id, status, output (full) or error,
     /// duration_ms.

@@ -183,6 +183,9 @@ struct Shared {
     cancel_epoch: AtomicU64,
     docs_dirty: AtomicBool,
     commands: mpsc::UnboundedSender<Command>,
+    /// For the events the handle itself emits (CONFIG_CHANGED). Weak, so the stream still ends
+    /// when the session task finishes.
+    events: mpsc::WeakUnboundedSender<Event>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -235,6 +238,7 @@ impl SessionHandle {
     }
 
     /// Changes model, reasoning effort or approval; takes effect on the next model call.
+    /// CONFIG_CHANGED reports the resulting values (not after SESSION_END).
     pub fn configure(&self, change: ConfigChange) {
         let mut config = lock(&self.shared.config);
         if let Some(model) = change.model {
@@ -245,6 +249,16 @@ impl SessionHandle {
         }
         if let Some(approval) = change.approval {
             config.approval = approval;
+        }
+        if let Some(tx) = self.shared.events.upgrade() {
+            events::Emitter::new(self.shared.id.clone(), tx).emit(
+                EventKind::ConfigChanged,
+                serde_json::json!({
+                    "model": config.model,
+                    "reasoning_effort": config.reasoning_effort,
+                    "approval": config.approval,
+                }),
+            );
         }
     }
 
@@ -273,6 +287,8 @@ pub fn spawn(opts: SessionOptions) -> (SessionHandle, mpsc::UnboundedReceiver<Ev
     let (event_tx, event_rx) = mpsc::unbounded_channel();
     let (command_tx, command_rx) = mpsc::unbounded_channel();
     let id = opts.id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let weak_events = event_tx.downgrade();
+    let emitter = events::Emitter::new(id.clone(), event_tx);
     let shared = Arc::new(Shared {
         id: id.clone(),
         state: Mutex::new(SessionState::Idle),
@@ -284,8 +300,8 @@ pub fn spawn(opts: SessionOptions) -> (SessionHandle, mpsc::UnboundedReceiver<Ev
         cancel_epoch: AtomicU64::new(0),
         docs_dirty: AtomicBool::new(false),
         commands: command_tx,
+        events: weak_events,
     });
-    let emitter = events::Emitter::new(id, event_tx);
     tokio::spawn(runner::run(opts, shared.clone(), emitter, command_rx));
     (SessionHandle { shared }, event_rx)
 }

@@ -20,6 +20,7 @@ use super::loop_detection::{detect_loop, loop_warning};
 use super::summary::summarize;
 use super::turn::{Turn, to_messages};
 use super::{Command, SessionConfig, SessionOptions, SessionState, Shared, lock};
+use crate::exec::{OutputExecutionEnvironment, OutputSink};
 use crate::llm::{
     self, LlmError, Message, Request, Response, StreamEvent, ToolCall, ToolChoice, ToolResult, Usage,
 };
@@ -97,8 +98,16 @@ pub(super) async fn run(
             "project_docs": project_docs.docs.iter().map(|d| &d.path).collect::<Vec<_>>(),
         }),
     );
+    // Commands stream their output to the host as TOOL_CALL_OUTPUT_DELTA events.
+    let output_events = events.clone();
+    let env = OutputExecutionEnvironment::new(opts.env.clone(), move |call_id| {
+        let (events, call_id) = (output_events.clone(), call_id.to_string());
+        Some(OutputSink::new(move |delta| {
+            events.emit(EventKind::ToolCallOutputDelta, json!({ "call_id": call_id, "delta": delta }))
+        }))
+    });
     let ctx_template = ToolContext {
-        env: opts.env.clone(),
+        env: Arc::new(env),
         workspace: opts.workspace.clone(),
         editor: opts.editor.clone(),
         reads: Arc::new(ReadTracker::default()),

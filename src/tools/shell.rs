@@ -151,6 +151,8 @@ impl Tool for ShellTool {
                 working_dir: Some(cwd),
                 env_vars: Default::default(),
                 cancel: ctx.cancel.clone(),
+                call_id: ctx.call_id.clone(),
+                output: None,
             })
             .await
             .map_err(|e| ToolError::new(e.to_string()))?;

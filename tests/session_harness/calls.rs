@@ -154,3 +154,12 @@ pub fn sent_effort(profile: ProfileKind, body: &Value) -> Value {
         ProfileKind::Gemini => body["generationConfig"]["thinkingConfig"]["thinkingBudget"].clone(),
     }
 }
+
+/// The system prompt of a request body, wherever the dialect puts it.
+pub fn system_prompt(profile: ProfileKind, body: &Value) -> String {
+    match profile {
+        ProfileKind::OpenAi => text_of(&body["instructions"]),
+        ProfileKind::Anthropic => text_of(&body["system"]),
+        ProfileKind::Gemini => text_of(&body["systemInstruction"]["parts"]),
+    }
+}

@@ -113,3 +113,24 @@ impl Tool for Rendezvous {
         Ok(ToolOutput::text(format!("met {}", args["who"].as_str().unwrap_or_default())))
     }
 }
+
+/// A tool of any name answering `stub <name>`, to stand in for (or replace) a profile tool.
+pub struct Stub {
+    pub name: &'static str,
+}
+
+#[async_trait]
+impl Tool for Stub {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn description(&self) -> &str {
+        "A stand-in registered by the test."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {}, "additionalProperties": true})
+    }
+    async fn call(&self, _args: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text(format!("stub {}", self.name)))
+    }
+}
