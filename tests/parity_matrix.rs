@@ -479,6 +479,41 @@ async fn native_edit_format(profile: ProfileKind) {
     }
 }
 
+/// Gemini mostly sends function calls without ids: results go back by name, in call order, and
+/// the next response may reuse the same names without confusion.
+#[tokio::test]
+async fn gemini_calls_without_ids_are_answered_in_order() {
+    let profile = ProfileKind::Gemini;
+    let mut h = Harness::start(Setup::new(profile).file("a.txt", "alpha\n").file("b.txt", "beta\n")).await;
+    h.mock.push(
+        Reply::new().tool_call("", "read_file", read_call(profile, h.dir.path(), "a.txt")).tool_call(
+            "",
+            "read_file",
+            read_call(profile, h.dir.path(), "b.txt"),
+        ),
+    );
+    h.mock.push(Reply::new().tool_call("", "shell", json!({"command": "echo gamma"})));
+    h.mock.push(Reply::new().text("alpha, beta, gamma"));
+    assert_eq!(reason(&h.run("read both, then echo").await), "completed");
+    let responses: Vec<Value> = h.body(1)["contents"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["parts"].as_array())
+        .flatten()
+        .filter_map(|p| p.get("functionResponse").cloned())
+        .collect();
+    assert_eq!(responses.len(), 2);
+    for (response, expected) in responses.iter().zip(["alpha", "beta"]) {
+        assert_eq!(response["name"], "read_file");
+        assert!(response.get("id").is_none(), "no invented id is sent back: {response}");
+        assert!(response["response"]["result"].as_str().unwrap_or_default().contains(expected));
+    }
+    let calls = h.body(1)["contents"].to_string();
+    assert!(!calls.contains("gemini-call-"), "synthetic ids stay internal");
+    assert!(h.request_text(2).contains("gamma"));
+}
+
 /// One test per profile for each cell: `<cell>::openai`, `<cell>::anthropic`, `<cell>::gemini`.
 macro_rules! parity_matrix {
     ($($cell:ident),* $(,)?) => {$(

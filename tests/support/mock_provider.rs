@@ -858,7 +858,11 @@ fn gemini_part(part: &Part) -> Value {
             p
         }
         Part::ToolCall { id, name, arguments, signature } => {
-            let mut p = json!({"functionCall": {"name": name, "args": arguments, "id": id}});
+            // Gemini usually sends no call id; an empty id scripts that.
+            let mut p = json!({"functionCall": {"name": name, "args": arguments}});
+            if !id.is_empty() {
+                p["functionCall"]["id"] = json!(id);
+            }
             if let Some(sig) = signature {
                 p["thoughtSignature"] = json!(sig);
             }
