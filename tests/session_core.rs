@@ -24,11 +24,11 @@
 //! | 9.3 | executor errors → is_error | tool_errors_become_error_results_and_the_model_recovers |
 //! | 9.3 | parallel execution | parallel_tool_calls_run_concurrently_with_results_in_call_order, parity_matrix::parallel_calls::* |
 //! | 9.4 | LocalExecutionEnvironment operations | exec_local::* |
-//! | 9.4 | default timeout 10 s | exec_local::the_default_command_timeout_is_ten_seconds |
+//! | 9.4 | default timeout 10 s (anthropic: 120 s) | exec_local::the_default_command_timeout_is_ten_seconds, session_prompts::shell_default_timeout_per_profile_and_from_the_configuration |
 //! | 9.4 | per-call timeout_ms | exec_local::per_call_timeout_overrides_the_default_up_to_the_maximum, parity_matrix::shell_timeout::* |
 //! | 9.4 | SIGTERM, then SIGKILL after 2 s | exec_local::timeout_sends_sigterm_to_the_group_then_sigkill |
 //! | 9.4 | secrets filtered from the environment | exec_local::env_filtering_removes_secrets_under_every_policy, exec_cli::shell_runs_without_secrets_and_timeouts_are_reported |
-//! | 9.4 | custom environments | tools_registry::consumers_can_plug_in_their_own_execution_environment |
+//! | 9.4 | custom environments | tools_registry::consumers_can_plug_in_their_own_execution_environment, session_prompts::shell_default_timeout_per_profile_and_from_the_configuration |
 //! | 9.5 | characters first, then lines | tools_truncation::characters_are_truncated_before_lines, parity_matrix::truncation::* |
 //! | 9.5 | verbatim markers | tools_truncation::head_tail_marker_is_verbatim, tools_truncation::line_marker_is_verbatim |
 //! | 9.5 | TOOL_CALL_END has the full output | tool_call_end_has_full_output_and_the_model_gets_the_truncated_one |

@@ -1,5 +1,5 @@
-//! Spec §9.2 (profiles and custom tools) and §9.8 (system prompts) for every profile, checked in
-//! the request each provider receives.
+//! Spec §9.2 (profiles and custom tools), §9.8 (system prompts) and the profiles' shell defaults,
+//! for every profile, checked in the request each provider receives.
 
 mod session_harness;
 mod support;
@@ -7,6 +7,7 @@ mod support;
 use agentls::profiles::ProfileKind;
 use serde_json::json;
 use session_harness::calls::{offered_tools, sent_result, system_prompt};
+use session_harness::recording_env::recording;
 use session_harness::tools::{Echo, Stub};
 use session_harness::{Harness, Setup, model, reason};
 use support::mock_provider::Turn as Reply;
@@ -84,5 +85,35 @@ async fn a_custom_tool_replaces_the_profile_tool_of_the_same_name() {
         assert_eq!(sent_result(profile, &h.body(1), "c1").content, "stub shell");
         assert!(!h.path("should-not-exist").exists(), "{profile}: the profile's shell did not run");
         assert!(system_prompt(profile, &h.body(0)).contains("- `shell`: A stand-in registered by the test."));
+    }
+}
+
+/// Claude Code's 120 s shell default for the anthropic profile, 10 s for the others, and a
+/// configured default wins over both; commands reach a consumer-written environment.
+#[tokio::test]
+async fn shell_default_timeout_per_profile_and_from_the_configuration() {
+    for (profile, configured, expected) in [
+        (ProfileKind::OpenAi, None, 10_000),
+        (ProfileKind::Anthropic, None, 120_000),
+        (ProfileKind::Gemini, None, 10_000),
+        (ProfileKind::Anthropic, Some(4_000), 4_000),
+        (ProfileKind::Gemini, Some(4_000), 4_000),
+    ] {
+        let (wrap, seen) = recording();
+        let setup = Setup { wrap_env: Some(wrap), ..Setup::new(profile) }
+            .config(|c| c.default_command_timeout_ms = configured);
+        let mut h = Harness::start(setup).await;
+        h.mock.push(Reply::new().tool_call("c1", "shell", json!({"command": "echo default"})).tool_call(
+            "c2",
+            "shell",
+            json!({"command": "echo explicit", "timeout_ms": 1234}),
+        ));
+        h.mock.push(Reply::new().text("done"));
+        assert_eq!(reason(&h.run("run").await), "completed");
+        let mut seen = seen.lock().unwrap().clone();
+        seen.sort_by(|a, b| a.call_id.cmp(&b.call_id));
+        let got: Vec<(&str, u64)> = seen.iter().map(|s| (s.call_id.as_str(), s.timeout_ms)).collect();
+        assert_eq!(got, [("c1", expected), ("c2", 1234)], "{profile} with {configured:?}");
+        assert!(sent_result(profile, &h.body(1), "c1").content.contains("default"));
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentls::config::{Approval, ProviderKind, ProviderSettings, Secret};
-use agentls::exec::LocalExecutionEnvironment;
+use agentls::exec::{ExecutionEnvironment, LocalExecutionEnvironment};
 use agentls::llm::{Client, RetryPolicy};
 use agentls::profiles::ProfileKind;
 use agentls::session::{self, Event, EventKind, SessionConfig, SessionHandle, SessionOptions, SessionState};
@@ -18,6 +18,7 @@ use tempfile::TempDir;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 pub mod calls;
+pub mod recording_env;
 pub mod tools;
 
 use crate::support::mock_provider::{Dialect, MockProvider, RecordedRequest};
@@ -45,6 +46,8 @@ pub fn model(profile: ProfileKind) -> &'static str {
     provider(profile).default_model()
 }
 
+pub type WrapEnv = Box<dyn FnOnce(Arc<dyn ExecutionEnvironment>) -> Arc<dyn ExecutionEnvironment> + Send>;
+
 /// How a test session is set up.
 pub struct Setup {
     pub profile: ProfileKind,
@@ -57,6 +60,8 @@ pub struct Setup {
     /// Make the directory a git repository.
     pub git: bool,
     pub approval: Approval,
+    /// Wraps the local environment (e.g. to record what tools ask of it).
+    pub wrap_env: Option<WrapEnv>,
 }
 
 impl Setup {
@@ -70,6 +75,7 @@ impl Setup {
             files: Vec::new(),
             git: false,
             approval: Approval::Auto,
+            wrap_env: None,
         }
     }
 
@@ -135,13 +141,17 @@ impl Harness {
             base_delay: Duration::from_millis(5),
             max_delay: Duration::from_millis(20),
         });
+        let local: Arc<dyn ExecutionEnvironment> = Arc::new(LocalExecutionEnvironment::new(cwd.clone()));
         let mut tools = if setup.profile_tools { setup.profile.tools() } else { Vec::new() };
         tools.extend(setup.tools);
         let opts = SessionOptions {
             id: None,
             profile: setup.profile,
             client,
-            env: Arc::new(LocalExecutionEnvironment::new(cwd.clone())),
+            env: match setup.wrap_env {
+                Some(wrap) => wrap(local),
+                None => local,
+            },
             workspace: Arc::new(Workspace::for_disk(cwd.clone())),
             editor: Arc::new(DiskPort::new(setup.approval)),
             config: setup.config,
