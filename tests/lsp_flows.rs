@@ -59,6 +59,11 @@ impl Fixture {
     }
 
     async fn with_options(capabilities: Value, init_options: Value) -> Self {
+        Self::build(capabilities, init_options, |_| {}).await
+    }
+
+    /// `setup` runs on the client before `initialize` (to script its answers).
+    async fn build(capabilities: Value, init_options: Value, setup: impl FnOnce(&LspClient)) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let root = dir.path().join("ws");
         std::fs::create_dir_all(root.join("src")).expect("mkdir");
@@ -74,6 +79,7 @@ impl Fixture {
         let tripwire = Arc::new(AtomicBool::new(false));
         options.extra_tools = vec![Arc::new(Tripwire { armed: tripwire.clone() })];
         let client = LspClient::in_process(options);
+        setup(&client);
         client.initialize(&root, capabilities, init_options).await;
         Self { _dir: dir, root, data, mock, client, tripwire }
     }
@@ -453,4 +459,32 @@ async fn steering_mid_turn_reaches_the_next_model_request() {
     assert!(fx.request(1).contains("only touch the CLI, not the library"), "{}", fx.request(1));
     assert!(!fx.request(0).contains("only touch the CLI"));
     let _ = &fx.data;
+}
+
+#[tokio::test]
+async fn settings_are_pulled_with_workspace_configuration_and_win_over_initialization_options() {
+    let fx = Fixture::build(plugin_capabilities(), json!({"model": "from-init-options"}), |client| {
+        client.auto_answer("workspace/configuration", json!([{"model": "from-the-editor"}]));
+    })
+    .await;
+    fx.client
+        .next_notification_where("window/logMessage", |p| {
+            p["message"].as_str().unwrap_or_default().contains("the editor's `agentls` settings")
+        })
+        .await;
+    let asked = fx.client.requests("workspace/configuration");
+    assert_eq!(asked[0].params["items"], json!([{"section": "agentls"}]));
+    let created = fx.client.command("agentls.newSession", json!({})).await.expect("newSession");
+    assert_eq!(created["model"], "from-the-editor");
+
+    // A change notification without settings pulls again.
+    fx.client.auto_answer("workspace/configuration", json!([{"model": "changed-in-the-editor"}]));
+    fx.client.notify("workspace/didChangeConfiguration", json!({"settings": null}));
+    fx.client
+        .next_notification_where("window/logMessage", |p| {
+            p["message"].as_str().unwrap_or_default().contains("the editor's `agentls` settings")
+        })
+        .await;
+    let created = fx.client.command("agentls.newSession", json!({})).await.expect("newSession");
+    assert_eq!(created["model"], "changed-in-the-editor");
 }

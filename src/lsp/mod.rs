@@ -68,8 +68,14 @@ impl ServerOptions {
     /// deadline for requests the editor answers by itself).
     pub fn from_env(env: Env) -> Self {
         let mut deadlines = Deadlines::default();
-        if let Some(ms) = env.get("AGENTLS_CLIENT_TIMEOUT_MS").and_then(|v| v.parse::<u64>().ok()) {
-            deadlines.request = Duration::from_millis(ms.max(1));
+        if let Some(value) = env.get("AGENTLS_CLIENT_TIMEOUT_MS") {
+            match value.trim().parse::<u64>() {
+                Ok(ms) => deadlines.request = Duration::from_millis(ms.max(1)),
+                Err(_) => tracing::warn!(
+                    "AGENTLS_CLIENT_TIMEOUT_MS=`{value}` is not a number of milliseconds; using {} ms",
+                    deadlines.request.as_millis()
+                ),
+            }
         }
         let data_dir = crate::store::data_dir(&env);
         Self { env, deadlines, data_dir, extra_tools: Vec::new() }

@@ -61,6 +61,43 @@ impl ServerState {
     pub fn client_layer(&self) -> ConfigLayer {
         self.client_layer.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
+
+    /// Merges the editor's `agentls` settings over the client layer (later settings win);
+    /// `false` when they are invalid and were ignored.
+    fn merge_client_settings(&self, section: Value, origin: &str) -> bool {
+        match ConfigLayer::from_json(section, origin) {
+            Ok(layer) => {
+                self.client_layer.write().unwrap_or_else(|p| p.into_inner()).merge(layer);
+                true
+            }
+            Err(e) => {
+                tracing::warn!("{e}; the previous settings stay in effect");
+                false
+            }
+        }
+    }
+}
+
+/// Reads the `agentls` section with `workspace/configuration` when the client supports it.
+async fn pull_configuration(state: &ServerState) {
+    if !state.profile().configuration {
+        return;
+    }
+    let params = ConfigurationParams {
+        items: vec![ConfigurationItem { scope_uri: None, section: Some("agentls".into()) }],
+    };
+    match state.outbound.request::<request::WorkspaceConfiguration>(params).await {
+        Ok(values) => match values.into_iter().next() {
+            Some(section) if section.as_object().is_some_and(|o| !o.is_empty()) => {
+                if state.merge_client_settings(section, "workspace/configuration") {
+                    let message = "agentls: using the editor's `agentls` settings for new sessions";
+                    state.outbound.client.log_message(MessageType::INFO, message).await;
+                }
+            }
+            _ => tracing::debug!("the editor has no `agentls` settings"),
+        },
+        Err(e) => tracing::info!("no settings from the editor: {e}"),
+    }
 }
 
 /// The server behind `tower-lsp-server`.
@@ -188,7 +225,10 @@ impl LanguageServer for Backend {
         tracing::info!(roots = ?self.state.roots(), "initialized");
         self.restart_watcher();
         let state = self.state.clone();
-        tokio::spawn(async move { watch::register_with_client(&state).await });
+        tokio::spawn(async move {
+            watch::register_with_client(&state).await;
+            pull_configuration(&state).await;
+        });
     }
 
     async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
@@ -229,13 +269,13 @@ impl LanguageServer for Backend {
 
     async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
         let section = params.settings.get("agentls").cloned().unwrap_or(params.settings);
-        if section.is_null() {
+        if section.is_null() || section.as_object().is_some_and(|o| o.is_empty()) {
+            // The pull model: the notification only says something changed.
+            let state = self.state.clone();
+            tokio::spawn(async move { pull_configuration(&state).await });
             return;
         }
-        match ConfigLayer::from_json(section, "workspace/didChangeConfiguration") {
-            Ok(layer) => self.state.client_layer.write().unwrap_or_else(|p| p.into_inner()).merge(layer),
-            Err(e) => tracing::warn!("{e}; the previous settings stay in effect"),
-        }
+        let _ = self.state.merge_client_settings(section, "workspace/didChangeConfiguration");
     }
 
     async fn did_change_workspace_folders(&self, params: DidChangeWorkspaceFoldersParams) {

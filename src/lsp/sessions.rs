@@ -307,13 +307,16 @@ impl Pump {
         if !self.ended {
             // The session task died without ending (a panic): say so and keep serving.
             let id = self.session.id.clone();
-            tracing::error!(session = %id, "the session task stopped unexpectedly");
+            let cause = self.session.handle.failure().unwrap_or_else(|| "no cause recorded".into());
+            tracing::error!(session = %id, "the session task stopped unexpectedly: {cause}");
             let event = Event {
                 session_id: id.clone(),
                 kind: EventKind::Error,
                 timestamp: chrono::Utc::now(),
                 data: json!({
-                    "message": "the session stopped unexpectedly (internal error); start a new session or resume this one",
+                    "message": format!(
+                        "the session stopped unexpectedly (internal error: {cause}); start a new session or resume this one"
+                    ),
                     "fatal": true,
                 }),
             };

@@ -186,6 +186,8 @@ struct Shared {
     /// For the events the handle itself emits (CONFIG_CHANGED). Weak, so the stream still ends
     /// when the session task finishes.
     events: mpsc::WeakUnboundedSender<Event>,
+    /// Why the session task died, when it panicked.
+    failure: Mutex<Option<String>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -280,6 +282,11 @@ impl SessionHandle {
     pub fn config(&self) -> SessionConfig {
         lock(&self.shared.config).clone()
     }
+
+    /// The panic message when the session task died of a panic.
+    pub fn failure(&self) -> Option<String> {
+        lock(&self.shared.failure).clone()
+    }
 }
 
 /// Starts a session task on the current tokio runtime. SESSION_START is the first event.
@@ -288,6 +295,8 @@ pub fn spawn(opts: SessionOptions) -> (SessionHandle, mpsc::UnboundedReceiver<Ev
     let (command_tx, command_rx) = mpsc::unbounded_channel();
     let id = opts.id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let weak_events = event_tx.downgrade();
+    // Held until the cause of a panic is recorded, so the event channel closes only after it.
+    let events_open = event_tx.clone();
     let emitter = events::Emitter::new(id.clone(), event_tx);
     let shared = Arc::new(Shared {
         id: id.clone(),
@@ -301,7 +310,22 @@ pub fn spawn(opts: SessionOptions) -> (SessionHandle, mpsc::UnboundedReceiver<Ev
         docs_dirty: AtomicBool::new(false),
         commands: command_tx,
         events: weak_events,
+        failure: Mutex::new(None),
     });
-    tokio::spawn(runner::run(opts, shared.clone(), emitter, command_rx));
+    let task = std::panic::AssertUnwindSafe(runner::run(opts, shared.clone(), emitter, command_rx));
+    let watched = shared.clone();
+    tokio::spawn(async move {
+        // The event channel closes without SESSION_END; the host reports it with this cause.
+        if let Err(panic) = futures::FutureExt::catch_unwind(task).await {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            tracing::error!(session = %watched.id, "the session task panicked: {message}");
+            *lock(&watched.failure) = Some(message);
+        }
+        drop(events_open);
+    });
     (SessionHandle { shared }, event_rx)
 }

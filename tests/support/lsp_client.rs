@@ -123,6 +123,8 @@ impl LspClient {
             {
                 auto.insert(method.to_string(), Value::Null);
             }
+            // No editor settings: one `null` per requested item (one item is all the server asks).
+            auto.insert("workspace/configuration".to_string(), json!([null]));
         }
         let (pending2, inbox2, arrived2, auto2, tx2) =
             (pending.clone(), inbox.clone(), arrived.clone(), auto.clone(), tx.clone());
