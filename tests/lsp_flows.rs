@@ -488,3 +488,18 @@ async fn settings_are_pulled_with_workspace_configuration_and_win_over_initializ
     let created = fx.client.command("agentls.newSession", json!({})).await.expect("newSession");
     assert_eq!(created["model"], "changed-in-the-editor");
 }
+
+#[tokio::test]
+async fn an_instruction_file_edited_just_before_a_prompt_is_in_that_prompts_request() {
+    let fx = Fixture::new(plugin_capabilities()).await;
+    fx.write("AGENTS.md", "Use tabs.\n");
+    let id = fx.session(json!({})).await;
+    for (i, rule) in ["Use spaces.", "Use two spaces.", "Use four spaces."].iter().enumerate() {
+        fx.write("AGENTS.md", &format!("{rule}\n"));
+        fx.mock.push(Turn::new().text("ok"));
+        fx.prompt(&id, "format it").await;
+        fx.client.next_event(&id, "processing_end").await;
+        let body = fx.request(i);
+        assert!(body.contains(rule) && !body.contains("Use tabs."), "request {i}: {body}");
+    }
+}

@@ -300,6 +300,33 @@ async fn anthropic_edit_file_after_reading_the_unsaved_buffer() {
     let told = request_body(&server.mock, 2);
     assert!(told.contains("accepted hunks [1] and rejected hunks [0]"), "{told}");
     assert!(told.contains("leave one() alone"), "{told}");
+
+    // A shell command's output and its children's stdio never reach the LSP wire.
+    client.auto_answer("agentls/saveDocuments", json!({}));
+    let command = "echo OUT-MARKER; echo ERR-MARKER >&2; cat; true";
+    server.mock.push(Turn::new().tool_call("toolu_s", "shell", json!({"command": command})));
+    server.mock.push(Turn::new().text("Ran."));
+    client.command("agentls.prompt", json!({"sessionId": id, "text": "run it"})).await.expect("prompt");
+    let ask = client.next_notification("agentls/permission").await;
+    assert_eq!(ask["command"], command);
+    client
+        .command(
+            "agentls.resolvePermission",
+            json!({"requestId": ask["requestId"], "decision": "allow_once"}),
+        )
+        .await
+        .expect("allow");
+    let end = client
+        .next_notification_where("agentls/event", |e| {
+            e["kind"] == "tool_call_end" && e["data"]["call_id"] == "toolu_s"
+        })
+        .await;
+    let output = end["data"]["output"].as_str().unwrap_or_default();
+    assert!(output.contains("OUT-MARKER") && output.contains("ERR-MARKER"), "{end}");
+    let saved = client.requests("agentls/saveDocuments");
+    assert_eq!(saved.len(), 1, "the changed file is saved before the command runs");
+    assert_eq!(saved[0].params["uris"], json!([file_uri(&lib)]));
+    client.next_event(&id, "processing_end").await;
     server.finish().await;
 }
 

@@ -109,6 +109,9 @@ pub fn prompt(state: &Arc<ServerState>, args: &CommandArgs) -> Result<Value> {
         },
     };
     let text = with_context(state, text, context)?;
+    // Instruction files are re-read for every new input, so an edit on disk counts even before
+    // the watcher reports it.
+    session.handle.reload_project_docs();
     session.handle.submit(text);
     Ok(json!({"sessionId": session.id}))
 }
@@ -121,7 +124,9 @@ pub fn steer(state: &Arc<ServerState>, args: &CommandArgs) -> Result<Value> {
 
 pub fn follow_up(state: &Arc<ServerState>, args: &CommandArgs) -> Result<Value> {
     let session = session(state, args)?;
-    session.handle.follow_up(args.required_str("text")?);
+    let text = args.required_str("text")?;
+    session.handle.reload_project_docs();
+    session.handle.follow_up(text);
     Ok(json!({"sessionId": session.id}))
 }
 
