@@ -226,8 +226,9 @@ async fn smoke_test_gemini() {
     smoke(ProfileKind::Gemini).await;
 }
 
-#[tokio::test]
-async fn sigint_mid_command_exits_130_and_leaves_no_process_behind() {
+/// Sends `signal` to `agentls exec` while a command with a background child runs; returns the
+/// exit code once both the command's shell and its child are gone.
+async fn stop_mid_command(signal: nix::sys::signal::Signal) -> Option<i32> {
     let mock = MockProvider::start(Dialect::OpenAiResponses).await;
     let command = "echo $$ > leader.pid; sleep 60 & echo $! > child.pid; wait";
     mock.push(Reply::new().tool_call("c1", "shell", json!({"command": command, "timeout_ms": 60000})));
@@ -240,13 +241,23 @@ async fn sigint_mid_command_exits_130_and_leaves_no_process_behind() {
     let leader = read_pid(&dir.path().join("leader.pid")).await;
     let grandchild = read_pid(&dir.path().join("child.pid")).await;
     let agentls = nix::unistd::Pid::from_raw(child.id().expect("running") as i32);
-    nix::sys::signal::kill(agentls, nix::sys::signal::Signal::SIGINT).expect("SIGINT");
+    nix::sys::signal::kill(agentls, signal).expect("signal agentls");
     let out = tokio::time::timeout(PATIENCE, child.wait_with_output())
         .await
-        .expect("agentls exits after SIGINT")
+        .expect("agentls exits after the signal")
         .expect("exit status");
-    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     for pid in [leader, grandchild] {
         assert!(wait_process_gone(pid, Duration::from_secs(5)).await, "process {pid} outlived agentls exec");
     }
+    out.status.code()
+}
+
+#[tokio::test]
+async fn sigint_mid_command_exits_130_and_leaves_no_process_behind() {
+    assert_eq!(stop_mid_command(nix::sys::signal::Signal::SIGINT).await, Some(130));
+}
+
+#[tokio::test]
+async fn sigterm_mid_command_exits_143_and_leaves_no_process_behind() {
+    assert_eq!(stop_mid_command(nix::sys::signal::Signal::SIGTERM).await, Some(143));
 }

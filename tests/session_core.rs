@@ -46,7 +46,7 @@
 //! | 9.11 | transient errors retried | transient_provider_errors_are_retried |
 //! | 9.11 | authentication: no retry, CLOSED | authentication_errors_surface_at_once_and_close_the_session |
 //! | 9.11 | context window: warning (and pruning, seed 002) | context_usage_above_80_percent_emits_a_warning, context_overflow_prunes_the_history_and_retries |
-//! | 9.11 | graceful shutdown | close_interrupts_and_ends_with_session_end_then_closed, session_processes::close_mid_command_leaves_no_process_behind, exec_cli::sigint_mid_command_exits_130_and_leaves_no_process_behind |
+//! | 9.11 | graceful shutdown | close_interrupts_and_ends_with_session_end_then_closed, cancel_while_the_model_streams_stops_the_stream_and_keeps_the_history_valid, session_processes::*, exec_cli::sig{int,term}_mid_command_* |
 //! | 9.12 | parity matrix | parity_matrix::<cell>::<profile> |
 //! | 9.13 | smoke test through `agentls exec` | exec_cli::smoke_test_{openai,anthropic,gemini} |
 
@@ -186,6 +186,26 @@ async fn close_interrupts_and_ends_with_session_end_then_closed() {
     assert!(kinds(&events).contains(&EventKind::ProcessingEnd));
     assert_eq!(events.last().map(|e| e.kind), Some(EventKind::SessionEnd));
     assert!(h.events.recv().await.is_none(), "nothing after SESSION_END");
+}
+
+#[tokio::test]
+async fn cancel_while_the_model_streams_stops_the_stream_and_keeps_the_history_valid() {
+    let mut h = Harness::start(echo_setup()).await;
+    let long = "word ".repeat(400);
+    h.mock.push(Reply::new().text(&long).fragment(5).delay(std::time::Duration::from_millis(20)));
+    h.handle.submit("talk".into());
+    h.until(EventKind::AssistantTextDelta).await;
+    h.handle.cancel();
+    let events = h.until(EventKind::ProcessingEnd).await;
+    assert_eq!(reason(&events), "cancelled");
+    assert!(!kinds(&events).contains(&EventKind::AssistantTextEnd), "the answer was cut, not completed");
+    // The interrupted answer is not recorded as a finished turn; the next request is valid.
+    h.mock.push(Reply::new().text("short"));
+    assert_eq!(reason(&h.run("again").await), "completed");
+    let messages = h.body(1)["messages"].as_array().cloned().unwrap_or_default();
+    let roles: Vec<&str> = messages.iter().filter_map(|m| m["role"].as_str()).collect();
+    assert_eq!(roles, ["user"], "both inputs, no half answer: {messages:?}");
+    assert!(!h.request_text(1).contains("word word"));
 }
 
 #[tokio::test]

@@ -8,6 +8,7 @@
 //! - 3: no usable provider (nothing configured, missing or rejected API key, exhausted quota)
 //! - 4: a turn or tool-round limit stopped the run before the model finished
 //! - 130: interrupted (Ctrl-C)
+//! - 143: terminated (SIGTERM); running commands are stopped first, as for Ctrl-C
 
 use std::io::{IsTerminal, Read, Write};
 use std::process::ExitCode;
@@ -32,6 +33,7 @@ pub const EXIT_USAGE: u8 = 2;
 pub const EXIT_PROVIDER: u8 = 3;
 pub const EXIT_LIMIT: u8 = 4;
 pub const EXIT_INTERRUPTED: u8 = 130;
+pub const EXIT_TERMINATED: u8 = 143;
 
 /// Text of `agentls exec --help` after the options.
 pub const EXIT_CODES_HELP: &str = "Exit codes:
@@ -40,7 +42,8 @@ pub const EXIT_CODES_HELP: &str = "Exit codes:
   2    usage error (empty prompt, bad flag, unreadable directory or configuration)
   3    no usable provider (nothing configured, missing or rejected API key, exhausted quota)
   4    a turn or tool-round limit stopped the run before the model finished
-  130  interrupted (Ctrl-C)";
+  130  interrupted (Ctrl-C)
+  143  terminated (SIGTERM)";
 
 pub fn run(env: &Env, args: ExecArgs) -> ExitCode {
     match run_inner(env, args) {
@@ -133,14 +136,23 @@ async fn drive(opts: SessionOptions, prompt: String, json: bool) -> Result<u8, F
     handle.submit(prompt);
     let mut out = Output::new(json);
     let mut code = EXIT_FAILED;
-    let mut interrupted = false;
+    // Set by the first Ctrl-C or SIGTERM: the session is closed (its commands stopped) and the
+    // run ends with this code.
+    let mut stopped_by: Option<u8> = None;
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| (EXIT_FAILED, format!("cannot listen for SIGTERM: {e}")))?;
     loop {
         let event = tokio::select! {
             e = events.recv() => e,
-            _ = &mut ctrl_c, if !interrupted => {
-                interrupted = true;
+            _ = &mut ctrl_c, if stopped_by.is_none() => {
+                stopped_by = Some(EXIT_INTERRUPTED);
+                handle.close();
+                continue;
+            }
+            _ = terminate.recv(), if stopped_by.is_none() => {
+                stopped_by = Some(EXIT_TERMINATED);
                 handle.close();
                 continue;
             }
@@ -157,7 +169,7 @@ async fn drive(opts: SessionOptions, prompt: String, json: bool) -> Result<u8, F
         }
     }
     out.finish();
-    Ok(if interrupted { EXIT_INTERRUPTED } else { code })
+    Ok(stopped_by.unwrap_or(code))
 }
 
 fn exit_code_for(data: &Value) -> u8 {
