@@ -4,8 +4,9 @@
 //! provider, real files in a temporary directory and real processes. Each cell checks the disk,
 //! the events, and what the model received in the profile's own wire format.
 //!
-//! Test names are `<cell>::<profile>`, e.g. `shell_timeout::gemini`. (Subagents, §9.9, are not
-//! part of this crate's scope.)
+//! Test names are `<cell>::<profile>`, e.g. `shell_timeout::gemini`. Beyond the spec's table:
+//! one-call-per-step mode and context-overflow pruning (seed 002). Subagents (§9.9) are not part
+//! of this crate's scope.
 
 mod session_harness;
 mod support;
@@ -19,7 +20,7 @@ use session_harness::calls::{
     sent_results, update_hunk,
 };
 use session_harness::{Harness, Setup, of_kind, reason, str_of};
-use support::mock_provider::Turn as Reply;
+use support::mock_provider::{ErrorPreset, Turn as Reply};
 
 /// The spec's timeout message (§5.4) for `ms`.
 fn timeout_message(ms: u64) -> String {
@@ -479,6 +480,25 @@ async fn native_edit_format(profile: ProfileKind) {
     }
 }
 
+/// Seed 002: each provider's context-length error prunes the oldest rounds and retries.
+async fn context_overflow(profile: ProfileKind) {
+    let mut h = Harness::start(Setup::new(profile)).await;
+    for i in 0..4 {
+        let command = format!("echo round-{i}-output");
+        h.mock.push(Reply::new().tool_call(&format!("r{i}"), "shell", json!({ "command": command })));
+    }
+    h.mock.push(ErrorPreset::ContextLength);
+    h.mock.push(Reply::new().text("Fits now."));
+    let events = h.run("the original task").await;
+    assert_eq!(reason(&events), "completed");
+    let warning = of_kind(&events, EventKind::Warning);
+    assert!(warning.iter().any(|w| str_of(w, "message").contains("dropped")), "a pruning warning");
+    let retried = h.request_text(5);
+    assert!(retried.contains("the original task"), "the first user message is kept");
+    assert!(!retried.contains("round-0-output"), "the oldest round is dropped");
+    assert!(retried.contains("round-3-output"), "the newest round is kept");
+}
+
 /// Gemini mostly sends function calls without ids: results go back by name, in call order, and
 /// the next response may reuse the same names without confusion.
 #[tokio::test]
@@ -551,4 +571,5 @@ parity_matrix!(
     loop_detection,
     error_recovery,
     native_edit_format,
+    context_overflow,
 );
