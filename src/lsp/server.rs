@@ -39,7 +39,7 @@ pub struct ServerState {
     /// Stored transcripts; `None` without a data directory.
     pub transcripts: Option<TranscriptStore>,
     /// The server's own watcher of instruction files (kept alive here).
-    watcher: std::sync::Mutex<Option<notify::RecommendedWatcher>>,
+    watcher: std::sync::Mutex<Option<watch::InstructionWatcher>>,
     /// `shutdown` was received (the exit code is 0 only then).
     pub shutdown_requested: std::sync::atomic::AtomicBool,
 }

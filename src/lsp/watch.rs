@@ -1,7 +1,8 @@
 //! Instruction files (AGENTS.md, CLAUDE.md, GEMINI.md, .codex/instructions.md): watched through
 //! the client (`workspace/didChangeWatchedFiles`, registered dynamically when supported) and,
 //! always, through `notify` on the workspace roots and their ancestors (non-recursive, so a
-//! client that announces watching but does not watch the disk still gets reloads).
+//! client that announces watching but does not watch the disk still gets reloads), plus each
+//! root's `.codex` directory, also when it is created after the server started.
 //!
 //! Invariant: a change reloads the project-doc layer of every session whose root it can affect
 //! (the file's directory is the root, above it, or below it); the reload takes effect on the
@@ -9,7 +10,7 @@
 //! log.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use notify::{RecursiveMode, Watcher};
 use serde_json::json;
@@ -63,14 +64,27 @@ fn watched_dirs(root: &Path) -> Vec<PathBuf> {
     dirs
 }
 
+/// The server's own watcher. Kept alive by the server; a `.codex` directory created under a
+/// watched directory is added to it when it appears, so its `instructions.md` is watched too.
+pub struct InstructionWatcher {
+    _watcher: Arc<Mutex<notify::RecommendedWatcher>>,
+}
+
+fn is_codex_dir(path: &Path) -> bool {
+    path.file_name().is_some_and(|n| n == ".codex")
+}
+
 /// Starts the server-side watcher on `roots`; the returned watcher must be kept alive.
-pub fn watch_roots(state: &Arc<ServerState>, roots: &[PathBuf]) -> Option<notify::RecommendedWatcher> {
+pub fn watch_roots(state: &Arc<ServerState>, roots: &[PathBuf]) -> Option<InstructionWatcher> {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<PathBuf>();
     let mut watcher = match notify::recommended_watcher(move |result: notify::Result<notify::Event>| {
         if let Ok(event) = result
             && !event.kind.is_access()
         {
-            for path in event.paths.into_iter().filter(|p| is_instruction_file(p)) {
+            let created = event.kind.is_create();
+            for path in
+                event.paths.into_iter().filter(|p| is_instruction_file(p) || (created && is_codex_dir(p)))
+            {
                 let _ = tx.send(path);
             }
         }
@@ -91,14 +105,31 @@ pub fn watch_roots(state: &Arc<ServerState>, roots: &[PathBuf]) -> Option<notify
         }
         seen.push(dir);
     }
+    let watcher = Arc::new(Mutex::new(watcher));
+    let added = Arc::downgrade(&watcher);
     let state = Arc::downgrade(state);
     tokio::spawn(async move {
         while let Some(path) = rx.recv().await {
             let Some(state) = state.upgrade() else { break };
-            reload(&state, &path).await;
+            if !is_codex_dir(&path) {
+                reload(&state, &path).await;
+                continue;
+            }
+            // A new `.codex` directory: watch it, and load an instructions.md written before
+            // the watch was in place.
+            let Some(watcher) = added.upgrade() else { break };
+            let watched =
+                watcher.lock().unwrap_or_else(|p| p.into_inner()).watch(&path, RecursiveMode::NonRecursive);
+            if let Err(e) = watched {
+                tracing::debug!("not watching {}: {e}", path.display());
+            }
+            let instructions = path.join("instructions.md");
+            if instructions.is_file() {
+                reload(&state, &instructions).await;
+            }
         }
     });
-    Some(watcher)
+    Some(InstructionWatcher { _watcher: watcher })
 }
 
 /// Reloads the project docs of every session `path` can affect.
