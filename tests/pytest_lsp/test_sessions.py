@@ -107,3 +107,20 @@ async def test_plain_client_code_actions_run_the_agent(start_editor, provider, w
         "the answer as a message",
         lambda: [m for m in editor.params("window/showMessage") if "Added the comment." in m["message"]],
     )
+
+
+async def test_configure_and_command_output_are_streamed_as_events(start_editor, provider, workspace):
+    editor = await start_editor("neovim-0.11", plugin=True, options={"shell": {"permission": "allow"}})
+    session = (await editor.command("agentls.newSession", {}))["sessionId"]
+    summary = await editor.command(
+        "agentls.configure", {"sessionId": session, "model": "claude-other", "reasoningEffort": "low", "approval": "auto"}
+    )
+    assert (summary["model"], summary["reasoningEffort"], summary["approval"]) == ("claude-other", "low", "auto")
+    changed = await editor.event(session, "config_changed")
+    assert changed["data"] == {"model": "claude-other", "reasoning_effort": "low", "approval": "auto"}
+    provider.push(Turn().tool_call("s1", "shell", {"command": "echo streamed-line"}), Turn().text("ok"))
+    await editor.command("agentls.prompt", {"sessionId": session, "text": "run"})
+    await editor.event(session, "processing_end")
+    deltas = "".join(e["data"]["delta"] for e in editor.events(session, "tool_call_output_delta"))
+    assert "streamed-line" in deltas
+    assert provider.requests()[0]["model"] == "claude-other"
