@@ -184,12 +184,16 @@ class Editor:
         plugin: bool = False,
         options: dict[str, Any] | None = None,
         tweak: Callable[[dict[str, Any]], None] | None = None,
+        settings: dict[str, Any] | None = None,
     ) -> Editor:
         """Starts the server with the recorded capabilities of ``name``; ``plugin`` adds the
         ``experimental.agentls`` capability our editor plugins announce; ``tweak`` edits the
-        raw capabilities (to derive a client without one feature)."""
+        raw capabilities (to derive a client without one feature); ``settings`` is what the
+        editor answers to ``workspace/configuration`` for the ``agentls`` section."""
         config = ClientServerConfig(server_command=command, server_env=env)
         client = await config.start()
+        if settings is not None:
+            client.set_configuration(settings, section="agentls")
         editor = cls(name, client, root)
         recorded = recorded_initialize(name)
         capabilities = recorded["capabilities"]

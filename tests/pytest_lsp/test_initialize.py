@@ -60,3 +60,25 @@ async def test_initialize_negotiates_what_the_client_offers(start_editor, name):
         assert "**/AGENTS.md" in globs and "**/CLAUDE.md" in globs
     else:
         assert registrations == [], f"{name} cannot register file watching dynamically"
+
+
+# client → does it announce workspace.configuration (the server pulls its settings then)
+PULLS_SETTINGS = {"vscode": True, "neovim-0.7": False, "neovim-0.11": True, "eglot": True}
+
+
+@pytest.mark.parametrize("name", sorted(PULLS_SETTINGS))
+async def test_settings_are_pulled_only_from_clients_that_offer_them(start_editor, name):
+    editor: Editor = await start_editor(name, settings={"model": "claude-from-settings"})
+    if PULLS_SETTINGS[name]:
+        await editor.wait_for(
+            "the settings confirmation",
+            lambda: [m for m in editor.params("window/logMessage") if "using the editor's" in m["message"]],
+        )
+        [asked] = editor.params("workspace/configuration")
+        assert asked["items"] == [{"section": "agentls"}]
+        expected = "claude-from-settings"
+    else:
+        expected = "claude-test"  # initializationOptions
+    created = await editor.command("agentls.newSession", {})
+    assert created["model"] == expected
+    assert bool(editor.params("workspace/configuration")) == PULLS_SETTINGS[name]
