@@ -259,38 +259,46 @@ class Editor:
         return self.buffers[file_uri(path)].text
 
     def _apply_edit(self, params: dict[str, Any]) -> types.ApplyWorkspaceEditResult:
+        """Applies a workspace edit like VS Code: resource operations on disk, text edits into
+        buffers (an unopened file is loaded into a modified, unsaved buffer, as Neovim does)."""
         if self.refuse_edit is not None:
             return types.ApplyWorkspaceEditResult(applied=False, failure_reason=self.refuse_edit)
         edit = params["edit"]
-        planned: list[tuple[str, int | None, list[dict[str, Any]]]] = []
-        for change in edit.get("documentChanges") or []:
-            kind = change.get("kind")
-            if kind == "create":
-                planned.append((change["uri"], None, []))
-            elif kind in ("rename", "delete"):
-                return types.ApplyWorkspaceEditResult(applied=False, failure_reason=f"{kind} is not simulated")
-            else:
-                document = change["textDocument"]
-                planned.append((document["uri"], document.get("version"), change["edits"]))
-        for uri, edits in (edit.get("changes") or {}).items():
-            planned.append((uri, None, edits))
-        for uri, version, edits in planned:
-            buffer = self.buffers.get(uri)
-            if buffer is not None and version is not None and version != buffer.version:
-                reason = f"version {version} does not match the buffer's {buffer.version}"
+        steps: list[dict[str, Any]] = list(edit.get("documentChanges") or [])
+        steps += [{"textDocument": {"uri": uri, "version": None}, "edits": edits} for uri, edits in (edit.get("changes") or {}).items()]
+        for step in steps:
+            document = step.get("textDocument")
+            buffer = self.buffers.get(document["uri"]) if document else None
+            if buffer is not None and document.get("version") is not None and document["version"] != buffer.version:
+                reason = f"version {document['version']} does not match the buffer's {buffer.version}"
                 return types.ApplyWorkspaceEditResult(applied=False, failure_reason=reason)
-        for uri, _, edits in planned:
-            buffer = self.buffers.get(uri)
-            if buffer is None:
-                # Like Neovim: an unopened file is loaded into a (modified, unsaved) buffer.
-                path = path_of(uri)
-                buffer = Buffer(path.read_text() if path.exists() else "", 0)
-                self.buffers[uri] = buffer
-                buffer.text = apply_text_edits(buffer.text, edits, self.encoding)
-                continue
-            buffer.text = apply_text_edits(buffer.text, edits, self.encoding)
-            buffer.version += 1
-            self._send_change(uri, buffer, {"text": buffer.text})
+        for step in steps:
+            kind = step.get("kind")
+            if kind == "create":
+                path = path_of(step["uri"])
+                if path.exists() and not (step.get("options") or {}).get("overwrite"):
+                    return types.ApplyWorkspaceEditResult(applied=False, failure_reason=f"{path} exists")
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text("")
+            elif kind == "rename":
+                old, new = path_of(step["oldUri"]), path_of(step["newUri"])
+                old.rename(new)
+                if step["oldUri"] in self.buffers:
+                    self.buffers[step["newUri"]] = self.buffers.pop(step["oldUri"])
+            elif kind == "delete":
+                path_of(step["uri"]).unlink()
+                self.buffers.pop(step["uri"], None)
+            else:
+                uri = step["textDocument"]["uri"]
+                buffer = self.buffers.get(uri)
+                if buffer is None:
+                    path = path_of(uri)
+                    self.buffers[uri] = Buffer(path.read_text() if path.exists() else "", 0)
+                    self.buffers[uri].text = apply_text_edits(self.buffers[uri].text, step["edits"], self.encoding)
+                    continue
+                buffer.text = apply_text_edits(buffer.text, step["edits"], self.encoding)
+                buffer.version += 1
+                self._send_change(uri, buffer, {"text": buffer.text})
         return types.ApplyWorkspaceEditResult(applied=True)
 
     # -- requests -------------------------------------------------------------------------
