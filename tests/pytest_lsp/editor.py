@@ -22,17 +22,23 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 
 WAIT_SECONDS = 20.0
 
-# The recorded clients shipped with pytest-lsp (pytest_lsp/clients/*.json).
+# The recorded clients shipped with pytest-lsp (pytest_lsp/clients/*.json), and the one it does
+# not ship, recorded here from the client's source (clients/*.json, see its "_source").
 RECORDED = {
     "vscode": "visual_studio_code_v1.65.2.json",
     "neovim-0.7": "neovim_v0.7.0.json",
     "neovim-0.11": "neovim_v0.11.0.json",
     "eglot": "emacs_v29.1.json",
 }
+RECORDED_HERE = {
+    "eglot-1.9": "emacs_eglot_v1.9.json",
+}
 
 
 def recorded_initialize(name: str) -> dict[str, Any]:
     """The recorded ``clientInfo`` and ``capabilities`` of a client, as raw JSON."""
+    if name in RECORDED_HERE:
+        return json.loads((pathlib.Path(__file__).parent / "clients" / RECORDED_HERE[name]).read_text())
     text = resources.files("pytest_lsp.clients").joinpath(RECORDED[name]).read_text()
     return json.loads(text)
 

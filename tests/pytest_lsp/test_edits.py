@@ -8,9 +8,9 @@ import pytest
 from editor import Editor, file_uri, position_at
 from fake_provider import FakeProvider, Turn
 
-CLIENTS = ["vscode", "neovim-0.7", "neovim-0.11", "eglot"]
+CLIENTS = ["vscode", "neovim-0.7", "neovim-0.11", "eglot", "eglot-1.9"]
 # Neovim announces no workspaceEdit.documentChanges (0.7 nor 0.11): it must get `changes`.
-DOCUMENT_CHANGES = {"vscode": True, "neovim-0.7": False, "neovim-0.11": False, "eglot": True}
+DOCUMENT_CHANGES = {"vscode": True, "neovim-0.7": False, "neovim-0.11": False, "eglot": True, "eglot-1.9": True}
 
 # Non-ASCII before every position that matters: a wrong encoding moves it.
 ON_DISK = 'héllo = "😀 wörld"; call(x)\nsecond line\nlast 😀 line'

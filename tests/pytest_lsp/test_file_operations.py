@@ -22,7 +22,7 @@ PATCH = """*** Begin Patch
 *** End Patch"""
 
 
-@pytest.mark.parametrize("name", ["vscode", "neovim-0.7", "neovim-0.11", "eglot"])
+@pytest.mark.parametrize("name", ["vscode", "neovim-0.7", "neovim-0.11", "eglot", "eglot-1.9"])
 async def test_create_delete_and_move(start_editor, provider, workspace, name):
     (workspace / "gone.txt").write_text("bye\n")
     (workspace / "old.txt").write_text("alpha\nbeta\n")

@@ -25,6 +25,7 @@ EXPECTED = {
     "neovim-0.7": ("utf-16", False),  # offers none; no didChangeWatchedFiles capability
     "neovim-0.11": ("utf-8", False),  # offers utf-8 first; dynamicRegistration: false
     "eglot": ("utf-8", True),  # offers utf-32, utf-8, utf-16: UTF-8 is preferred
+    "eglot-1.9": ("utf-16", True),  # offers none
 }
 
 
@@ -63,7 +64,7 @@ async def test_initialize_negotiates_what_the_client_offers(start_editor, name):
 
 
 # client → does it announce workspace.configuration (the server pulls its settings then)
-PULLS_SETTINGS = {"vscode": True, "neovim-0.7": False, "neovim-0.11": True, "eglot": True}
+PULLS_SETTINGS = {"vscode": True, "neovim-0.7": False, "neovim-0.11": True, "eglot": True, "eglot-1.9": True}
 
 
 @pytest.mark.parametrize("name", sorted(PULLS_SETTINGS))

@@ -7,7 +7,7 @@ import pytest
 from editor import file_uri
 from fake_provider import Turn
 
-DYNAMIC = {"vscode": True, "neovim-0.7": False, "neovim-0.11": False, "eglot": True}
+DYNAMIC = {"vscode": True, "neovim-0.7": False, "neovim-0.11": False, "eglot": True, "eglot-1.9": True}
 
 
 @pytest.mark.parametrize("name", sorted(DYNAMIC))

@@ -40,10 +40,12 @@ async def test_turn_and_tool_progress_is_created_begun_and_ended(start_editor, p
     assert all(b["cancellable"] for b in begins.values())
 
 
-async def test_no_progress_for_a_client_without_work_done_progress(start_editor, provider, workspace):
-    # VS Code's recorded capabilities minus window.workDoneProgress.
+@pytest.mark.parametrize("name,plugin", [("eglot-1.9", False), ("vscode", True)])
+async def test_no_progress_for_a_client_without_work_done_progress(start_editor, provider, workspace, name, plugin):
+    # eglot 1.9 announces no window capabilities; VS Code's recording minus window.workDoneProgress.
     (workspace / "a.txt").write_text("alpha\n")
-    editor = await start_editor("vscode", plugin=True, tweak=without_progress)
+    tweak = without_progress if name == "vscode" else None
+    editor = await start_editor(name, plugin=plugin, tweak=tweak)
     provider.push(Turn().tool_call("r1", "read_file", {"file_path": "a.txt"}), Turn().text("alpha"))
     session = (await editor.command("agentls.prompt", {"text": "read a.txt"}))["sessionId"]
     await editor.event(session, "processing_end")

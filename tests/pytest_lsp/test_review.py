@@ -9,8 +9,8 @@ import pytest
 from editor import Editor, file_uri, path_of
 from fake_provider import FakeProvider, Turn
 
-CLIENTS = ["vscode", "neovim-0.7", "neovim-0.11", "eglot"]
-DOCUMENT_CHANGES = {"vscode": True, "neovim-0.7": False, "neovim-0.11": False, "eglot": True}
+CLIENTS = ["vscode", "neovim-0.7", "neovim-0.11", "eglot", "eglot-1.9"]
+DOCUMENT_CHANGES = {"vscode": True, "neovim-0.7": False, "neovim-0.11": False, "eglot": True, "eglot-1.9": True}
 SEVEN = "one\ntwo\nthree\nfour\nfive\nsix\nseven\n"
 
 
@@ -116,7 +116,8 @@ async def test_plugin_review_creates_a_file_the_way_the_client_can(start_editor,
         assert ops[1]["textDocument"] == {"uri": file_uri(new), "version": None}
         assert editor.buffers[file_uri(new)].text == "fresh\n"
     else:
-        # No resource operations (eglot) or no documentChanges (Neovim): the server writes it.
+        # No resource operations (eglot; 1.9 understands only text edits inside documentChanges)
+        # or no documentChanges (Neovim): the server writes it.
         assert applies == [], applies
         assert new.read_text() == "fresh\n"
 
@@ -126,6 +127,7 @@ BUTTONS = {
     "neovim-0.7": ["Apply", "Reject"],
     "neovim-0.11": ["Apply", "Reject", "Show diff"],
     "eglot": ["Apply", "Reject"],
+    "eglot-1.9": ["Apply", "Reject"],
 }
 
 

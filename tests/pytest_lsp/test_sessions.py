@@ -69,7 +69,7 @@ async def test_a_conflicting_user_edit_fails_cleanly(start_editor, provider, wor
     assert editor.text(path) == "one\ntwo and more\nthree\n"
 
 
-@pytest.mark.parametrize("name", ["vscode", "neovim-0.7", "neovim-0.11", "eglot"])
+@pytest.mark.parametrize("name", ["vscode", "neovim-0.7", "neovim-0.11", "eglot", "eglot-1.9"])
 async def test_plain_client_code_actions_run_the_agent(start_editor, provider, workspace, name):
     lib = workspace / "src" / "lib.rs"
     lib.write_text("pub fn f() {}\n")
