@@ -503,3 +503,32 @@ async fn an_instruction_file_edited_just_before_a_prompt_is_in_that_prompts_requ
         assert!(body.contains(rule) && !body.contains("Use tabs."), "request {i}: {body}");
     }
 }
+
+#[tokio::test]
+async fn parallel_edits_are_reviewed_each_under_its_own_call_id() {
+    let fx = Fixture::new(plugin_capabilities()).await;
+    fx.write("src/a.rs", "a\n");
+    fx.write("src/data.rs", "data\n");
+    let patch = |file: &str, old: &str| {
+        format!("*** Begin Patch\n*** Update File: src/{file}\n@@\n-{old}\n+{old}2\n*** End Patch")
+    };
+    fx.mock.push(
+        Turn::new()
+            .tool_call("call_data", "apply_patch", json!({"patch": patch("data.rs", "data")}))
+            .tool_call("call_a", "apply_patch", json!({"patch": patch("a.rs", "a")})),
+    );
+    fx.mock.push(Turn::new().text("Both."));
+    let id = fx.session(json!({"profile": "openai"})).await;
+    fx.prompt(&id, "edit both").await;
+    for _ in 0..2 {
+        let review = fx.client.next_notification("agentls/review").await;
+        let path = review["files"][0]["path"].as_str().unwrap_or_default().to_string();
+        let expected = if path.ends_with("data.rs") { "call_data" } else { "call_a" };
+        assert_eq!(review["callId"], expected, "{review}");
+        fx.client
+            .command("agentls.resolveReview", json!({"reviewId": review["reviewId"], "decision": "reject"}))
+            .await
+            .expect("reject");
+    }
+    fx.client.next_event(&id, "processing_end").await;
+}

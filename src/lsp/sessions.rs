@@ -212,7 +212,7 @@ pub fn create(state: &Arc<ServerState>, request: NewSession) -> Result<Arc<LspSe
         turn_token: None,
         tool_tokens: HashMap::new(),
         turns: 0,
-        current_call: None,
+        running: Vec::new(),
         answer: String::new(),
         ended: false,
     };
@@ -257,8 +257,9 @@ struct Pump {
     turn_token: Option<String>,
     tool_tokens: HashMap<String, String>,
     turns: u64,
-    /// The most recent tool call seen starting (names the call in `agentls/review`).
-    current_call: Option<String>,
+    /// Tool calls started and not yet ended, with the strings of their arguments: a review is
+    /// attributed to the call whose arguments name its files (calls run in parallel).
+    running: Vec<RunningCall>,
     /// The answer text of the current cycle (for plain clients).
     answer: String,
     ended: bool,
@@ -278,7 +279,7 @@ impl Pump {
                     while let Ok(event) = events.try_recv() {
                         self.handle(event).await;
                     }
-                    review["callId"] = json!(self.current_call);
+                    review["callId"] = json!(self.call_of(&review));
                     self.state.outbound.notify::<ReviewNotification>(review).await;
                     continue;
                 }
@@ -286,6 +287,34 @@ impl Pump {
             self.handle(event).await;
         }
         self.finish().await;
+    }
+
+    /// The running call a review belongs to: the first not yet reviewed whose arguments name
+    /// one of its files, else the most recent one.
+    fn call_of(&mut self, review: &Value) -> Option<String> {
+        let files = review["files"].as_array().map(Vec::as_slice).unwrap_or_default();
+        let names: Vec<String> = files
+            .iter()
+            .flat_map(|f| [&f["path"], &f["uri"]])
+            .filter_map(Value::as_str)
+            .map(|name| match url::Url::parse(name).ok().and_then(|u| u.to_file_path().ok()) {
+                Some(path) => path.display().to_string(),
+                None => name.to_string(),
+            })
+            .filter(|name| !name.is_empty())
+            .collect();
+        let names_file = |call: &RunningCall| {
+            call.strings.iter().any(|s| names.iter().any(|n| mentions(s, n) || mentions(n, s)))
+        };
+        let index = self
+            .running
+            .iter()
+            .position(|c| !c.reviewed && names_file(c))
+            .or_else(|| self.running.iter().rposition(|c| !c.reviewed))
+            .or_else(|| self.running.len().checked_sub(1))?;
+        let call = &mut self.running[index];
+        call.reviewed = true;
+        Some(call.id.clone())
     }
 
     async fn handle(&mut self, event: Event) {
@@ -402,7 +431,9 @@ impl Pump {
             }
             EventKind::ToolCallStart => {
                 let call_id = text("call_id");
-                self.current_call = Some(call_id.clone());
+                let mut strings = Vec::new();
+                string_leaves(&event.data["arguments"], &mut strings);
+                self.running.push(RunningCall { id: call_id.clone(), strings, reviewed: false });
                 let token = format!("agentls/tool/{}/{call_id}", self.session.id);
                 let summary = text("summary");
                 let title = if summary.is_empty() { text("tool_name") } else { summary };
@@ -411,7 +442,9 @@ impl Pump {
                 }
             }
             EventKind::ToolCallEnd => {
-                if let Some(token) = self.tool_tokens.remove(&text("call_id")) {
+                let call_id = text("call_id");
+                self.running.retain(|c| c.id != call_id);
+                if let Some(token) = self.tool_tokens.remove(&call_id) {
                     self.end(&token, Some(text("status"))).await;
                 }
             }
@@ -476,6 +509,36 @@ impl Pump {
     }
 }
 
+/// A tool call in flight, for attributing reviews.
+struct RunningCall {
+    id: String,
+    /// Every string in its arguments (paths, patch text).
+    strings: Vec<String>,
+    /// A review was already attributed to it.
+    reviewed: bool,
+}
+
+/// `text` contains the path `name` as a whole path: after a start, a space, `/` or `:`, and
+/// before an end or whitespace (`src/a.rs` is in `*** Update File: src/a.rs`, not in
+/// `src/data.rs`).
+fn mentions(text: &str, name: &str) -> bool {
+    text.match_indices(name).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + name.len()..].chars().next();
+        before.is_none_or(|c| c.is_whitespace() || c == '/' || c == ':')
+            && after.is_none_or(char::is_whitespace)
+    })
+}
+
+fn string_leaves(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::String(s) if !s.is_empty() => out.push(s.clone()),
+        Value::Array(items) => items.iter().for_each(|v| string_leaves(v, out)),
+        Value::Object(map) => map.values().for_each(|v| string_leaves(v, out)),
+        _ => {}
+    }
+}
+
 /// The first line of `text`, at most `max` characters.
 fn one_line(text: &str, max: usize) -> String {
     let flat = text.trim().replace(['\n', '\r'], " ");
@@ -489,4 +552,18 @@ fn one_line(text: &str, max: usize) -> String {
 /// The transcript store of a server (none when there is no data directory).
 pub fn transcript_store(data_dir: Option<&std::path::Path>) -> Option<TranscriptStore> {
     data_dir.map(TranscriptStore::new)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mentions;
+
+    #[test]
+    fn a_path_is_mentioned_only_as_a_whole_path() {
+        assert!(mentions("*** Begin Patch\n*** Update File: src/a.rs\n@@", "src/a.rs"));
+        assert!(mentions("/w/src/a.rs", "src/a.rs"));
+        assert!(mentions("src/a.rs", "src/a.rs"));
+        assert!(!mentions("*** Update File: src/data.rs", "a.rs"));
+        assert!(!mentions("src/a.rs.bak", "src/a.rs"));
+    }
 }
