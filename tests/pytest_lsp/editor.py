@@ -160,8 +160,8 @@ class Editor:
         def save_documents(ls, params):
             # What the plugins do: write the buffers of the given files to disk.
             for uri in self._last("agentls/saveDocuments")["params"]["uris"]:
-                if uri in self.buffers:
-                    path_of(uri).write_text(self.buffers[uri].text)
+                if self._buffer_uri(uri) in self.buffers:
+                    path_of(uri).write_text(self.buffers[self._buffer_uri(uri)].text)
             return {}
 
         @client.feature("agentls/diagnostics")
@@ -173,6 +173,12 @@ class Editor:
         @client.feature(types.CLIENT_REGISTER_CAPABILITY)
         def register_capability(ls, params):
             return None
+
+    def _buffer_uri(self, uri: str) -> str:
+        """The key of the open buffer ``uri`` names (editors compare decoded paths, not URI
+        spellings), or ``uri`` itself."""
+        path = path_of(uri)
+        return next((key for key in self.buffers if path_of(key) == path), uri)
 
     def _last(self, method: str) -> dict[str, Any]:
         return next(m for m in reversed(self.received) if m.get("method") == method)
@@ -274,7 +280,7 @@ class Editor:
         steps += [{"textDocument": {"uri": uri, "version": None}, "edits": edits} for uri, edits in (edit.get("changes") or {}).items()]
         for step in steps:
             document = step.get("textDocument")
-            buffer = self.buffers.get(document["uri"]) if document else None
+            buffer = self.buffers.get(self._buffer_uri(document["uri"])) if document else None
             if buffer is not None and document.get("version") is not None and document["version"] != buffer.version:
                 reason = f"version {document['version']} does not match the buffer's {buffer.version}"
                 return types.ApplyWorkspaceEditResult(applied=False, failure_reason=reason)
@@ -289,13 +295,13 @@ class Editor:
             elif kind == "rename":
                 old, new = path_of(step["oldUri"]), path_of(step["newUri"])
                 old.rename(new)
-                if step["oldUri"] in self.buffers:
-                    self.buffers[step["newUri"]] = self.buffers.pop(step["oldUri"])
+                if self._buffer_uri(step["oldUri"]) in self.buffers:
+                    self.buffers[step["newUri"]] = self.buffers.pop(self._buffer_uri(step["oldUri"]))
             elif kind == "delete":
                 path_of(step["uri"]).unlink()
-                self.buffers.pop(step["uri"], None)
+                self.buffers.pop(self._buffer_uri(step["uri"]), None)
             else:
-                uri = step["textDocument"]["uri"]
+                uri = self._buffer_uri(step["textDocument"]["uri"])
                 buffer = self.buffers.get(uri)
                 if buffer is None:
                     path = path_of(uri)

@@ -199,3 +199,68 @@ async def test_plain_review_rejected_tells_the_model(start_editor, provider, wor
     expected = "the user unticked the change" if name == "vscode" else "the user rejected the change in the editor"
     assert expected in result["data"]["error"], result
     assert provider.saw(2, expected)
+
+
+@pytest.mark.parametrize("name", ["vscode", "neovim-0.7"])
+async def test_uris_match_however_the_editor_escapes_them(start_editor, provider, workspace, name):
+    # The editor spells the URI its own way (Python's quote escapes "@", "[", "]" and the
+    # space; the server may not); the review must still be resolvable with the editor's URI
+    # and the edit must reach the open buffer.
+    folder = workspace / "odd dir"
+    folder.mkdir()
+    path = folder / "a@b [é].txt"
+    path.write_text(SEVEN)
+    editor = await start_editor(name, plugin=True)
+    uri = editor.open(path)
+    assert "%40" in uri and "%5B" in uri
+    proposed = SEVEN.replace("two", "TWO").replace("six", "SIX")
+    relative = "odd dir/a@b [é].txt"
+    provider.push(
+        Turn().tool_call("r1", "read_file", {"file_path": relative}),
+        Turn().tool_call("w1", "write_file", {"file_path": relative, "content": proposed}),
+        Turn().text("ok"),
+    )
+    session = (await editor.command("agentls.newSession", {}))["sessionId"]
+    await editor.command("agentls.prompt", {"sessionId": session, "text": "capitalise"})
+    review = await editor.next_message("agentls/review")
+    resolved = await editor.raw_command(
+        "agentls.resolveReview",
+        {"reviewId": review["reviewId"], "decision": "accept", "files": [{"uri": uri, "acceptedHunks": [1]}]},
+    )
+    assert "result" in resolved, resolved
+    await editor.event(session, "processing_end")
+    assert editor.text(path) == SEVEN.replace("six", "SIX")
+    [apply] = editor.params("workspace/applyEdit")
+    if DOCUMENT_CHANGES[name]:
+        assert apply["edit"]["documentChanges"][0]["textDocument"]["version"] == 1
+
+
+@pytest.mark.parametrize("name", ["eglot-1.9", "neovim-0.11"])
+async def test_accepting_a_user_edited_final_text(start_editor, provider, workspace, name):
+    path = workspace / "notes.txt"
+    path.write_text(SEVEN)
+    editor = await start_editor(name, plugin=True)
+    uri = editor.open(path)
+    provider.push(
+        Turn().tool_call("r1", "read_file", {"file_path": "notes.txt"}),
+        Turn().tool_call("e1", "edit_file", {"file_path": "notes.txt", "old_string": "three", "new_string": "THREE"}),
+        Turn().text("ok"),
+    )
+    session = (await editor.command("agentls.newSession", {}))["sessionId"]
+    await editor.command("agentls.prompt", {"sessionId": session, "text": "shout three"})
+    review = await editor.next_message("agentls/review")
+    final = SEVEN.replace("three", "Three (edited by me)")
+    both = await editor.raw_command(
+        "agentls.resolveReview",
+        {"reviewId": review["reviewId"], "decision": "accept",
+         "files": [{"uri": uri, "finalText": final, "acceptedHunks": [0]}]},
+    )
+    assert both["error"]["data"] == "files[0].finalText"
+    await editor.command(
+        "agentls.resolveReview",
+        {"reviewId": review["reviewId"], "decision": "accept", "files": [{"uri": uri, "finalText": final}]},
+    )
+    end = await editor.event(session, "tool_call_end", 1)
+    assert "edited your change" in end["data"]["output"], end
+    await editor.event(session, "processing_end")
+    assert editor.text(path) == final
