@@ -360,13 +360,16 @@ impl LiveOutput {
             return;
         }
         self.pending.extend_from_slice(&bytes[..bytes.len().min(room)]);
-        let complete = match std::str::from_utf8(&self.pending) {
-            Ok(_) => self.pending.len(),
-            // An incomplete character at the end waits for the next read.
-            Err(e) if e.error_len().is_none() => e.valid_up_to(),
-            Err(_) => self.pending.len(),
-        };
-        self.send(complete);
+        loop {
+            match std::str::from_utf8(&self.pending) {
+                Ok(_) => return self.flush(),
+                // An incomplete character at the end waits for the next read.
+                Err(e) => match e.error_len() {
+                    None => return self.send(e.valid_up_to()),
+                    Some(invalid) => self.send(e.valid_up_to() + invalid),
+                },
+            }
+        }
     }
 
     fn flush(&mut self) {
@@ -380,5 +383,40 @@ impl LiveOutput {
         let bytes: Vec<u8> = self.pending.drain(..upto).collect();
         self.sent += bytes.len();
         self.sink.send(&String::from_utf8_lossy(&bytes));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn collecting() -> (LiveOutput, Arc<Mutex<Vec<String>>>) {
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let sink_got = Arc::clone(&got);
+        let sink = OutputSink::new(move |text| sink_got.lock().unwrap().push(text.to_string()));
+        (LiveOutput::new(sink), got)
+    }
+
+    #[test]
+    fn live_output_keeps_characters_whole_and_replaces_invalid_bytes() {
+        let (mut live, got) = collecting();
+        let euro = "€".as_bytes();
+        live.push(&[b'a', euro[0]]);
+        live.push(&euro[1..]);
+        live.push(&[0xff, b'b', euro[0]]);
+        live.flush();
+        assert_eq!(*got.lock().unwrap(), ["a", "€", "\u{fffd}", "b", "\u{fffd}"]);
+    }
+
+    #[test]
+    fn live_output_stops_at_the_limit() {
+        let (mut live, got) = collecting();
+        live.push(&vec![b'x'; STREAM_LIMIT - 1]);
+        live.push(b"yz");
+        live.push(b"more");
+        live.flush();
+        let total: usize = got.lock().unwrap().iter().map(String::len).sum();
+        assert_eq!(total, STREAM_LIMIT);
+        assert!(got.lock().unwrap().last().is_some_and(|s| s == "y"));
     }
 }
