@@ -124,3 +124,27 @@ async def test_configure_and_command_output_are_streamed_as_events(start_editor,
     deltas = "".join(e["data"]["delta"] for e in editor.events(session, "tool_call_output_delta"))
     assert "streamed-line" in deltas
     assert provider.requests()[0]["model"] == "claude-other"
+
+
+@pytest.mark.parametrize("name,plugin", [("neovim-0.7", False), ("vscode", True)])
+async def test_cancel_stops_a_running_command_and_the_session_stays_usable(
+    start_editor, provider, workspace, name, plugin
+):
+    editor = await start_editor(name, plugin=plugin, options={"shell": {"permission": "allow"}})
+    provider.push(Turn().tool_call("s1", "shell", {"command": "echo started; sleep 60; echo finished"}))
+    session = (await editor.command("agentls.prompt", {"text": "run the long thing"}))["sessionId"]
+    await editor.wait_for(
+        "the command's first output",
+        lambda: "started" in "".join(e["data"]["delta"] for e in editor.events(session, "tool_call_output_delta")),
+    )
+    cancelled = await editor.command("agentls.cancel", {"sessionId": session})
+    assert cancelled == {"sessionId": session, "cancelled": True}
+    end = await editor.event(session, "processing_end")  # well before the 60 s sleep ends
+    assert end["data"]["reason"] == "cancelled", end
+    call = await editor.event(session, "tool_call_end")
+    assert call["data"]["status"] == "cancelled", call
+    assert "finished" not in (call["data"].get("output") or call["data"].get("error") or "")
+    provider.push(Turn().text("ready again"))
+    await editor.command("agentls.prompt", {"sessionId": session, "text": "still there?"})
+    again = await editor.event(session, "processing_end", 1)
+    assert again["data"]["text"] == "ready again"
