@@ -261,3 +261,23 @@ async fn sigint_mid_command_exits_130_and_leaves_no_process_behind() {
 async fn sigterm_mid_command_exits_143_and_leaves_no_process_behind() {
     assert_eq!(stop_mid_command(nix::sys::signal::Signal::SIGTERM).await, Some(143));
 }
+
+#[tokio::test]
+async fn approval_deny_refuses_edits_and_commands_and_the_model_is_told() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    mock.push(
+        Reply::new()
+            .tool_call("c1", "write_file", json!({"file_path": "new.txt", "content": "x\n"}))
+            .tool_call("c2", "shell", json!({"command": "touch ran.txt"})),
+    );
+    mock.push(Reply::new().text("I was not allowed to change anything."));
+    let dir = repo();
+    let out = exec(&mock, dir.path(), &["--provider", "anthropic", "--approval", "deny", "make files"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!dir.path().join("new.txt").exists() && !dir.path().join("ran.txt").exists());
+    let body = &mock.requests()[1].body;
+    let edit = sent_result(ProfileKind::Anthropic, body, "c1");
+    assert!(edit.content.contains("approval: deny") && edit.is_error == Some(true), "{edit:?}");
+    let shell = sent_result(ProfileKind::Anthropic, body, "c2");
+    assert!(shell.content.contains("approval: deny") && shell.is_error == Some(true), "{shell:?}");
+}
