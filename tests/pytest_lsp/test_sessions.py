@@ -3,6 +3,8 @@ mid-turn, a conflicting user edit during review, and code actions of plain clien
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from editor import file_uri
 from fake_provider import Turn
@@ -148,3 +150,30 @@ async def test_cancel_stops_a_running_command_and_the_session_stays_usable(
     await editor.command("agentls.prompt", {"sessionId": session, "text": "still there?"})
     again = await editor.event(session, "processing_end", 1)
     assert again["data"]["text"] == "ready again"
+
+
+async def test_two_sessions_run_at_once(start_editor, provider, workspace):
+    editor = await start_editor("neovim-0.11", plugin=True)
+    first = (await editor.command("agentls.newSession", {}))["sessionId"]
+    second = (await editor.command("agentls.newSession", {"model": "claude-second"}))["sessionId"]
+    assert first != second
+    provider.push(Turn().text("answer"), Turn().text("answer"))
+    await editor.command("agentls.prompt", {"sessionId": first, "text": "first question"})
+    await editor.command("agentls.prompt", {"sessionId": second, "text": "second question"})
+    await editor.event(first, "processing_end")
+    await editor.event(second, "processing_end")
+    models = sorted(r["model"] for r in provider.requests())
+    assert models == ["claude-second", "claude-test"]
+    listed = await editor.command("agentls.listSessions", {})
+    assert {s["sessionId"] for s in listed["sessions"] if s["open"]} == {first, second}
+    closed = await editor.command("agentls.closeSession", {"sessionId": first})
+    assert closed == {"sessionId": first, "closed": True}
+    await editor.event(first, "session_end")
+    # The session leaves the registry once its event stream has ended.
+    for _ in range(400):
+        listed = await editor.command("agentls.listSessions", {})
+        if not any(s["sessionId"] == first and s["open"] for s in listed["sessions"]):
+            break
+        await asyncio.sleep(0.05)
+    gone = await editor.raw_command("agentls.prompt", {"sessionId": first, "text": "hello?"})
+    assert gone["error"]["data"] == "sessionId"
