@@ -324,9 +324,18 @@ impl Pump {
         if matches!(kind, EventKind::ProcessingEnd | EventKind::SessionEnd) {
             self.persist();
         }
-        self.forward(&event).await;
-        self.progress(&event).await;
-        self.plain_client(&event).await;
+        // Progress ends and a plain client's answer go out before the event that ends them, so
+        // a client that has seen `processing_end` has seen everything of the cycle; a begin
+        // follows its event (creating the token is a round trip).
+        if matches!(kind, EventKind::ToolCallEnd | EventKind::ProcessingEnd | EventKind::SessionEnd) {
+            self.progress(&event).await;
+            self.plain_client(&event).await;
+            self.forward(&event).await;
+        } else {
+            self.forward(&event).await;
+            self.progress(&event).await;
+            self.plain_client(&event).await;
+        }
         if kind == EventKind::SessionEnd {
             self.ended = true;
         }
