@@ -189,6 +189,8 @@ struct Output {
     /// Whether the last character written to stdout ended a line.
     at_line_start: bool,
     wrote_text: bool,
+    /// The status line of the tool call that started last (its live output is appended).
+    running: String,
 }
 
 impl Output {
@@ -203,7 +205,7 @@ impl Output {
             bar.set_message("thinking…");
             bar
         });
-        Self { json, status, at_line_start: true, wrote_text: false }
+        Self { json, status, at_line_start: true, wrote_text: false, running: String::new() }
     }
 
     fn render(&mut self, event: &Event) {
@@ -223,7 +225,16 @@ impl Output {
                 self.set_status("thinking…");
             }
             EventKind::AssistantTextDelta => self.write(&text("delta")),
-            EventKind::ToolCallStart => self.set_status(&format!("running {}", text("summary"))),
+            EventKind::ToolCallStart => {
+                self.running = format!("running {}", text("summary"));
+                self.set_status(&self.running);
+            }
+            EventKind::ToolCallOutputDelta => {
+                if let Some(line) = text("delta").lines().rev().map(str::trim).find(|l| !l.is_empty()) {
+                    let line: String = line.chars().take(80).collect();
+                    self.set_status(&format!("{} · {line}", self.running));
+                }
+            }
             EventKind::ToolCallEnd => {
                 let status = text("status");
                 if status != "ok" {
