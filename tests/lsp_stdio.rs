@@ -259,6 +259,11 @@ async fn malformed_input_then_still_serving(client: &LspClient) {
     let err = client.command("agentls.steer", json!({"sessionId": huge, "text": "x"})).await.unwrap_err();
     assert_eq!(err["data"], "sessionId");
 
+    // A Content-Length larger than the body, then silence: answered with the message's id.
+    raw(r#"{"jsonrpc":"2.0","id":"short-777","method":"agentls/nothing"}"#, 4096);
+    let reply = client.message_where("the reply to a too-long frame", |m| m["id"] == "short-777").await;
+    assert_eq!(reply["error"]["code"], -32600, "{reply}");
+
     // Still serving, and every malformed frame was answered.
     let listed = client.command("agentls.listSessions", json!({})).await.expect("the server still answers");
     assert_eq!(listed["sessions"].as_array().map(Vec::len), Some(1));

@@ -24,7 +24,16 @@ pub enum Frame {
     Body(Vec<u8>),
     /// Something that is not a frame; the text says what, for the error reply.
     Malformed(String),
+    /// A complete JSON message after which the input went quiet before the declared
+    /// Content-Length was reached (the length was too large and nothing followed).
+    Short {
+        body: Vec<u8>,
+        declared: usize,
+    },
 }
+
+/// How long a body that already is complete JSON may wait for the rest of its declared length.
+const SHORT_BODY_IDLE: std::time::Duration = std::time::Duration::from_millis(500);
 
 enum State {
     Headers,
@@ -106,11 +115,20 @@ pub struct FrameReader<R> {
     state: State,
     /// The next garbage run is the body of a frame whose header was already answered.
     quiet: bool,
+    short_body_idle: std::time::Duration,
 }
 
 impl<R: AsyncRead + Unpin> FrameReader<R> {
     pub fn new(input: R) -> Self {
-        Self { input, buf: Vec::new(), pos: 0, eof: false, state: State::Headers, quiet: false }
+        Self {
+            input,
+            buf: Vec::new(),
+            pos: 0,
+            eof: false,
+            state: State::Headers,
+            quiet: false,
+            short_body_idle: SHORT_BODY_IDLE,
+        }
     }
 
     /// The next frame; `None` at end of input (a partial frame at the end is dropped).
@@ -119,6 +137,22 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             match self.parse() {
                 Parsed::Frame(frame) => return Ok(Some(frame)),
                 Parsed::Again => {}
+                Parsed::NeedMore if matches!(self.state, State::Body { .. }) && self.pos < self.buf.len() => {
+                    // A client that declared too long a body may wait for our answer: once the
+                    // input is quiet and what arrived is a whole JSON message, answer it.
+                    match tokio::time::timeout(self.short_body_idle, self.fill()).await {
+                        Ok(more) => {
+                            if !more? {
+                                return Ok(None);
+                            }
+                        }
+                        Err(_) => {
+                            if let Some(frame) = self.short_body() {
+                                return Ok(Some(frame));
+                            }
+                        }
+                    }
+                }
                 Parsed::NeedMore => {
                     if !self.fill().await? {
                         return Ok(None);
@@ -126,6 +160,19 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 }
             }
         }
+    }
+
+    /// The partial body as a [`Frame::Short`] when it is a complete JSON value.
+    fn short_body(&mut self) -> Option<Frame> {
+        let State::Body { length, .. } = self.state else { return None };
+        let body = &self.buf[self.pos..];
+        serde_json::from_slice::<serde::de::IgnoredAny>(body).ok()?;
+        let body = body.to_vec();
+        self.consume(body.len());
+        self.state = State::Headers;
+        // Whatever the client still sends of the declared length is not a frame of its own.
+        self.quiet = true;
+        Some(Frame::Short { body, declared: length })
     }
 
     async fn fill(&mut self) -> std::io::Result<bool> {
@@ -345,6 +392,20 @@ where
                     let _ = replies.send(frame(reply.to_string().as_bytes()));
                 }
             },
+            Ok(Some(Frame::Short { body, declared })) => {
+                let id = serde_json::from_slice::<Value>(&body)
+                    .ok()
+                    .and_then(|v| v.get("id").filter(|id| id.is_number() || id.is_string()).cloned())
+                    .unwrap_or(Value::Null);
+                let problem = format!(
+                    "the Content-Length header said {declared} bytes but the message ended after {}; it was not processed",
+                    body.len()
+                );
+                tracing::warn!("dropping a message: {problem}");
+                let reply =
+                    json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32600, "message": problem}});
+                let _ = replies.send(frame(reply.to_string().as_bytes()));
+            }
             Ok(Some(Frame::Malformed(problem))) => {
                 tracing::warn!("dropping a malformed frame: {problem}");
                 let reply =
@@ -368,7 +429,7 @@ where
         let bytes = tokio::select! {
             biased;
             frame = reader.next() => match frame {
-                Ok(Some(Frame::Body(body))) => frame_bytes(body),
+                Ok(Some(Frame::Body(body) | Frame::Short { body, .. })) => frame_bytes(body),
                 Ok(Some(Frame::Malformed(problem))) => {
                     tracing::error!("the framework wrote a malformed frame: {problem}");
                     continue;
@@ -486,6 +547,23 @@ mod tests {
         let quoted = r#"{"text":"Content-Length: 12\r\n"}"#;
         let frames = both_ways(format!("Content-Length: {}\r\n\r\n{quoted}", quoted.len()).as_bytes()).await;
         assert_eq!(frames, vec![body(quoted)]);
+    }
+
+    #[tokio::test]
+    async fn a_too_long_content_length_followed_by_silence_is_answered() {
+        let (mut client, server) = tokio::io::duplex(1 << 16);
+        let mut reader = FrameReader::new(server);
+        reader.short_body_idle = std::time::Duration::from_millis(20);
+        let msg = r#"{"jsonrpc":"2.0","id":7,"method":"x"}"#;
+        client.write_all(format!("Content-Length: 90\r\n\r\n{msg}").as_bytes()).await.expect("write");
+        let frame = reader.next().await.expect("read").expect("a frame");
+        assert_eq!(frame, Frame::Short { body: msg.as_bytes().to_vec(), declared: 90 });
+        // An incomplete body keeps waiting for the rest.
+        client.write_all(b"Content-Length: 9\r\n\r\n{\"a\"").await.expect("write");
+        let waiting = tokio::time::timeout(std::time::Duration::from_millis(100), reader.next()).await;
+        assert!(waiting.is_err(), "{waiting:?}");
+        client.write_all(b":1}  ").await.expect("write");
+        assert_eq!(reader.next().await.expect("read"), Some(body("{\"a\":1}  ")));
     }
 
     #[test]

@@ -369,6 +369,11 @@ impl LspClient {
             .await
     }
 
+    /// The first message from the server (of any kind) that satisfies `pred`.
+    pub async fn message_where(&self, what: &str, mut pred: impl FnMut(&Value) -> bool) -> Value {
+        self.wait_until(what, |inbox| inbox.all.iter().find(|m| pred(m)).cloned()).await
+    }
+
     /// The next queued (not auto-answered) server request of `method`.
     pub async fn next_request(&self, method: &str) -> ServerRequest {
         let taken = self.requests_taken.lock().unwrap().clone();
