@@ -64,9 +64,25 @@ impl Fixture {
 
     /// `setup` runs on the client before `initialize` (to script its answers).
     async fn build(capabilities: Value, init_options: Value, setup: impl FnOnce(&LspClient)) -> Self {
+        Self::build_folders(capabilities, init_options, setup, &[]).await
+    }
+
+    /// With more workspace folders (named relative to the temporary directory) after `ws`.
+    async fn build_folders(
+        capabilities: Value,
+        init_options: Value,
+        setup: impl FnOnce(&LspClient),
+        more_folders: &[&str],
+    ) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let root = dir.path().join("ws");
         std::fs::create_dir_all(root.join("src")).expect("mkdir");
+        let mut folders = vec![root.clone()];
+        for folder in more_folders {
+            let path = dir.path().join(folder);
+            std::fs::create_dir_all(&path).expect("mkdir");
+            folders.push(path);
+        }
         let data = dir.path().join("data");
         let mock = MockProvider::start(Dialect::Anthropic).await;
         let mut env = mock.env();
@@ -80,7 +96,8 @@ impl Fixture {
         options.extra_tools = vec![Arc::new(Tripwire { armed: tripwire.clone() })];
         let client = LspClient::in_process(options);
         setup(&client);
-        client.initialize(&root, capabilities, init_options).await;
+        let folders: Vec<&std::path::Path> = folders.iter().map(PathBuf::as_path).collect();
+        client.initialize_folders(&folders, capabilities, init_options).await;
         Self { _dir: dir, root, data, mock, client, tripwire }
     }
 
@@ -531,4 +548,38 @@ async fn parallel_edits_are_reviewed_each_under_its_own_call_id() {
             .expect("reject");
     }
     fx.client.next_event(&id, "processing_end").await;
+}
+
+#[tokio::test]
+async fn a_prompt_without_a_session_runs_in_the_workspace_folder_of_its_context() {
+    let fx = Fixture::build_folders(plugin_capabilities(), json!({"model": "m"}), |_| {}, &["other"]).await;
+    let here = fx.write("src/lib.rs", LIB);
+    let other_root = fx.root.parent().expect("parent").join("other");
+    let there = other_root.join("main.rs");
+    std::fs::write(&there, "fn main() {}\n").expect("write");
+    let prompt = |path: &std::path::Path| {
+        json!({"text": "explain", "context": {"uri": file_uri(path),
+               "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 2}}}})
+    };
+    let mut ids = Vec::new();
+    for path in [&here, &there, &here] {
+        fx.mock.push(Turn::new().text("ok"));
+        let queued = fx.client.command("agentls.prompt", prompt(path)).await.expect("prompt");
+        let id = queued["sessionId"].as_str().expect("id").to_string();
+        fx.client.next_event(&id, "processing_end").await;
+        ids.push(id);
+    }
+    assert_ne!(ids[0], ids[1], "another folder gets its own session");
+    assert_eq!(ids[0], ids[2], "the folder's session is reused");
+    let listed = fx.client.command("agentls.listSessions", json!({})).await.expect("list");
+    let root_of = |id: &str| {
+        listed["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["sessionId"] == id)
+            .map(|s| s["rootUri"].clone())
+    };
+    assert_eq!(root_of(&ids[0]), Some(json!(file_uri(&fx.root))));
+    assert_eq!(root_of(&ids[1]), Some(json!(file_uri(&other_root))));
 }

@@ -74,11 +74,7 @@ impl SessionRegistry {
         self.sessions.read().unwrap_or_else(|p| p.into_inner()).iter().find(|s| s.id == id).cloned()
     }
 
-    /// The most recently created open session.
-    pub fn latest(&self) -> Option<Arc<LspSession>> {
-        self.sessions.read().unwrap_or_else(|p| p.into_inner()).last().cloned()
-    }
-
+    /// Open sessions, oldest first.
     pub fn all(&self) -> Vec<Arc<LspSession>> {
         self.sessions.read().unwrap_or_else(|p| p.into_inner()).clone()
     }

@@ -309,7 +309,17 @@ impl LspClient {
 
     /// `initialize` + `initialized` with the given capabilities and one workspace folder.
     pub async fn initialize(&self, root: &Path, capabilities: Value, options: Value) -> Value {
-        let uri = file_uri(root);
+        self.initialize_folders(&[root], capabilities, options).await
+    }
+
+    /// `initialize` + `initialized` with several workspace folders (the first is `rootUri`).
+    pub async fn initialize_folders(&self, roots: &[&Path], capabilities: Value, options: Value) -> Value {
+        let uri = file_uri(roots[0]);
+        let folders: Vec<Value> = roots
+            .iter()
+            .enumerate()
+            .map(|(i, r)| json!({"uri": file_uri(r), "name": format!("folder{i}")}))
+            .collect();
         let result = self
             .request(
                 "initialize",
@@ -318,7 +328,7 @@ impl LspClient {
                     "rootUri": uri,
                     "capabilities": capabilities,
                     "initializationOptions": options,
-                    "workspaceFolders": [{"uri": uri, "name": "root"}],
+                    "workspaceFolders": folders,
                     "clientInfo": {"name": "agentls-test-client"},
                 }),
             )

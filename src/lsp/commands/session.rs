@@ -103,10 +103,29 @@ pub fn prompt(state: &Arc<ServerState>, args: &CommandArgs) -> Result<Value> {
     let context = args.optional_object("context")?;
     let session = match args.optional_str("sessionId")? {
         Some(_) => session(state, args)?,
-        None => match state.sessions.latest() {
-            Some(s) => s,
-            None => sessions::create(state, NewSession::default()).map_err(request_failed)?,
-        },
+        None => {
+            // Without a session: the latest one of the workspace folder holding the context file
+            // (or of any folder), else a new one rooted there.
+            let context_path = context
+                .as_ref()
+                .and_then(|c| c.optional_str("uri").ok().flatten())
+                .and_then(|uri| convert::parse_uri(&uri))
+                .and_then(|uri| convert::path_of(&uri));
+            let root = context_path.and_then(|path| {
+                state
+                    .roots()
+                    .into_iter()
+                    .filter(|r| path.starts_with(r))
+                    .max_by_key(|r| r.components().count())
+            });
+            let latest =
+                state.sessions.all().into_iter().rev().find(|s| root.as_ref().is_none_or(|r| s.root == *r));
+            match latest {
+                Some(s) => s,
+                None => sessions::create(state, NewSession { root, ..Default::default() })
+                    .map_err(request_failed)?,
+            }
+        }
     };
     let text = with_context(state, text, context)?;
     // Instruction files are re-read for every new input, so an edit on disk counts even before
