@@ -77,7 +77,7 @@ fn pick_registry(
     Err(format!("unknown tool `{name}`; available tools: {}", known.join(", ")))
 }
 
-fn read_arguments(tool: &str, raw: &str) -> Result<String, String> {
+fn read_arguments(tool: &str, raw: &str) -> Result<serde_json::Value, String> {
     let text = if raw == "-" {
         let mut text = String::new();
         std::io::stdin()
@@ -88,10 +88,12 @@ fn read_arguments(tool: &str, raw: &str) -> Result<String, String> {
         raw.to_string()
     };
     match serde_json::from_str::<serde_json::Value>(&text) {
-        Ok(value) if value.is_object() => Ok(text),
-        // A raw patch (of any size) on stdin for apply_patch.
+        Ok(value) if value.is_object() => Ok(value),
+        // A raw patch (of any size) on stdin for apply_patch, passed on without a copy.
         Err(_) if tool == "apply_patch" && text.contains("*** Begin Patch") => {
-            Ok(serde_json::json!({ "patch": text }).to_string())
+            let mut args = serde_json::Map::new();
+            args.insert("patch".to_string(), serde_json::Value::String(text));
+            Ok(serde_json::Value::Object(args))
         }
         Ok(_) => Err("the arguments must be a JSON object, e.g. '{\"file_path\": \"src/main.rs\"}'".into()),
         Err(e) => Err(format!("the arguments are not valid JSON: {e}")),
@@ -146,7 +148,7 @@ pub fn run(env: &Env, args: ToolArgs) -> Result<ExitCode, String> {
         cancel: cancel.clone(),
     };
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
@@ -156,7 +158,7 @@ pub fn run(env: &Env, args: ToolArgs) -> Result<ExitCode, String> {
                 cancel.cancel();
             }
         });
-        let outcome = registry.execute(&args.name, &arguments, &ctx).await;
+        let outcome = registry.execute_value(&args.name, arguments, &ctx).await;
         exec_env.cleanup().await;
         interrupt.abort();
         outcome

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::apply_patch::seek::{Pass, seek, similarity};
+use super::apply_patch::seek::{Pass, normalize_char, seek, similarity};
 use super::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::workspace::{ChangeOutcome, ChangeSet, FileChange, Snapshot, split_lines};
 
@@ -266,8 +266,9 @@ fn line_numbers(text: &str, offsets: &[usize]) -> String {
     numbers.join(", ")
 }
 
-/// "Not found", with the closest region: a whitespace- or punctuation-insensitive match, else
-/// the most similar line.
+/// "Not found", with the closest region: whole lines differing only in whitespace or
+/// punctuation, else the same text with whitespace ignored (anywhere in lines, across line
+/// breaks), else the most similar block of lines, else the most similar line.
 fn not_found_message(text: &str, display: &str, old_string: &str) -> String {
     let file_lines: Vec<&str> =
         split_lines(text).into_iter().map(|line| line.trim_end_matches(['\n', '\r'])).collect();
@@ -285,21 +286,43 @@ fn not_found_message(text: &str, display: &str, old_string: &str) -> String {
         } else {
             "whitespace"
         };
-        let region = file_lines[at..at + pattern.len()].join("\n");
         message.push_str(&format!(
-            " A region differing only in {kind} is at lines {}-{}:\n{region}\nCopy the text exactly as it is in the file.",
-            at + 1,
-            at + pattern.len()
+            " A region differing only in {kind} is at {}:\n{}\nCopy the text exactly as it is in the file.",
+            line_span(at, at + pattern.len()),
+            region(&file_lines, at, at + pattern.len())
+        ));
+        return message;
+    }
+    if let Some(found) = find_ignoring_whitespace(text, old_string) {
+        let first = line_of(text, found.start);
+        let last = line_of(text, found.end.saturating_sub(1).max(found.start));
+        let others = match found.count {
+            1 => String::new(),
+            count => format!(" (the first of {count})"),
+        };
+        message.push_str(&format!(
+            " The same text with different whitespace or punctuation (quotes, dashes) is at {}{others}:\n{}\n\
+             Copy the text exactly as it is in the file.",
+            line_span(first, last + 1),
+            region(&file_lines, first, last + 1)
         ));
         return message;
     }
     let first = pattern.first().copied().unwrap_or(old_string);
-    let best = file_lines
-        .iter()
-        .enumerate()
-        .take(50_000)
-        .map(|(at, line)| (at, similarity(line, first)))
-        .max_by(|a, b| a.1.total_cmp(&b.1));
+    let first_scores: Vec<f32> =
+        file_lines.iter().take(MAX_SCORED_LINES).map(|line| similarity(line, first)).collect();
+    if pattern.len() >= 2
+        && let Some((at, score)) = most_similar_block(&file_lines, pattern, &first_scores)
+        && score >= 0.6
+    {
+        message.push_str(&format!(
+            " The most similar region is at {}:\n{}\nRead the file again and copy the text exactly.",
+            line_span(at, at + pattern.len()),
+            region(&file_lines, at, at + pattern.len())
+        ));
+        return message;
+    }
+    let best = first_scores.iter().copied().enumerate().max_by(|a, b| a.1.total_cmp(&b.1));
     match best {
         Some((at, score)) if score >= 0.5 => message.push_str(&format!(
             " The closest line is line {}: `{}`. Read the file again and copy the text exactly.",
@@ -309,4 +332,132 @@ fn not_found_message(text: &str, display: &str, old_string: &str) -> String {
         _ => message.push_str(" No similar text exists; read the file again to see its current content."),
     }
     message
+}
+
+/// Lines compared one by one against old_string when looking for a similar region.
+const MAX_SCORED_LINES: usize = 50_000;
+/// Texts longer than this are not searched with whitespace ignored (it copies the text).
+const MAX_LOOSE_SEARCH_BYTES: usize = 32 * 1024 * 1024;
+/// Lines of a region quoted in an error at most.
+const MAX_QUOTED_LINES: usize = 30;
+
+/// `lines first+1..=end` (1-based, inclusive), or `line N` for one line.
+fn line_span(first: usize, end: usize) -> String {
+    if end <= first + 1 { format!("line {}", first + 1) } else { format!("lines {}-{}", first + 1, end) }
+}
+
+/// File lines `first..end` for quoting, cut after [`MAX_QUOTED_LINES`].
+fn region(file_lines: &[&str], first: usize, end: usize) -> String {
+    let end = end.min(file_lines.len());
+    let shown = end.min(first + MAX_QUOTED_LINES);
+    let mut quoted = file_lines[first..shown].join("\n");
+    if shown < end {
+        quoted.push_str(&format!("\n… ({} more lines)", end - shown));
+    }
+    quoted
+}
+
+/// 0-based line of byte `offset`.
+fn line_of(text: &str, offset: usize) -> usize {
+    text.as_bytes()[..offset].iter().filter(|&&byte| byte == b'\n').count()
+}
+
+/// Where `needle` occurs in `text` when whitespace is ignored and punctuation normalised.
+struct LooseMatch {
+    /// Byte range in `text`, from the first to the last matched non-space character.
+    start: usize,
+    end: usize,
+    /// How many such occurrences there are.
+    count: usize,
+}
+
+/// The characters of `text` that count when whitespace is ignored, normalised, with the byte
+/// offset and length of the character each comes from.
+fn loose_chars(text: &str) -> impl Iterator<Item = (usize, usize, char)> + '_ {
+    text.char_indices().flat_map(|(at, c)| {
+        normalize_char(c).filter(|n| !n.is_whitespace()).map(move |n| (at, c.len_utf8(), n))
+    })
+}
+
+fn find_ignoring_whitespace(text: &str, needle: &str) -> Option<LooseMatch> {
+    if text.len() > MAX_LOOSE_SEARCH_BYTES {
+        return None;
+    }
+    let needle: String = loose_chars(needle).map(|(_, _, c)| c).collect();
+    if needle.is_empty() {
+        return None;
+    }
+    let haystack: String = loose_chars(text).map(|(_, _, c)| c).collect();
+    let found = haystack.find(&needle)?;
+    let count = haystack.matches(&needle).count();
+    let (mut start, mut end, mut at) = (None, 0, 0);
+    for (offset, len, c) in loose_chars(text) {
+        if at >= found + needle.len() {
+            break;
+        }
+        if at >= found {
+            start.get_or_insert(offset);
+            end = offset + len;
+        }
+        at += c.len_utf8();
+    }
+    Some(LooseMatch { start: start?, end, count })
+}
+
+/// The block of `pattern.len()` file lines most similar to `pattern` (mean line similarity).
+/// Only blocks whose first or last line resembles the pattern's are scored in full.
+fn most_similar_block(file_lines: &[&str], pattern: &[&str], first_scores: &[f32]) -> Option<(usize, f32)> {
+    const CANDIDATES: usize = 8;
+    let m = pattern.len();
+    if file_lines.len() < m {
+        return None;
+    }
+    let last = pattern[m - 1];
+    let starts = first_scores.len().min(file_lines.len() - m + 1);
+    let mut ranked: Vec<(usize, f32)> = (0..starts)
+        .map(|at| (at, (first_scores[at] + similarity(file_lines[at + m - 1], last)) / 2.0))
+        .collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    ranked
+        .iter()
+        .take(CANDIDATES)
+        .map(|&(at, _)| {
+            let total: f32 =
+                pattern.iter().zip(&file_lines[at..]).map(|(want, line)| similarity(line, want)).sum();
+            (at, total / m as f32)
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn closest_region_ignores_whitespace_inside_and_across_lines() {
+        let text =
+            "fn main() {\n    let total = add(first,\n        second);\n    println!(\"{total}\");\n}\n";
+        let message = not_found_message(text, "m.rs", "let total = add(first, second);");
+        assert!(message.contains("lines 2-3"), "{message}");
+        assert!(message.contains("    let total = add(first,\n        second);"), "{message}");
+        let message = not_found_message(text, "m.rs", "println!(\u{201C}{total}\u{201D})");
+        assert!(message.contains("line 4"), "{message}");
+    }
+
+    #[test]
+    fn closest_region_finds_a_similar_block_with_line_numbers() {
+        let text = "a = 1\nb = 2\n\ndef compute(x):\n    y = x * 2\n    return y + 1\n\nz = 3\n";
+        let message = not_found_message(text, "c.py", "def compute(x):\n    y = x * 3\n    return y + 1");
+        assert!(message.contains("most similar region is at lines 4-6"), "{message}");
+        assert!(message.contains("    y = x * 2"), "{message}");
+        let message = not_found_message(text, "c.py", "completely unrelated\nnothing alike here");
+        assert!(message.contains("No similar text exists"), "{message}");
+    }
+
+    #[test]
+    fn closest_region_of_a_huge_single_line_is_cheap() {
+        let line = "x".repeat(1 << 20);
+        let message = not_found_message(&line, "big.txt", &format!("y{}", &line[1..]));
+        assert!(message.contains("closest line is line 1"), "{}", &message[..200]);
+    }
 }

@@ -174,8 +174,8 @@ impl ToolRegistry {
     /// Parses raw arguments and checks them against the tool's schema; the error names each
     /// offending field and what is expected.
     pub fn parse_arguments(&self, name: &str, raw: &str) -> Result<Value, String> {
-        let entry = self.entry(name).ok_or_else(|| self.unknown_tool_message(name))?;
-        let mut args: Value = if raw.trim().is_empty() {
+        self.entry(name).ok_or_else(|| self.unknown_tool_message(name))?;
+        let args: Value = if raw.trim().is_empty() {
             Value::Object(Default::default())
         } else {
             serde_json::from_str(raw).map_err(|e| {
@@ -185,6 +185,12 @@ impl ToolRegistry {
                 )
             })?
         };
+        self.check_arguments(name, args)
+    }
+
+    /// Checks parsed arguments against the tool's schema (after normalising them).
+    pub fn check_arguments(&self, name: &str, mut args: Value) -> Result<Value, String> {
+        let entry = self.entry(name).ok_or_else(|| self.unknown_tool_message(name))?;
         let Some(object) = args.as_object_mut() else {
             return Err(format!("Invalid arguments for tool {name}: the arguments must be a JSON object."));
         };
@@ -214,12 +220,27 @@ impl ToolRegistry {
 
     /// Runs one call end to end. Never fails: every problem is an `is_error` outcome.
     pub async fn execute(&self, name: &str, raw_arguments: &str, ctx: &ToolContext) -> ToolCallOutcome {
+        self.execute_with(name, |registry, name| registry.parse_arguments(name, raw_arguments), ctx).await
+    }
+
+    /// Like [`ToolRegistry::execute`] with arguments already parsed (a large input is not
+    /// serialised to JSON and parsed back).
+    pub async fn execute_value(&self, name: &str, args: Value, ctx: &ToolContext) -> ToolCallOutcome {
+        self.execute_with(name, |registry, name| registry.check_arguments(name, args), ctx).await
+    }
+
+    async fn execute_with(
+        &self,
+        name: &str,
+        arguments: impl FnOnce(&Self, &str) -> Result<Value, String>,
+        ctx: &ToolContext,
+    ) -> ToolCallOutcome {
         let Some((registered_name, entry)) = self.resolve(name) else {
             return ToolCallOutcome::error(self.unknown_tool_message(name), &self.truncation, name);
         };
         // Truncation limits follow the tool that runs, whatever name the model used.
         let name = registered_name;
-        let args = match self.parse_arguments(name, raw_arguments) {
+        let args = match arguments(self, name) {
             Ok(args) => args,
             Err(message) => return ToolCallOutcome::error(message, &self.truncation, name),
         };

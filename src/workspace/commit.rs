@@ -3,6 +3,7 @@
 //! (existence, overwrite refusals, changes since the base snapshot, rebase) before the first
 //! write, and a failed write rolls back what was already written: all files or none.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,7 +12,7 @@ use async_trait::async_trait;
 
 use super::change::{FileOp, ResolvedChangeSet, ResolvedFile};
 use super::rebase::{RebaseConflict, rebase};
-use super::{WorkspaceError, read_disk_text};
+use super::{Snapshot, WorkspaceError, read_disk_text};
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CommitError {
@@ -173,15 +174,24 @@ impl ChangeOutcome {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct DiskCommitter;
 
-/// One planned disk operation, computed and checked before anything is written.
+/// One planned disk operation, computed and checked before anything is written. Each carries
+/// the file's verified current content, so undoing it needs no second read.
 enum Action {
-    Remove { path: PathBuf },
-    Write { path: PathBuf, text: Arc<str>, permissions: Option<std::fs::Permissions> },
+    Remove { path: PathBuf, previous: Arc<str>, permissions: std::fs::Permissions },
+    Write { path: PathBuf, text: Arc<str>, permissions: Option<std::fs::Permissions>, previous: Previous },
+}
+
+/// What a write replaces.
+enum Previous {
+    /// Nothing (a create, or a path a planned remove vacates): undo removes the written file.
+    Nothing,
+    /// This verified content with its permissions: undo writes it back.
+    Content(Arc<str>, std::fs::Permissions),
 }
 
 /// How to undo one performed disk operation.
 enum Undo {
-    Restore { path: PathBuf, bytes: Vec<u8>, permissions: std::fs::Permissions },
+    Restore { path: PathBuf, text: Arc<str>, permissions: std::fs::Permissions },
     Remove { path: PathBuf },
 }
 
@@ -196,6 +206,7 @@ impl DiskCommitter {
         let mut removes = Vec::new();
         let mut writes = Vec::new();
         let mut outcomes = Vec::new();
+        let mut block = Vec::new();
         for file in &change.files {
             if !file.accepted {
                 outcomes.push(FileOutcome::rejected(file));
@@ -216,36 +227,52 @@ impl DiskCommitter {
                         path: change.path.clone(),
                         text: text.clone(),
                         permissions: None,
+                        previous: Previous::Nothing,
                     });
                     outcomes.push(FileOutcome::committed(file, Some(text), false));
                 }
                 FileOp::Delete => {
-                    let current = current_text(&change.path)?;
-                    if *current != *change.base_text() {
+                    let current = current_state(&change.path, change.base.as_ref(), &mut block)?;
+                    if !current.is_base {
                         return Err(CommitError::ChangedBeforeDelete(change.path.clone()));
                     }
-                    removes.push(Action::Remove { path: change.path.clone() });
+                    removes.push(Action::Remove {
+                        path: change.path.clone(),
+                        previous: current.text,
+                        permissions: current.permissions,
+                    });
                     outcomes.push(FileOutcome::committed(file, None, false));
                 }
                 FileOp::Modify | FileOp::Rename { .. } => {
-                    let current = current_text(&change.path)?;
+                    let current = current_state(&change.path, change.base.as_ref(), &mut block)?;
                     let proposed = file.final_text.clone().unwrap_or_else(|| Arc::from(""));
-                    let (text, rebased) = if *current == *change.base_text() {
+                    let (text, rebased) = if current.is_base {
                         (proposed, false)
                     } else {
-                        let merged = rebase(change.base_text(), &proposed, &current).map_err(|conflict| {
-                            CommitError::Conflict { path: change.path.clone(), conflict }
-                        })?;
+                        let merged =
+                            rebase(change.base_text(), &proposed, &current.text).map_err(|conflict| {
+                                CommitError::Conflict { path: change.path.clone(), conflict }
+                            })?;
                         (Arc::from(merged), true)
                     };
-                    let permissions =
-                        std::fs::metadata(&change.path).ok().map(|metadata| metadata.permissions());
                     let target = change.target_path().to_path_buf();
-                    if target != change.path {
+                    let previous = if target != change.path {
                         refuse_existing(&target)?;
-                        removes.push(Action::Remove { path: change.path.clone() });
-                    }
-                    writes.push(Action::Write { path: target, text: text.clone(), permissions });
+                        removes.push(Action::Remove {
+                            path: change.path.clone(),
+                            previous: current.text,
+                            permissions: current.permissions.clone(),
+                        });
+                        Previous::Nothing
+                    } else {
+                        Previous::Content(current.text, current.permissions.clone())
+                    };
+                    writes.push(Action::Write {
+                        path: target,
+                        text: text.clone(),
+                        permissions: Some(current.permissions),
+                        previous,
+                    });
                     outcomes.push(FileOutcome::committed(file, Some(text), rebased));
                 }
             }
@@ -260,8 +287,9 @@ impl DiskCommitter {
             if let Err(error) = Self::perform_one(action, &mut undo) {
                 for step in undo.into_iter().rev() {
                     let result = match &step {
-                        Undo::Restore { path, bytes, permissions } => std::fs::write(path, bytes)
-                            .and_then(|()| std::fs::set_permissions(path, permissions.clone())),
+                        Undo::Restore { path, text, permissions } => {
+                            write_atomically(path, text.as_bytes(), Some(permissions.clone()))
+                        }
                         Undo::Remove { path } => std::fs::remove_file(path),
                     };
                     if let Err(undo_error) = result {
@@ -276,34 +304,32 @@ impl DiskCommitter {
 
     fn perform_one(action: Action, undo: &mut Vec<Undo>) -> Result<(), CommitError> {
         match action {
-            Action::Remove { path } => {
-                let io = |error: std::io::Error| CommitError::Io {
-                    path: path.clone(),
-                    message: error.to_string(),
-                };
-                let bytes = std::fs::read(&path).map_err(io)?;
-                let permissions = std::fs::metadata(&path).map_err(io)?.permissions();
-                std::fs::remove_file(&path).map_err(io)?;
-                undo.push(Undo::Restore { path, bytes, permissions });
+            Action::Remove { path, previous, permissions } => {
+                std::fs::remove_file(&path)
+                    .map_err(|error| CommitError::Io { path: path.clone(), message: error.to_string() })?;
+                undo.push(Undo::Restore { path, text: previous, permissions });
             }
-            Action::Write { path, text, permissions } => {
+            Action::Write { path, text, permissions, previous } => {
                 let io = |error: std::io::Error| CommitError::Io {
                     path: path.clone(),
                     message: error.to_string(),
                 };
-                let previous = match std::fs::read(&path) {
-                    Ok(bytes) => Some((bytes, std::fs::metadata(&path).map_err(io)?.permissions())),
-                    Err(_) => None,
-                };
-                if let Some(parent) = path.parent() {
-                    std::fs::create_dir_all(parent).map_err(io)?;
+                match &previous {
+                    Previous::Nothing => {
+                        // Created since the plan was checked: never overwrite what nobody saw.
+                        if path.symlink_metadata().is_ok() {
+                            return Err(CommitError::AlreadyExists(path));
+                        }
+                        if let Some(parent) = path.parent() {
+                            std::fs::create_dir_all(parent).map_err(io)?;
+                        }
+                    }
+                    Previous::Content(..) => {}
                 }
-                let permissions =
-                    permissions.or_else(|| previous.as_ref().map(|(_, permissions)| permissions.clone()));
                 write_atomically(&path, text.as_bytes(), permissions).map_err(io)?;
                 undo.push(match previous {
-                    Some((bytes, permissions)) => Undo::Restore { path, bytes, permissions },
-                    None => Undo::Remove { path },
+                    Previous::Content(text, permissions) => Undo::Restore { path, text, permissions },
+                    Previous::Nothing => Undo::Remove { path },
                 });
             }
         }
@@ -328,11 +354,66 @@ impl Committer for DiskCommitter {
     }
 }
 
-fn current_text(path: &Path) -> Result<String, CommitError> {
-    match read_disk_text(path) {
-        Ok(text) => Ok(text),
-        Err(WorkspaceError::NotFound(path)) => Err(CommitError::Vanished(path)),
-        Err(error) => Err(error.into()),
+/// A file's content on disk when a commit is planned, with its permissions.
+struct CurrentState {
+    /// The base snapshot's text itself when the disk still holds it (no copy is made).
+    text: Arc<str>,
+    is_base: bool,
+    permissions: std::fs::Permissions,
+}
+
+/// Reads what `path` holds now. When it is byte for byte the `base` the change was computed
+/// against (the usual case), the base text is reused; the file is compared in blocks without
+/// being copied.
+fn current_state(
+    path: &Path,
+    base: Option<&Snapshot>,
+    block: &mut Vec<u8>,
+) -> Result<CurrentState, CommitError> {
+    let vanished = |error: WorkspaceError| match error {
+        WorkspaceError::NotFound(path) => CommitError::Vanished(path),
+        error => error.into(),
+    };
+    let io = |error: std::io::Error| vanished(WorkspaceError::io(path, &error));
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let metadata = file.metadata().map_err(io)?;
+    if metadata.is_dir() {
+        return Err(CommitError::Workspace(WorkspaceError::IsDirectory(path.to_path_buf())));
+    }
+    let permissions = metadata.permissions();
+    if let Some(base) = base
+        && metadata.len() == base.text.len() as u64
+        && same_content(&mut file, base.text.as_bytes(), block).map_err(io)?
+    {
+        return Ok(CurrentState { text: base.text.clone(), is_base: true, permissions });
+    }
+    let text = read_disk_text(path).map_err(vanished)?;
+    Ok(CurrentState { text: Arc::from(text), is_base: false, permissions })
+}
+
+/// Whether the rest of `file` is exactly `expected`; `block` is scratch space, reused across files.
+fn same_content(file: &mut std::fs::File, expected: &[u8], block: &mut Vec<u8>) -> std::io::Result<bool> {
+    const BLOCK: usize = 256 * 1024;
+    // One byte more than expected, to notice a file that grew since its size was read.
+    let wanted = (expected.len() + 1).min(BLOCK);
+    if block.len() < wanted {
+        block.resize(wanted, 0);
+    }
+    let block = &mut block[..wanted];
+    let mut at = 0;
+    loop {
+        let read = match file.read(block) {
+            Ok(read) => read,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(error),
+        };
+        if read == 0 {
+            return Ok(at == expected.len());
+        }
+        if expected.get(at..at + read) != Some(&block[..read]) {
+            return Ok(false);
+        }
+        at += read;
     }
 }
 

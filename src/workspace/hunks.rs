@@ -33,6 +33,10 @@ pub struct Hunk {
 /// line has none when the text does not end with a line break. Empty text has no lines.
 pub fn split_lines(text: &str) -> Vec<&str> {
     let bytes = text.as_bytes();
+    if !bytes.contains(&b'\r') {
+        // The common case, with a vectorised search for the breaks.
+        return text.split_inclusive('\n').collect();
+    }
     let mut lines = Vec::with_capacity(bytes.len() / 32 + 1);
     let mut start = 0;
     let mut i = 0;

@@ -2,7 +2,7 @@
 //! Invariant: `check` passes only for a file read in this session whose current text is the text
 //! last read or written by the agent.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -20,7 +20,9 @@ pub enum ReadCheckError {
 #[derive(Debug, Default)]
 struct ReadState {
     seen: HashMap<PathBuf, u64>,
+    /// In the order first changed; `changed_set` holds the same paths for lookups.
     changed: Vec<PathBuf>,
+    changed_set: HashSet<PathBuf>,
 }
 
 /// Files read in a session and the snapshot each was read at (read-before-edit guard), plus the
@@ -63,7 +65,8 @@ impl ReadTracker {
     /// Records that the agent changed (created, modified, deleted or moved) `path`.
     pub fn record_change(&self, path: &Path) {
         let mut state = self.lock();
-        if !state.changed.iter().any(|changed| changed == path) {
+        if !state.changed_set.contains(path) {
+            state.changed_set.insert(path.to_path_buf());
             state.changed.push(path.to_path_buf());
         }
     }

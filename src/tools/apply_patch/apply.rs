@@ -3,6 +3,8 @@
 //! own line break, and the BOM and the presence or absence of a final line break are kept. The
 //! hunks returned are minimal and apply to the input text to give the output text.
 
+use std::ops::Range;
+
 use similar::{Algorithm, DiffTag, capture_diff_slices};
 
 use super::parser::{Chunk, HunkLine};
@@ -34,54 +36,66 @@ pub fn apply_chunks(text: &str, chunks: &[Chunk<'_>], path: &str) -> Result<(Str
         Some(body) => (BOM, body),
         None => ("", text),
     };
-    let lines = split_lines(body);
-    let contents: Vec<&str> = lines.iter().map(|line| strip_break(line)).collect();
-    let line_break =
-        lines.iter().map(|line| &line[strip_break(line).len()..]).find(|b| !b.is_empty()).unwrap_or("\n");
-    let ends_without_break = lines.last().is_some_and(|line| strip_break(line).len() == line.len());
+    let file = FileLines::new(body);
+    let contents = &file.contents;
+    let line_break = (0..contents.len()).map(|i| file.line_break(i)).find(|b| !b.is_empty()).unwrap_or("\n");
+    let ends_without_break = !contents.is_empty() && file.line_break(contents.len() - 1).is_empty();
+    let line_count = contents.len();
 
     let mut replacements: Vec<Replacement> = Vec::with_capacity(chunks.len());
     let mut cursor = 0;
     for (number, chunk) in chunks.iter().enumerate() {
-        let replacement = locate(&contents, chunk, cursor, path, number + 1)?;
+        let replacement = locate(contents, chunk, cursor, path, number + 1)?;
         cursor = replacement.old.end;
         replacements.push(replacement);
     }
-    if ends_without_break && !lines.is_empty() {
+    if ends_without_break {
         // Lines added after a last line that had no break: that line gains one, so it joins the hunk.
-        let last = lines.len() - 1;
-        if let Some(replacement) = replacements.pop_if(|replacement| replacement.old.start == lines.len()) {
+        let last = line_count - 1;
+        if let Some(replacement) = replacements.pop_if(|replacement| replacement.old.start == line_count) {
             match replacements.last_mut() {
                 // The previous hunk already ends at the last line: the additions extend it.
-                Some(previous) if previous.old.end == lines.len() => previous.new.extend(replacement.new),
+                Some(previous) if previous.old.end == line_count => previous.new.extend(replacement.new),
                 _ => {
                     let mut new = vec![OutLine::Kept(last)];
                     new.extend(replacement.new);
-                    replacements.push(Replacement { old: last..lines.len(), new });
+                    replacements.push(Replacement { old: last..line_count, new });
                 }
             }
         }
     }
 
-    let mut out = String::with_capacity(text.len() + text.len() / 8);
+    let added: usize = replacements.iter().flat_map(|r| &r.new).map(|line| line.added_len(line_break)).sum();
+    let mut out = String::with_capacity(text.len() + added);
     out.push_str(bom);
-    let offsets = line_offsets(&lines, bom.len());
+    let offset = |line: usize| bom.len() + file.start(line);
     let mut hunks = Vec::new();
     let mut old_at = 0;
+    // Where the output line for old line `old_at` starts, in lines.
     let mut new_line_at = 0;
     let total = replacements.len();
     for (position, replacement) in replacements.into_iter().enumerate() {
-        out.push_str(&text[offsets[old_at]..offsets[replacement.old.start]]);
+        out.push_str(&text[offset(old_at)..offset(replacement.old.start)]);
         new_line_at += replacement.old.start - old_at;
-        let region_start = out.len();
-        let touches_end = replacement.old.end == lines.len();
+        let touches_end = replacement.old.end == line_count;
+        // Runs of output lines that differ from the old lines they stand for become hunks: a
+        // context line written back unchanged separates them.
+        let mut run = Run::new(replacement.old.start, new_line_at, out.len());
         for (index, line) in replacement.new.iter().enumerate() {
             let is_last_line = position + 1 == total && touches_end && index + 1 == replacement.new.len();
+            let line_start = out.len();
             match *line {
                 OutLine::Kept(i) => {
                     out.push_str(contents[i]);
-                    let own_break = &lines[i][contents[i].len()..];
-                    out.push_str(if own_break.is_empty() && !is_last_line { line_break } else { own_break });
+                    let own_break = file.line_break(i);
+                    let unchanged = !own_break.is_empty() || is_last_line;
+                    out.push_str(if unchanged { own_break } else { line_break });
+                    if unchanged {
+                        run.close(&mut hunks, &file, bom.len(), i, &out[..line_start]);
+                        run = Run::new(i + 1, new_line_at + 1, out.len());
+                    } else {
+                        run.old_end = i + 1;
+                    }
                 }
                 OutLine::Added(content) => {
                     out.push_str(content);
@@ -90,16 +104,172 @@ pub fn apply_chunks(text: &str, chunks: &[Chunk<'_>], path: &str) -> Result<(Str
                     }
                 }
             }
+            new_line_at += 1;
         }
-        let region_text = &out[region_start..];
-        let old_lines = &lines[replacement.old.clone()];
-        let new_lines = split_lines(region_text);
-        push_region_hunks(&mut hunks, &offsets, replacement.old.start, new_line_at, old_lines, &new_lines);
-        new_line_at += new_lines.len();
+        run.old_end = replacement.old.end;
+        run.close(&mut hunks, &file, bom.len(), replacement.old.end, &out);
         old_at = replacement.old.end;
     }
-    out.push_str(&text[offsets[old_at]..]);
+    out.push_str(&text[offset(old_at)..]);
     Ok((out, hunks))
+}
+
+impl OutLine<'_> {
+    /// Bytes this line adds to the output beyond the old text (an estimate for capacity).
+    fn added_len(&self, line_break: &str) -> usize {
+        match self {
+            Self::Kept(_) => 0,
+            Self::Added(content) => content.len() + line_break.len(),
+        }
+    }
+}
+
+/// The lines of a text, without their breaks; each borrows from the text, so its position in
+/// the text (and its break) follows from the pointer: no second table of offsets.
+struct FileLines<'a> {
+    body: &'a str,
+    contents: Vec<&'a str>,
+}
+
+impl<'a> FileLines<'a> {
+    fn new(body: &'a str) -> Self {
+        let bytes = body.as_bytes();
+        if !bytes.contains(&b'\r') {
+            // The common case, with a vectorised search for the breaks.
+            let contents =
+                body.split_inclusive('\n').map(|line| line.strip_suffix('\n').unwrap_or(line)).collect();
+            return Self { body, contents };
+        }
+        let mut contents = Vec::new();
+        let mut start = 0;
+        let mut at = 0;
+        while let Some(found) = bytes[at..].iter().position(|&byte| byte == b'\n' || byte == b'\r') {
+            let end = at + found;
+            contents.push(&body[start..end]);
+            at = if bytes[end] == b'\r' && bytes.get(end + 1) == Some(&b'\n') { end + 2 } else { end + 1 };
+            start = at;
+        }
+        if start < bytes.len() {
+            contents.push(&body[start..]);
+        }
+        Self { body, contents }
+    }
+
+    /// Byte offset in the body where line `i` starts (`i == len`: the end of the body).
+    fn start(&self, i: usize) -> usize {
+        match self.contents.get(i) {
+            Some(line) => line.as_ptr() as usize - self.body.as_ptr() as usize,
+            None => self.body.len(),
+        }
+    }
+
+    /// The line break ending line `i` (empty for a last line without one).
+    fn line_break(&self, i: usize) -> &'a str {
+        &self.body[self.start(i) + self.contents[i].len()..self.start(i + 1)]
+    }
+}
+
+/// Output lines (from `new_start` on, written at byte `new_byte` of the output) that replace
+/// old lines `old_start..old_end`; it becomes one or more hunks when it changes anything.
+struct Run {
+    old_start: usize,
+    old_end: usize,
+    new_start: usize,
+    new_byte: usize,
+}
+
+/// Above this many line pairs a changed run is one hunk rather than being diffed into smaller ones.
+const MAX_RUN_DIFF: usize = 1 << 20;
+
+impl Run {
+    fn new(old_start: usize, new_start: usize, new_byte: usize) -> Self {
+        Self { old_start, old_end: old_start, new_start, new_byte }
+    }
+
+    /// Ends the run where old line `old_end` starts and where `out` ends, pushing its hunks.
+    fn close(&mut self, hunks: &mut Vec<Hunk>, file: &FileLines<'_>, bom: usize, old_end: usize, out: &str) {
+        self.old_end = self.old_end.max(old_end);
+        let new_text = &out[self.new_byte..];
+        if self.old_start == self.old_end && new_text.is_empty() {
+            return;
+        }
+        let old_text = &file.body[file.start(self.old_start)..file.start(self.old_end)];
+        let old_lines = split_lines(old_text);
+        let new_lines = split_lines(new_text);
+        // Lines the patch deleted and added back unchanged are not part of the change.
+        let prefix = old_lines.iter().zip(&new_lines).take_while(|(a, b)| a == b).count();
+        let suffix = old_lines[prefix..]
+            .iter()
+            .rev()
+            .zip(new_lines[prefix..].iter().rev())
+            .take_while(|(a, b)| a == b)
+            .count();
+        let old_middle = &old_lines[prefix..old_lines.len() - suffix];
+        let new_middle = &new_lines[prefix..new_lines.len() - suffix];
+        let old_first = self.old_start + prefix;
+        let new_first = self.new_start + prefix;
+        let old_offset = bom + file.start(old_first);
+        if old_middle.is_empty() && new_middle.is_empty() {
+            return;
+        }
+        if old_middle.len().saturating_mul(new_middle.len()) > MAX_RUN_DIFF {
+            push_hunk(
+                hunks,
+                old_offset,
+                old_first,
+                new_first,
+                old_middle,
+                new_middle,
+                0..old_middle.len(),
+                0..new_middle.len(),
+            );
+            return;
+        }
+        let mut pending: Option<(Range<usize>, Range<usize>)> = None;
+        for op in capture_diff_slices(Algorithm::Myers, old_middle, new_middle) {
+            let (tag, old, new) = op.as_tag_tuple();
+            if tag == DiffTag::Equal {
+                if let Some((old, new)) = pending.take() {
+                    push_hunk(hunks, old_offset, old_first, new_first, old_middle, new_middle, old, new);
+                }
+                continue;
+            }
+            pending = Some(match pending.take() {
+                Some((old_so_far, new_so_far)) => (old_so_far.start..old.end, new_so_far.start..new.end),
+                None => (old, new),
+            });
+        }
+        if let Some((old, new)) = pending {
+            push_hunk(hunks, old_offset, old_first, new_first, old_middle, new_middle, old, new);
+        }
+    }
+}
+
+/// One hunk replacing `old_lines[old]` by `new_lines[new]`, where `old_lines[0]` is file line
+/// `old_first` at byte `old_offset` and `new_lines[0]` is output line `new_first`.
+#[allow(clippy::too_many_arguments)]
+fn push_hunk(
+    hunks: &mut Vec<Hunk>,
+    old_offset: usize,
+    old_first: usize,
+    new_first: usize,
+    old_lines: &[&str],
+    new_lines: &[&str],
+    old: Range<usize>,
+    new: Range<usize>,
+) {
+    let byte = |lines: &[&str], upto: usize| lines[..upto].iter().map(|line| line.len()).sum::<usize>();
+    let old_start = old_offset + byte(old_lines, old.start);
+    let old_len: usize = old_lines[old.clone()].iter().map(|line| line.len()).sum();
+    hunks.push(Hunk {
+        index: hunks.len(),
+        old_start: old_first + old.start,
+        old_lines: old.len(),
+        new_start: new_first + new.start,
+        new_lines: new.len(),
+        old_range: old_start..old_start + old_len,
+        new_text: new_lines[new].concat(),
+    });
 }
 
 /// Finds where `chunk` applies (at or after `cursor`) and what replaces the matched lines.
@@ -304,68 +474,6 @@ fn failure(chunk: &Chunk<'_>, path: &str, number: usize, detail: &str) -> ApplyE
     ))
 }
 
-fn strip_break(line: &str) -> &str {
-    let line = line.strip_suffix('\n').unwrap_or(line);
-    line.strip_suffix('\r').unwrap_or(line)
-}
-
-fn line_offsets(lines: &[&str], base: usize) -> Vec<usize> {
-    let mut offsets = Vec::with_capacity(lines.len() + 1);
-    let mut at = base;
-    offsets.push(at);
-    for line in lines {
-        at += line.len();
-        offsets.push(at);
-    }
-    offsets
-}
-
-/// Minimal hunks inside one replaced region (its old lines start at `old_first`, its new lines
-/// at `new_first`).
-fn push_region_hunks(
-    hunks: &mut Vec<Hunk>,
-    offsets: &[usize],
-    old_first: usize,
-    new_first: usize,
-    old_lines: &[&str],
-    new_lines: &[&str],
-) {
-    let mut new_offsets = Vec::with_capacity(new_lines.len() + 1);
-    let mut at = 0;
-    new_offsets.push(0);
-    for line in new_lines {
-        at += line.len();
-        new_offsets.push(at);
-    }
-    let mut pending: Option<(std::ops::Range<usize>, std::ops::Range<usize>)> = None;
-    let mut flush = |pending: &mut Option<(std::ops::Range<usize>, std::ops::Range<usize>)>| {
-        if let Some((old, new)) = pending.take() {
-            let new_text: String = new_lines[new.clone()].concat();
-            hunks.push(Hunk {
-                index: hunks.len(),
-                old_start: old_first + old.start,
-                old_lines: old.len(),
-                new_start: new_first + new.start,
-                new_lines: new.len(),
-                old_range: offsets[old_first + old.start]..offsets[old_first + old.end],
-                new_text,
-            });
-        }
-    };
-    for op in capture_diff_slices(Algorithm::Myers, old_lines, new_lines) {
-        let (tag, old, new) = op.as_tag_tuple();
-        if tag == DiffTag::Equal {
-            flush(&mut pending);
-            continue;
-        }
-        pending = Some(match pending.take() {
-            Some((old_so_far, new_so_far)) => (old_so_far.start..old.end, new_so_far.start..new.end),
-            None => (old, new),
-        });
-    }
-    flush(&mut pending);
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::parser::{PatchOp, parse_patch};
@@ -416,6 +524,72 @@ mod tests {
         assert!(message.contains("line 2 is `    let value = 1;`"), "{message}");
         let error = apply("a\n", "@@\n-completely different\n").unwrap_err();
         assert!(error.0.contains("no similar line"), "{}", error.0);
+    }
+
+    proptest::proptest! {
+        /// A patch made of random edits (replace, delete, insert) with unique context applies
+        /// to give the edited text, and its hunks are exact: each changes something, and they
+        /// reproduce the output from the input.
+        #[test]
+        fn random_edits_apply_with_exact_hunks(
+            count in 2usize..40,
+            edits in proptest::collection::vec((0usize..1000, 0u8..3, "[a-z ]{0,6}"), 1..6),
+            crlf in proptest::bool::ANY,
+            final_break in proptest::bool::ANY,
+        ) {
+            let break_ = if crlf { "\r\n" } else { "\n" };
+            let lines: Vec<String> = (0..count).map(|i| format!("line {i}")).collect();
+            let mut edits: Vec<(usize, u8, String)> =
+                edits.into_iter().map(|(at, kind, text)| (at % count, kind, text)).collect();
+            edits.sort_by_key(|edit| edit.0);
+            edits.dedup_by_key(|edit| edit.0);
+            let mut text = lines.join(break_);
+            if final_break {
+                text.push_str(break_);
+            }
+            let mut expected: Vec<String> = Vec::new();
+            let mut body = String::new();
+            for (i, line) in lines.iter().enumerate() {
+                match edits.iter().find(|edit| edit.0 == i) {
+                    None => expected.push(line.clone()),
+                    Some((_, kind, new)) => {
+                        body.push_str("@@\n");
+                        match kind {
+                            0 => {
+                                body.push_str(&format!("-{line}\n+{new}\n"));
+                                expected.push(new.clone());
+                            }
+                            1 => body.push_str(&format!("-{line}\n")),
+                            _ => {
+                                body.push_str(&format!(" {line}\n+{new}\n"));
+                                expected.push(line.clone());
+                                expected.push(new.clone());
+                            }
+                        }
+                    }
+                }
+            }
+            let (_, hunks) = apply_chunks_checked(&text, &body);
+            let out = apply(&text, &body).unwrap();
+            // The final break is kept; deleting a last line that had none leaves the break of
+            // the line before it.
+            let last_deleted = edits.last().is_some_and(|edit| edit.0 == count - 1 && edit.1 == 1);
+            let mut want = expected.join(break_);
+            if !expected.is_empty() && (final_break || last_deleted) {
+                want.push_str(break_);
+            }
+            proptest::prop_assert_eq!(&out, &want);
+            for hunk in &hunks {
+                proptest::prop_assert!(text[hunk.old_range.clone()] != hunk.new_text, "empty hunk {hunk:?}");
+            }
+        }
+    }
+
+    fn apply_chunks_checked(text: &str, body: &str) -> (String, Vec<Hunk>) {
+        let patch = format!("*** Begin Patch\n*** Update File: f\n{body}*** End Patch\n");
+        let ops = parse_patch(&patch).unwrap();
+        let PatchOp::Update { chunks, .. } = &ops[0] else { panic!() };
+        apply_chunks(text, chunks, "f").unwrap()
     }
 
     #[test]

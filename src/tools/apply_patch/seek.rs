@@ -77,7 +77,7 @@ fn collapse_spaces(chars: impl Iterator<Item = char>) -> impl Iterator<Item = ch
 }
 
 /// Typographic punctuation and exotic spaces as the ASCII a model would type.
-fn normalize_char(c: char) -> impl Iterator<Item = char> {
+pub(crate) fn normalize_char(c: char) -> impl Iterator<Item = char> {
     let replacement: &'static str = match c {
         '\u{2010}' | '\u{2011}' | '\u{2012}' | '\u{2013}' | '\u{2014}' | '\u{2015}' | '\u{2212}'
         | '\u{FE58}' | '\u{FE63}' | '\u{FF0D}' => "-",
@@ -109,7 +109,12 @@ impl Iterator for Normalized {
     }
 }
 
+/// Lines longer than this (in bytes, both together) are compared by their common start and end
+/// only: a character diff of long lines costs the product of their lengths.
+const MAX_DIFFED_BYTES: usize = 512;
+
 /// A 0..=1 similarity of two lines (ignoring surrounding whitespace), for "closest line" hints.
+/// Linear in the lines' length beyond [`MAX_DIFFED_BYTES`].
 pub fn similarity(a: &str, b: &str) -> f32 {
     let (a, b) = (a.trim(), b.trim());
     if a == b {
@@ -117,6 +122,12 @@ pub fn similarity(a: &str, b: &str) -> f32 {
     }
     if a.is_empty() || b.is_empty() {
         return 0.0;
+    }
+    if a.len() + b.len() > MAX_DIFFED_BYTES {
+        let prefix = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+        let room = a.len().min(b.len()) - prefix;
+        let suffix = a.bytes().rev().zip(b.bytes().rev()).take(room).take_while(|(x, y)| x == y).count();
+        return (2 * (prefix + suffix)) as f32 / (a.len() + b.len()) as f32;
     }
     similar::TextDiff::from_chars(a, b).ratio()
 }
@@ -135,6 +146,15 @@ mod tests {
         assert_eq!(seek(&lines, &["a", "b"], 0, true), Some((3, Pass::Exact)));
         assert_eq!(seek(&lines, &["zzz"], 0, false), None);
         assert_eq!(seek(&lines, &["a"], 4, false), None);
+    }
+
+    #[test]
+    fn similarity_of_long_lines_is_linear_and_sensible() {
+        let long = "x".repeat(1 << 20);
+        let changed = format!("y{}", &long[1..]);
+        assert!(similarity(&long, &changed) > 0.99);
+        assert!(similarity(&long, "short") < 0.1);
+        assert!(similarity("let value = 1;", "let valeu = 1;") > 0.8);
     }
 
     #[test]
