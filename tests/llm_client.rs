@@ -8,7 +8,7 @@ use std::time::Duration;
 use agentls::config::{ProviderKind, ProviderSettings};
 use agentls::llm::{Client, ContentPart, FinishReason, LlmError, Message, Request, RetryPolicy, StreamEvent};
 use serde_json::json;
-use support::mock_provider::{Dialect, ErrorPreset, MockProvider, Reply, StreamFailure, Turn};
+use support::mock_provider::{Dialect, ErrorPreset, MockProvider, Reply, StreamFailure, Turn, wire_bytes};
 use support::*;
 
 fn request() -> Request {
@@ -273,4 +273,39 @@ async fn recorded_runs_replay_identically_without_secrets() {
     let exhausted = replay.complete(&request()).await.unwrap_err();
     assert!(matches!(exhausted, LlmError::Cassette { .. }), "{exhausted:?}");
     assert_eq!(mock.request_count(), 3, "replay never touches the network");
+}
+
+#[tokio::test]
+async fn a_server_answering_a_streaming_request_with_json_still_streams() {
+    for dialect in Dialect::ALL {
+        let mock = MockProvider::start(dialect).await;
+        mock.push_wire(&format!("{}/response_two_tools.json", dialect.wire_dir()));
+        let (events, error) = collect(&client_for(&mock, "mock-model"), &request()).await;
+        assert_eq!(error, None, "{dialect:?}");
+        let started: Vec<&str> = events
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::ToolCallStart { name, .. } => Some(name.as_str()),
+                _ => None,
+            })
+            .collect();
+        let response = finish_of(&events);
+        let names: Vec<&str> = response.tool_calls().iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names.len(), 2, "{dialect:?}: {response:?}");
+        assert_eq!(started, names, "{dialect:?}");
+        assert_eq!(response.finish_reason, FinishReason::ToolCalls, "{dialect:?}");
+    }
+    // Gemini's streamGenerateContent without alt=sse: a JSON array of the stream's chunks.
+    let mock = MockProvider::start(Dialect::Gemini).await;
+    let sse = String::from_utf8(wire_bytes("gemini/stream_two_tools.sse")).unwrap();
+    let chunks: Vec<serde_json::Value> = sse
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    mock.push(Reply::Json { status: 200, headers: vec![], body: serde_json::Value::Array(chunks) });
+    let (events, error) = collect(&client_for(&mock, "mock-model"), &request()).await;
+    assert_eq!(error, None);
+    let calls: Vec<String> = finish_of(&events).tool_calls().iter().map(|c| c.name.clone()).collect();
+    assert_eq!(calls, ["read_file", "grep"]);
 }

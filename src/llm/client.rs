@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use super::adapter::{HttpCall, ProviderAdapter, StreamDecoder};
 use super::anthropic::Anthropic;
+use super::assemble::events_for;
 use super::cassette::{Exchange, ExchangeMode, Player, Recorder};
 use super::error::{LlmError, classify_http};
 use super::gemini::Gemini;
@@ -143,12 +144,7 @@ impl Client {
             let attempt = async {
                 let response = send(&self.settings, adapter.http_call(request, false)?).await?;
                 let url = response.url().to_string();
-                let body: Value = response.json().await.map_err(|e| LlmError::Provider {
-                    provider: self.settings.kind,
-                    status: None,
-                    message: format!("unreadable response body from {url}: {e}"),
-                })?;
-                adapter.parse_response(&body)
+                adapter.parse_response(&read_json(self.settings.kind, &url, response).await?)
             };
             match attempt.await {
                 Ok(response) => return Ok(response),
@@ -250,6 +246,45 @@ fn network_error(url: &str, e: &reqwest::Error) -> LlmError {
 
 type Source = BoxStream<'static, Result<eventsource_stream::Event, LlmError>>;
 
+/// What a streaming request got back.
+enum Opened {
+    Stream(Source),
+    /// A server that ignores `stream: true` and answers with JSON; already decoded.
+    Answered(Vec<StreamEvent>),
+}
+
+fn is_json(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("application/json"))
+}
+
+/// The events of a server that answered a streaming request with plain JSON: one whole
+/// response, or (Gemini without `alt=sse`) an array of stream chunks.
+fn answered_events(adapter: &dyn ProviderAdapter, body: Value) -> Result<Vec<StreamEvent>, LlmError> {
+    match body {
+        Value::Array(chunks) => {
+            let mut decoder = adapter.decoder();
+            for chunk in &chunks {
+                decoder.event("", &chunk.to_string())?;
+            }
+            decoder.end()?;
+            Ok(decoder.drain())
+        }
+        body => Ok(events_for(&adapter.parse_response(&body)?)),
+    }
+}
+
+async fn read_json(kind: ProviderKind, url: &str, response: reqwest::Response) -> Result<Value, LlmError> {
+    response.json().await.map_err(|e| LlmError::Provider {
+        provider: kind,
+        status: None,
+        message: format!("unreadable response body from {url}: {e}"),
+    })
+}
+
 struct StreamState {
     settings: ProviderSettings,
     adapter: Arc<dyn ProviderAdapter>,
@@ -272,6 +307,10 @@ impl StreamState {
                 let url = call.url.clone();
                 let response = send(&self.settings, call).await?;
                 let kind = self.settings.kind;
+                if is_json(&response) {
+                    let body = read_json(kind, &url, response).await?;
+                    return Ok(Opened::Answered(answered_events(self.adapter.as_ref(), body)?));
+                }
                 let source: Source = response
                     .bytes_stream()
                     .eventsource()
@@ -282,12 +321,17 @@ impl StreamState {
                         })
                     })
                     .boxed();
-                Ok::<_, LlmError>(source)
+                Ok::<_, LlmError>(Opened::Stream(source))
             };
             match attempt.await {
-                Ok(source) => {
+                Ok(Opened::Stream(source)) => {
                     self.source = Some(source);
                     self.decoder = self.adapter.decoder();
+                    return Ok(());
+                }
+                Ok(Opened::Answered(events)) => {
+                    self.source = Some(futures::stream::empty().boxed());
+                    self.pending.extend(events);
                     return Ok(());
                 }
                 Err(e) => self.wait_for_retry(e).await?,
