@@ -43,6 +43,34 @@ async fn grep_respects_gitignore() {
 }
 
 #[tokio::test]
+async fn grep_searches_what_the_editor_shows_unsaved_buffers_included() {
+    let fx = tree();
+    let documents = fx.ctx.workspace.documents();
+    // Typed but not saved: the disk still says 42 in main.rs.
+    documents.open(&fx.root().join("src/main.rs"), "fn main() {\n    let answer = 43;\n}\n", 3);
+    // A new file that exists only in the editor, and one the globs leave out.
+    documents.open(&fx.root().join("src/new.rs"), "const ANSWER: u32 = 43;\n", 1);
+    documents.open(&fx.root().join("notes.txt"), "43\n", 1);
+    let outcome = call(&fx, "grep", serde_json::json!({"pattern": "4[23]", "path": "src"})).await;
+    assert_eq!(
+        outcome.content,
+        "src/lib.rs:2:    42\nsrc/main.rs:2:    let answer = 43;\nsrc/new.rs:1:const ANSWER: u32 = 43;\n"
+    );
+    let filtered = call(
+        &fx,
+        "grep",
+        serde_json::json!({"pattern": "43", "glob_filter": "*.rs", "output_mode": "count"}),
+    )
+    .await;
+    let mut lines: Vec<&str> = filtered.content.lines().collect();
+    lines.sort();
+    assert_eq!(lines, ["src/main.rs:1", "src/new.rs:1"]);
+    // A path naming the unsaved file itself.
+    let single = call(&fx, "grep", serde_json::json!({"pattern": "ANSWER", "path": "src/new.rs"})).await;
+    assert!(single.content.ends_with(":1:const ANSWER: u32 = 43;\n"), "{}", single.content);
+}
+
+#[tokio::test]
 async fn grep_content_mode_prints_path_line_and_text() {
     let fx = tree();
     let outcome = call(&fx, "grep", serde_json::json!({"pattern": "answer", "path": "src"})).await;

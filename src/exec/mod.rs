@@ -156,6 +156,9 @@ pub struct GrepOptions {
     pub max_results: usize,
     /// Let `.` match newlines and patterns span lines.
     pub multiline: bool,
+    /// Texts searched instead of the file at that path: the editor's buffers, saved or not. A
+    /// buffer whose file is not on disk yet is searched when it lies under the search root.
+    pub buffers: Arc<BTreeMap<PathBuf, Arc<str>>>,
 }
 
 /// One line of grep output.

@@ -1,5 +1,5 @@
-//! In-process search with the ripgrep crates: regex grep over a parallel, gitignore-aware walk,
-//! glob matching, and directory listing. Results are deterministic (sorted) whatever the thread
+//! In-process search with the ripgrep crates: regex grep over a parallel, gitignore-aware walk
+//! (an editor's buffers searched in place of their files), glob matching, and directory listing. Results are deterministic (sorted) whatever the thread
 //! schedule.
 
 use std::io;
@@ -10,7 +10,7 @@ use std::time::SystemTime;
 use globset::{GlobBuilder, GlobMatcher};
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
-use ignore::overrides::OverrideBuilder;
+use ignore::overrides::{Override, OverrideBuilder};
 use ignore::{WalkBuilder, WalkState};
 
 use super::{DirEntry, ExecError, GrepFile, GrepLine, GrepMode, GrepOptions, GrepResult};
@@ -50,26 +50,19 @@ pub(crate) fn grep(pattern: &str, root: &Path, options: &GrepOptions) -> Result<
         .after_context(context.context_after)
         .build();
 
-    let metadata = std::fs::metadata(root).map_err(|e| ExecError::io(root, e))?;
     let found = Mutex::new(Vec::new());
-    if metadata.is_file() {
+    let is_file = options.buffers.contains_key(root)
+        || std::fs::metadata(root).map_err(|e| ExecError::io(root, e))?.is_file();
+    if is_file {
         let mut searcher = searcher;
-        if let Some(file) = search_file(&mut searcher, &matcher, root, options.mode) {
+        if let Some(file) = search_file(&mut searcher, &matcher, root, options) {
             found.lock().unwrap_or_else(|e| e.into_inner()).push(file);
         }
     } else {
         let mut builder = walker(root);
-        if let Some(glob) = options.glob.as_deref().filter(|g| !g.trim().is_empty()) {
-            let mut overrides = OverrideBuilder::new(root);
-            for part in split_glob_list(glob) {
-                overrides
-                    .add(&part)
-                    .map_err(|e| ExecError::InvalidInput(format!("invalid glob `{glob}`: {e}")))?;
-            }
-            let overrides = overrides
-                .build()
-                .map_err(|e| ExecError::InvalidInput(format!("invalid glob `{glob}`: {e}")))?;
-            builder.overrides(overrides);
+        let overrides = glob_overrides(root, options.glob.as_deref())?;
+        if let Some(overrides) = &overrides {
+            builder.overrides(overrides.clone());
         }
         let total = std::sync::atomic::AtomicUsize::new(0);
         builder.build_parallel().run(|| {
@@ -82,7 +75,7 @@ pub(crate) fn grep(pattern: &str, root: &Path, options: &GrepOptions) -> Result<
                 if !entry.file_type().is_some_and(|t| t.is_file()) {
                     return WalkState::Continue;
                 }
-                if let Some(file) = search_file(&mut searcher, &matcher, entry.path(), options.mode) {
+                if let Some(file) = search_file(&mut searcher, &matcher, entry.path(), options) {
                     let lines = file.lines.len().max(1);
                     found.lock().unwrap_or_else(|e| e.into_inner()).push(file);
                     let seen = total.fetch_add(lines, std::sync::atomic::Ordering::Relaxed) + lines;
@@ -93,6 +86,18 @@ pub(crate) fn grep(pattern: &str, root: &Path, options: &GrepOptions) -> Result<
                 WalkState::Continue
             })
         });
+        // Buffers of files not on disk yet: the walk cannot see them.
+        let mut searcher = searcher;
+        let unsaved = options.buffers.keys().filter(|path| {
+            path.starts_with(root)
+                && !path.exists()
+                && overrides.as_ref().is_none_or(|o| o.matched(path, false).is_whitelist())
+        });
+        for path in unsaved {
+            if let Some(file) = search_file(&mut searcher, &matcher, path, options) {
+                found.lock().unwrap_or_else(|e| e.into_inner()).push(file);
+            }
+        }
     }
 
     let mut files = found.into_inner().unwrap_or_else(|e| e.into_inner());
@@ -103,6 +108,17 @@ pub(crate) fn grep(pattern: &str, root: &Path, options: &GrepOptions) -> Result<
     }
     let limit_reached = apply_limit(&mut files, options);
     Ok(GrepResult { files, limit_reached })
+}
+
+/// ripgrep's `--glob` semantics for the walk: only files the globs whitelist are searched.
+fn glob_overrides(root: &Path, glob: Option<&str>) -> Result<Option<Override>, ExecError> {
+    let Some(glob) = glob.filter(|g| !g.trim().is_empty()) else { return Ok(None) };
+    let invalid = |e: ignore::Error| ExecError::InvalidInput(format!("invalid glob `{glob}`: {e}"));
+    let mut overrides = OverrideBuilder::new(root);
+    for part in split_glob_list(glob) {
+        overrides.add(&part).map_err(invalid)?;
+    }
+    overrides.build().map(Some).map_err(invalid)
 }
 
 /// `a,b` and `{a,b}` both name several globs; braces are kept for globset to expand.
@@ -149,22 +165,31 @@ fn apply_limit(files: &mut Vec<GrepFile>, options: &GrepOptions) -> bool {
     cut
 }
 
+/// Searches the editor's buffer for `path` when there is one, the file on disk otherwise.
 fn search_file(
     searcher: &mut Searcher,
     matcher: &RegexMatcher,
     path: &Path,
-    mode: GrepMode,
+    options: &GrepOptions,
 ) -> Option<GrepFile> {
+    let mode = options.mode;
+    let buffer = options.buffers.get(path);
     let mut sink = Collect { mode, lines: Vec::new(), match_count: 0 };
-    if let Err(error) = searcher.search_path(matcher, path, &mut sink) {
+    let searched = match buffer {
+        Some(text) => searcher.search_slice(matcher, text.as_bytes(), &mut sink),
+        None => searcher.search_path(matcher, path, &mut sink),
+    };
+    if let Err(error) = searched {
         tracing::debug!(path = %path.display(), %error, "grep skipped a file");
         return None;
     }
+    // A buffer not on disk yet is the newest file there is.
+    let modified = || modified(path).or_else(|| buffer.map(|_| SystemTime::now()));
     (sink.match_count > 0).then(|| GrepFile {
         path: path.to_path_buf(),
         lines: sink.lines,
         match_count: sink.match_count,
-        modified: if mode == GrepMode::FilesWithMatches { modified(path) } else { None },
+        modified: if mode == GrepMode::FilesWithMatches { modified() } else { None },
     })
 }
 

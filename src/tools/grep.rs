@@ -1,6 +1,11 @@
-//! `grep`: regex search over file contents with the ripgrep engine (gitignore respected), in
+//! `grep`: regex search over file contents with the ripgrep engine (gitignore respected; open
+//! editor buffers are searched as the user sees them, unsaved text included), in
 //! three output modes: matching lines (`path:line:text`, context lines as `path-line-text`),
 //! files with matches (newest first), or match counts per file.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde::Deserialize;
@@ -29,6 +34,16 @@ struct Args {
     max_results: Option<usize>,
     #[serde(default)]
     multiline: bool,
+}
+
+/// What the editor shows: every open buffer's text by path (nothing outside an editor).
+fn open_buffers(ctx: &ToolContext) -> BTreeMap<PathBuf, Arc<str>> {
+    let documents = ctx.workspace.documents();
+    documents
+        .open_paths()
+        .into_iter()
+        .filter_map(|path| Some((path.clone(), documents.get(&path)?.text)))
+        .collect()
 }
 
 fn format_result(
@@ -137,6 +152,7 @@ impl Tool for GrepTool {
             context_after: args.after_context.unwrap_or(context),
             max_results: limit,
             multiline: args.multiline,
+            buffers: Arc::new(open_buffers(ctx)),
         };
         let result =
             ctx.env.grep(&args.pattern, &root, options).await.map_err(|e| ToolError::new(e.to_string()))?;
