@@ -583,3 +583,27 @@ async fn a_prompt_without_a_session_runs_in_the_workspace_folder_of_its_context(
     assert_eq!(root_of(&ids[0]), Some(json!(file_uri(&fx.root))));
     assert_eq!(root_of(&ids[1]), Some(json!(file_uri(&other_root))));
 }
+
+#[tokio::test]
+async fn a_client_without_apply_edit_gets_changes_on_disk_and_its_open_files_are_left_alone() {
+    let fx = Fixture::new(json!({"window": {"workDoneProgress": true}})).await;
+    fx.write("src/lib.rs", LIB);
+    let open = fx.write("src/open.rs", "pub fn g() {}\n");
+    fx.client.open(&open, "pub fn g() {}\n", 1);
+    fx.mock.push(patch_call("p1", BUMP)).push(Turn::new().text("Bumped."));
+    let edit_open =
+        "*** Begin Patch\n*** Update File: src/open.rs\n@@\n-pub fn g() {}\n+pub fn h() {}\n*** End Patch";
+    fx.mock.push(patch_call("p2", edit_open)).push(Turn::new().text("Could not."));
+    let id = fx.session(json!({"profile": "openai"})).await;
+    fx.client.command("agentls.configure", json!({"sessionId": id, "approval": "auto"})).await.expect("auto");
+    fx.prompt(&id, "bump").await;
+    fx.client.next_event(&id, "processing_end").await;
+    assert_eq!(fx.read("src/lib.rs").as_deref(), Some("pub fn f() -> u32 {\n    2\n}\n"));
+    assert!(fx.client.requests("workspace/applyEdit").is_empty(), "the client takes no workspace edits");
+
+    fx.prompt(&id, "rename g").await;
+    fx.client.next_event(&id, "processing_end").await;
+    let told = fx.request(3);
+    assert!(told.contains("does not accept edits from the server"), "{told}");
+    assert_eq!(fx.read("src/open.rs").as_deref(), Some("pub fn g() {}\n"));
+}

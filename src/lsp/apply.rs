@@ -8,7 +8,8 @@
 //! - Open documents get versioned `TextDocumentEdit`s with minimal edits; clients without
 //!   `documentChanges` get `changes`. Create/rename/delete go out as resource operations where
 //!   supported; otherwise they are done on disk, and only for files the editor does not have
-//!   open.
+//!   open. A client without `workspace.applyEdit` gets every change on disk; its open files are
+//!   refused, never written behind it.
 //! - `applied: false`, an editor error or no answer in time is a failure: nothing is reported
 //!   as applied.
 
@@ -223,7 +224,16 @@ fn plan(
                             p.disk.push(DiskOp::Remove(fc.path.clone()));
                         }
                     }
-                    _ => text_edit(&mut p, &fc.path, now.version, edits)?,
+                    _ if profile.apply_edit => text_edit(&mut p, &fc.path, now.version, edits)?,
+                    _ if now.version.is_some() => {
+                        return Err(format!(
+                            "{} is open in the editor and this editor does not accept edits from the \
+                             server (no workspace.applyEdit); nothing was changed. Close it and retry, or \
+                             ask the user to make the change",
+                            fc.display_path
+                        ));
+                    }
+                    _ => p.disk.push(DiskOp::Write(fc.path.clone(), merged.clone())),
                 }
                 p.outcomes.push(FileOutcome::committed(file, Some(merged), rebased));
             }

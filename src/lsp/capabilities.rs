@@ -66,10 +66,12 @@ impl ClientProfile {
         let edit = workspace.and_then(|w| w.workspace_edit.as_ref());
         let resource_ops = edit.and_then(|e| e.resource_operations.clone()).unwrap_or_default();
         let window = caps.window.as_ref();
+        let apply_edit = workspace.and_then(|w| w.apply_edit).unwrap_or(false);
         Self {
             plugin,
             encoding,
-            document_changes: edit.and_then(|e| e.document_changes).unwrap_or(false),
+            // Workspace-edit features mean nothing to a client that takes no workspace edits.
+            document_changes: apply_edit && edit.and_then(|e| e.document_changes).unwrap_or(false),
             create_files: resource_ops.contains(&ResourceOperationKind::Create),
             rename_files: resource_ops.contains(&ResourceOperationKind::Rename),
             delete_files: resource_ops.contains(&ResourceOperationKind::Delete),
@@ -81,7 +83,7 @@ impl ClientProfile {
                 .and_then(|d| d.dynamic_registration)
                 .unwrap_or(false),
             configuration: workspace.and_then(|w| w.configuration).unwrap_or(false),
-            apply_edit: workspace.and_then(|w| w.apply_edit).unwrap_or(false),
+            apply_edit,
             name: params.client_info.as_ref().map(|c| c.name.clone()).unwrap_or_default(),
         }
     }
@@ -107,7 +109,7 @@ mod tests {
         let params: InitializeParams = serde_json::from_value(serde_json::json!({
             "capabilities": {
                 "experimental": {"agentls": {"version": 1}},
-                "workspace": {"workspaceEdit": {"documentChanges": true, "resourceOperations": ["create", "delete"]}},
+                "workspace": {"applyEdit": true, "workspaceEdit": {"documentChanges": true, "resourceOperations": ["create", "delete"]}},
             }
         }))
         .expect("valid params");
@@ -115,5 +117,15 @@ mod tests {
         assert!(profile.plugin);
         assert!(profile.document_changes && profile.create_files && profile.delete_files);
         assert!(!profile.rename_files && !profile.change_annotations);
+    }
+
+    #[test]
+    fn without_apply_edit_workspace_edit_features_do_not_count() {
+        let params: InitializeParams = serde_json::from_value(serde_json::json!({
+            "capabilities": {"workspace": {"workspaceEdit": {"documentChanges": true}}}
+        }))
+        .expect("valid params");
+        let profile = ClientProfile::from_initialize(&params);
+        assert!(!profile.apply_edit && !profile.document_changes);
     }
 }
