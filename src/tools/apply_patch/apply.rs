@@ -32,6 +32,35 @@ struct Replacement<'a> {
 
 /// The new text of `text` after `chunks`, and the minimal hunks between the two.
 pub fn apply_chunks(text: &str, chunks: &[Chunk<'_>], path: &str) -> Result<(String, Vec<Hunk>), ApplyError> {
+    let (out, changes) = apply_chunks_deferred(text, chunks, path)?;
+    let hunks = changes.hunks(text, &out);
+    Ok((out, hunks))
+}
+
+/// The changed stretches of an applied update, from which its hunks are made once the patch
+/// itself is no longer held (the hunks copy the new text of every change).
+#[derive(Debug, Default)]
+pub struct Changes {
+    runs: Vec<Run>,
+}
+
+impl Changes {
+    /// Minimal hunks from `text` (the input of [`apply_chunks_deferred`]) to `out` (its output).
+    pub fn hunks(&self, text: &str, out: &str) -> Vec<Hunk> {
+        let mut hunks = Vec::new();
+        for run in &self.runs {
+            run.push_hunks(&mut hunks, text, out);
+        }
+        hunks
+    }
+}
+
+/// Like [`apply_chunks`], with the hunks left to [`Changes::hunks`].
+pub fn apply_chunks_deferred(
+    text: &str,
+    chunks: &[Chunk<'_>],
+    path: &str,
+) -> Result<(String, Changes), ApplyError> {
     let (bom, body) = match text.strip_prefix(BOM) {
         Some(body) => (BOM, body),
         None => ("", text),
@@ -69,7 +98,7 @@ pub fn apply_chunks(text: &str, chunks: &[Chunk<'_>], path: &str) -> Result<(Str
     let mut out = String::with_capacity(text.len() + added);
     out.push_str(bom);
     let offset = |line: usize| bom.len() + file.start(line);
-    let mut hunks = Vec::new();
+    let mut changes = Changes::default();
     let mut old_at = 0;
     // Where the output line for old line `old_at` starts, in lines.
     let mut new_line_at = 0;
@@ -81,6 +110,7 @@ pub fn apply_chunks(text: &str, chunks: &[Chunk<'_>], path: &str) -> Result<(Str
         // Runs of output lines that differ from the old lines they stand for become hunks: a
         // context line written back unchanged separates them.
         let mut run = Run::new(replacement.old.start, new_line_at, out.len());
+        let line_offset = |line: usize| bom.len() + file.start(line);
         for (index, line) in replacement.new.iter().enumerate() {
             let is_last_line = position + 1 == total && touches_end && index + 1 == replacement.new.len();
             let line_start = out.len();
@@ -91,7 +121,7 @@ pub fn apply_chunks(text: &str, chunks: &[Chunk<'_>], path: &str) -> Result<(Str
                     let unchanged = !own_break.is_empty() || is_last_line;
                     out.push_str(if unchanged { own_break } else { line_break });
                     if unchanged {
-                        run.close(&mut hunks, &file, bom.len(), i, &out[..line_start]);
+                        run.close(&mut changes, line_offset, i, line_start);
                         run = Run::new(i + 1, new_line_at + 1, out.len());
                     } else {
                         run.old_end = i + 1;
@@ -107,11 +137,11 @@ pub fn apply_chunks(text: &str, chunks: &[Chunk<'_>], path: &str) -> Result<(Str
             new_line_at += 1;
         }
         run.old_end = replacement.old.end;
-        run.close(&mut hunks, &file, bom.len(), replacement.old.end, &out);
+        run.close(&mut changes, line_offset, replacement.old.end, out.len());
         old_at = replacement.old.end;
     }
     out.push_str(&text[offset(old_at)..]);
-    Ok((out, hunks))
+    Ok((out, changes))
 }
 
 impl OutLine<'_> {
@@ -169,13 +199,16 @@ impl<'a> FileLines<'a> {
     }
 }
 
-/// Output lines (from `new_start` on, written at byte `new_byte` of the output) that replace
-/// old lines `old_start..old_end`; it becomes one or more hunks when it changes anything.
+/// Output lines (from line `new_start`, byte `new_bytes.start` of the output) that replace
+/// old lines `old_start..old_end` (bytes `old_bytes` of the input); one or more hunks when it
+/// changes anything.
+#[derive(Debug)]
 struct Run {
     old_start: usize,
     old_end: usize,
     new_start: usize,
-    new_byte: usize,
+    old_bytes: Range<usize>,
+    new_bytes: Range<usize>,
 }
 
 /// Above this many line pairs a changed run is one hunk rather than being diffed into smaller ones.
@@ -183,19 +216,30 @@ const MAX_RUN_DIFF: usize = 1 << 20;
 
 impl Run {
     fn new(old_start: usize, new_start: usize, new_byte: usize) -> Self {
-        Self { old_start, old_end: old_start, new_start, new_byte }
+        Self { old_start, old_end: old_start, new_start, old_bytes: 0..0, new_bytes: new_byte..new_byte }
     }
 
-    /// Ends the run where old line `old_end` starts and where `out` ends, pushing its hunks.
-    fn close(&mut self, hunks: &mut Vec<Hunk>, file: &FileLines<'_>, bom: usize, old_end: usize, out: &str) {
+    /// Ends the run where old line `old_end` starts and the output byte `new_end`, recording it
+    /// when it replaces anything. `line_offset` gives the input byte where a line starts.
+    fn close(
+        mut self,
+        changes: &mut Changes,
+        line_offset: impl Fn(usize) -> usize,
+        old_end: usize,
+        new_end: usize,
+    ) {
         self.old_end = self.old_end.max(old_end);
-        let new_text = &out[self.new_byte..];
-        if self.old_start == self.old_end && new_text.is_empty() {
+        self.new_bytes.end = new_end;
+        if self.old_start == self.old_end && self.new_bytes.is_empty() {
             return;
         }
-        let old_text = &file.body[file.start(self.old_start)..file.start(self.old_end)];
-        let old_lines = split_lines(old_text);
-        let new_lines = split_lines(new_text);
+        self.old_bytes = line_offset(self.old_start)..line_offset(self.old_end);
+        changes.runs.push(self);
+    }
+
+    fn push_hunks(&self, hunks: &mut Vec<Hunk>, text: &str, out: &str) {
+        let old_lines = split_lines(&text[self.old_bytes.clone()]);
+        let new_lines = split_lines(&out[self.new_bytes.clone()]);
         // Lines the patch deleted and added back unchanged are not part of the change.
         let prefix = old_lines.iter().zip(&new_lines).take_while(|(a, b)| a == b).count();
         let suffix = old_lines[prefix..]
@@ -206,23 +250,18 @@ impl Run {
             .count();
         let old_middle = &old_lines[prefix..old_lines.len() - suffix];
         let new_middle = &new_lines[prefix..new_lines.len() - suffix];
-        let old_first = self.old_start + prefix;
-        let new_first = self.new_start + prefix;
-        let old_offset = bom + file.start(old_first);
         if old_middle.is_empty() && new_middle.is_empty() {
             return;
         }
+        let old_first = self.old_start + prefix;
+        let new_first = self.new_start + prefix;
+        let old_offset =
+            self.old_bytes.start + old_lines[..prefix].iter().map(|line| line.len()).sum::<usize>();
+        let hunk = |old: Range<usize>, new: Range<usize>| {
+            (old_offset, old_first, new_first, old_middle, new_middle, old, new)
+        };
         if old_middle.len().saturating_mul(new_middle.len()) > MAX_RUN_DIFF {
-            push_hunk(
-                hunks,
-                old_offset,
-                old_first,
-                new_first,
-                old_middle,
-                new_middle,
-                0..old_middle.len(),
-                0..new_middle.len(),
-            );
+            push_hunk(hunks, hunk(0..old_middle.len(), 0..new_middle.len()));
             return;
         }
         let mut pending: Option<(Range<usize>, Range<usize>)> = None;
@@ -230,7 +269,7 @@ impl Run {
             let (tag, old, new) = op.as_tag_tuple();
             if tag == DiffTag::Equal {
                 if let Some((old, new)) = pending.take() {
-                    push_hunk(hunks, old_offset, old_first, new_first, old_middle, new_middle, old, new);
+                    push_hunk(hunks, hunk(old, new));
                 }
                 continue;
             }
@@ -240,26 +279,19 @@ impl Run {
             });
         }
         if let Some((old, new)) = pending {
-            push_hunk(hunks, old_offset, old_first, new_first, old_middle, new_middle, old, new);
+            push_hunk(hunks, hunk(old, new));
         }
     }
 }
 
-/// One hunk replacing `old_lines[old]` by `new_lines[new]`, where `old_lines[0]` is file line
-/// `old_first` at byte `old_offset` and `new_lines[0]` is output line `new_first`.
-#[allow(clippy::too_many_arguments)]
-fn push_hunk(
-    hunks: &mut Vec<Hunk>,
-    old_offset: usize,
-    old_first: usize,
-    new_first: usize,
-    old_lines: &[&str],
-    new_lines: &[&str],
-    old: Range<usize>,
-    new: Range<usize>,
-) {
-    let byte = |lines: &[&str], upto: usize| lines[..upto].iter().map(|line| line.len()).sum::<usize>();
-    let old_start = old_offset + byte(old_lines, old.start);
+/// Where a hunk is: the byte and line where `old_lines[0]` starts in the input, the line where
+/// `new_lines[0]` starts in the output, both sides' lines, and the replaced and replacing ranges.
+type HunkPlace<'a> = (usize, usize, usize, &'a [&'a str], &'a [&'a str], Range<usize>, Range<usize>);
+
+/// One hunk replacing `old_lines[old]` by `new_lines[new]`.
+fn push_hunk(hunks: &mut Vec<Hunk>, place: HunkPlace<'_>) {
+    let (old_offset, old_first, new_first, old_lines, new_lines, old, new) = place;
+    let old_start = old_offset + old_lines[..old.start].iter().map(|line| line.len()).sum::<usize>();
     let old_len: usize = old_lines[old.clone()].iter().map(|line| line.len()).sum();
     hunks.push(Hunk {
         index: hunks.len(),

@@ -14,11 +14,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-pub use apply::{ApplyError, apply_chunks};
+pub use apply::{ApplyError, Changes, apply_chunks, apply_chunks_deferred};
 pub use parser::{Chunk, HunkLine, ParseError, PatchOp, parse_patch};
 
 use super::{Tool, ToolContext, ToolError, ToolOutput};
-use crate::workspace::{ChangeSet, FileChange, Hunk, Snapshot, Workspace};
+use crate::workspace::{ChangeSet, FileChange, Snapshot, Workspace};
 
 const DESCRIPTION: &str = "Apply code changes using the patch format. Supports creating, deleting, \
 and modifying files in a single operation. The patch is applied completely or not at all.
@@ -63,12 +63,18 @@ impl Tool for ApplyPatchTool {
     }
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let patch =
-            args.get("patch").or_else(|| args.get("input")).and_then(Value::as_str).ok_or_else(|| {
-                ToolError::new("missing `patch`: pass the patch text as the `patch` string argument")
-            })?;
-        let plan =
-            plan_patch(patch, &ctx.workspace, &ctx.cwd).map_err(|error| ToolError::new(error.to_string()))?;
+        let mut args = args;
+        let key = if args.get("patch").is_some() { "patch" } else { "input" };
+        let patch = match args.get_mut(key).map(Value::take) {
+            Some(Value::String(patch)) => patch,
+            _ => {
+                return Err(ToolError::new(
+                    "missing `patch`: pass the patch text as the `patch` string argument",
+                ));
+            }
+        };
+        let plan = plan_owned_patch(patch, &ctx.workspace, &ctx.cwd)
+            .map_err(|error| ToolError::new(error.to_string()))?;
         let change = ChangeSet::new(plan.files).map_err(|error| ToolError::new(error.to_string()))?;
         let outcome = ctx.editor.propose(change).await.map_err(|error| ToolError::new(error.to_string()))?;
         if let Some(refusal) = outcome.refusal_message() {
@@ -104,13 +110,40 @@ pub struct PatchPlan {
     pub summary: Vec<String>,
 }
 
+/// A file's text while the patch is replayed: the text read, or text the patch produced (kept
+/// as a `String` until the end, so it is not copied while the patch is still held).
+#[derive(Clone)]
+enum Text {
+    Read(Arc<str>),
+    Produced(Arc<String>),
+}
+
+impl Text {
+    fn as_str(&self) -> &str {
+        match self {
+            Self::Read(text) => text,
+            Self::Produced(text) => text,
+        }
+    }
+
+    fn into_shared(self) -> Arc<str> {
+        match self {
+            Self::Read(text) => text,
+            Self::Produced(text) => match Arc::try_unwrap(text) {
+                Ok(text) => Arc::from(text),
+                Err(text) => Arc::from(text.as_str()),
+            },
+        }
+    }
+}
+
 /// The state of one path while the patch's operations are replayed in order.
 struct Entry {
     display: String,
     original: Option<Snapshot>,
-    current: Option<Arc<str>>,
-    /// Hunks from `original` to `current` when exactly one update produced `current`.
-    hunks: Option<Vec<Hunk>>,
+    current: Option<Text>,
+    /// The changes from `original` to `current` when exactly one update produced `current`.
+    changes: Option<Changes>,
     /// Set when this path was moved away to another path by the patch.
     moved_to: Option<PathBuf>,
     /// Set when this path received a file moved from another path.
@@ -119,6 +152,31 @@ struct Entry {
 
 /// Parses `patch` and replays it against the workspace, producing the change to propose.
 pub fn plan_patch(patch: &str, workspace: &Workspace, cwd: &Path) -> Result<PatchPlan, PatchError> {
+    Ok(replay_patch(patch, workspace, cwd)?.into_plan())
+}
+
+/// Like [`plan_patch`], releasing the patch text before the hunks are made: at the peak, memory
+/// holds the patch, the files read and their new text, but never also the hunks.
+pub fn plan_owned_patch(patch: String, workspace: &Workspace, cwd: &Path) -> Result<PatchPlan, PatchError> {
+    let replayed = replay_patch(&patch, workspace, cwd)?;
+    drop(patch);
+    Ok(replayed.into_plan())
+}
+
+/// Every touched path's final state, in first-touched order (owns no part of the patch).
+struct Replayed {
+    entries: HashMap<PathBuf, Entry>,
+    order: Vec<PathBuf>,
+    summary: Vec<String>,
+}
+
+impl Replayed {
+    fn into_plan(self) -> PatchPlan {
+        PatchPlan { files: file_changes(self.entries, &self.order), summary: self.summary }
+    }
+}
+
+fn replay_patch(patch: &str, workspace: &Workspace, cwd: &Path) -> Result<Replayed, PatchError> {
     let ops = parse_patch(patch)?;
     if ops.is_empty() {
         return Err(PatchError::Refused("The patch contains no file operations.".into()));
@@ -143,8 +201,8 @@ pub fn plan_patch(patch: &str, workspace: &Workspace, cwd: &Path) -> Result<Patc
                     text.push_str(line);
                     text.push('\n');
                 }
-                entry.current = Some(Arc::from(text));
-                entry.hunks = None;
+                entry.current = Some(Text::Produced(Arc::new(text)));
+                entry.changes = None;
                 summary.push(format!("A {display}"));
             }
             PatchOp::Delete { path: display, .. } => {
@@ -154,7 +212,7 @@ pub fn plan_patch(patch: &str, workspace: &Workspace, cwd: &Path) -> Result<Patc
                         "Delete File {display}: no such file (or an earlier operation of this patch removed it)."
                     )));
                 }
-                entry.hunks = None;
+                entry.changes = None;
                 summary.push(format!("D {display}"));
             }
             PatchOp::Update { path: display, move_to, chunks, .. } => {
@@ -165,12 +223,13 @@ pub fn plan_patch(patch: &str, workspace: &Workspace, cwd: &Path) -> Result<Patc
                          use `*** Add File: {display}` to create it."
                     )));
                 };
-                let (text, hunks) = apply_chunks(&current, chunks, display)?;
-                let first_update =
-                    entry.original.as_ref().is_some_and(|original| Arc::ptr_eq(&original.text, &current))
-                        && entry.moved_from.is_none();
-                entry.hunks = first_update.then_some(hunks);
-                let text: Arc<str> = Arc::from(text);
+                let (text, changes) = apply_chunks_deferred(current.as_str(), chunks, display)?;
+                let first_update = match (&entry.original, &current) {
+                    (Some(original), Text::Read(read)) => Arc::ptr_eq(&original.text, read),
+                    _ => false,
+                } && entry.moved_from.is_none();
+                entry.changes = first_update.then_some(changes);
+                let text = Text::Produced(Arc::new(text));
                 let destination = match move_to {
                     Some(to) => Some((resolve(workspace, cwd, to)?, *to)),
                     None => None,
@@ -185,14 +244,14 @@ pub fn plan_patch(patch: &str, workspace: &Workspace, cwd: &Path) -> Result<Patc
                             )));
                         }
                         let source = entries.get_mut(&path).expect("loaded");
-                        let hunks = source.hunks.take();
+                        let changes = source.changes.take();
                         source.current = None;
                         source.moved_to = Some(to_path.clone());
                         let target = entries.get_mut(&to_path).expect("loaded");
                         target.current = Some(text);
                         target.moved_from = Some(path.clone());
                         // Hunks against the source's text only describe a target that did not exist.
-                        target.hunks = if target.original.is_none() { hunks } else { None };
+                        target.changes = if target.original.is_none() { changes } else { None };
                         summary.push(format!("M {to_display}"));
                     }
                     _ => {
@@ -203,7 +262,7 @@ pub fn plan_patch(patch: &str, workspace: &Workspace, cwd: &Path) -> Result<Patc
             }
         }
     }
-    Ok(PatchPlan { files: file_changes(entries, &order), summary })
+    Ok(Replayed { entries, order, summary })
 }
 
 fn resolve(workspace: &Workspace, cwd: &Path, path: &str) -> Result<PathBuf, PatchError> {
@@ -225,14 +284,14 @@ fn load(
     if original.is_none() && path.is_dir() {
         return Err(PatchError::Refused(format!("{display} is a directory, not a file.")));
     }
-    let current = original.as_ref().map(|snapshot| snapshot.text.clone());
+    let current = original.as_ref().map(|snapshot| Text::Read(snapshot.text.clone()));
     entries.insert(
         path.to_path_buf(),
         Entry {
             display: display.to_string(),
             original,
             current,
-            hunks: None,
+            changes: None,
             moved_to: None,
             moved_from: None,
         },
@@ -253,25 +312,37 @@ fn file_changes(mut entries: HashMap<PathBuf, Entry>, order: &[PathBuf]) -> Vec<
             && let Some(target) = entries.get(to)
             && target.original.is_none()
             && target.moved_from.as_deref() == Some(path.as_path())
-            && let Some(text) = target.current.clone()
+            && target.current.is_some()
         {
             let target = entries.remove(to).expect("present");
-            let change = match target.hunks {
-                Some(hunks) => FileChange::modify_with_hunks(original.clone(), &entry.display, text, hunks),
-                None => FileChange::modify(original.clone(), &entry.display, text),
-            };
+            let text = target.current.expect("checked above");
+            let change = modification(original.clone(), &entry.display, text, target.changes);
             files.push(change.moved_to(to.clone()));
             continue;
         }
         match (entry.original, entry.current) {
             (None, None) => {}
-            (None, Some(text)) => files.push(FileChange::create(path.clone(), &entry.display, text)),
+            (None, Some(text)) => {
+                files.push(FileChange::create(path.clone(), &entry.display, text.into_shared()))
+            }
             (Some(original), None) => files.push(FileChange::delete(original, &entry.display)),
-            (Some(original), Some(text)) => files.push(match entry.hunks {
-                Some(hunks) => FileChange::modify_with_hunks(original, &entry.display, text, hunks),
-                None => FileChange::modify(original, &entry.display, text),
-            }),
+            (Some(original), Some(text)) => {
+                files.push(modification(original, &entry.display, text, entry.changes))
+            }
         }
     }
     files
+}
+
+/// A modification of `original` into `text`: hunks from the patch's own changes when they
+/// describe it, else from a diff.
+fn modification(original: Snapshot, display: &str, text: Text, changes: Option<Changes>) -> FileChange {
+    let text = text.into_shared();
+    match changes {
+        Some(changes) => {
+            let hunks = changes.hunks(&original.text, &text);
+            FileChange::modify_with_hunks(original, display, text, hunks)
+        }
+        None => FileChange::modify(original, display, text),
+    }
 }
