@@ -239,7 +239,7 @@ async fn plain_client_without_document_changes_gets_changes_after_apply() {
 async fn a_client_that_never_answers_apply_edit_gets_an_error_result_and_the_server_keeps_serving() {
     // The deadline is what this test exercises, so it is short.
     let fx = fixture_with_deadline(
-        json!({"workspace": {"workspaceEdit": {"documentChanges": true}}, "experimental": {"agentls": {}}}),
+        json!({"workspace": {"applyEdit": true, "workspaceEdit": {"documentChanges": true}}, "experimental": {"agentls": {}}}),
         std::time::Duration::from_millis(300),
     )
     .await;
