@@ -4,7 +4,7 @@
 //! files with matches (newest first), or match counts per file.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -36,12 +36,14 @@ struct Args {
     multiline: bool,
 }
 
-/// What the editor shows: every open buffer's text by path (nothing outside an editor).
-fn open_buffers(ctx: &ToolContext) -> BTreeMap<PathBuf, Arc<str>> {
+/// What the editor shows under `root`: the text of each open buffer there, by path (nothing
+/// outside an editor). Buffers elsewhere are not copied: the search cannot reach them.
+fn open_buffers(ctx: &ToolContext, root: &Path) -> BTreeMap<PathBuf, Arc<str>> {
     let documents = ctx.workspace.documents();
     documents
         .open_paths()
         .into_iter()
+        .filter(|path| path.starts_with(root))
         .filter_map(|path| Some((path.clone(), documents.get(&path)?.text)))
         .collect()
 }
@@ -152,7 +154,7 @@ impl Tool for GrepTool {
             context_after: args.after_context.unwrap_or(context),
             max_results: limit,
             multiline: args.multiline,
-            buffers: Arc::new(open_buffers(ctx)),
+            buffers: Arc::new(open_buffers(ctx, &root)),
         };
         let result =
             ctx.env.grep(&args.pattern, &root, options).await.map_err(|e| ToolError::new(e.to_string()))?;
