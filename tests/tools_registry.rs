@@ -267,6 +267,42 @@ async fn cancelled_turns_do_not_start_tools() {
     assert!(outcome.is_error && outcome.content.contains("cancelled"));
 }
 
+/// A tool whose schema is an object at the root but does not compile.
+struct BadSchema;
+
+#[async_trait]
+impl Tool for BadSchema {
+    fn name(&self) -> &str {
+        "bad"
+    }
+    fn description(&self) -> &str {
+        "a tool with a broken schema"
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {"text": {"type": 5}}})
+    }
+    async fn call(&self, _args: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text("ran"))
+    }
+}
+
+#[tokio::test]
+async fn a_tool_whose_schema_does_not_compile_is_never_called_and_the_others_still_work() {
+    let fx = Fixture::new();
+    let registry = registry_with(vec![Arc::new(BadSchema), echo("echo")]);
+    for _ in 0..2 {
+        let outcome = registry.execute("bad", r#"{"text":"x"}"#, &fx.ctx).await;
+        assert!(outcome.is_error);
+        assert!(
+            outcome.content.starts_with("Tool bad cannot be called: its parameter schema is invalid ("),
+            "{}",
+            outcome.content
+        );
+    }
+    let outcome = registry.execute("echo", r#"{"text":"x"}"#, &fx.ctx).await;
+    assert_eq!((outcome.is_error, outcome.content.as_str()), (false, "x"));
+}
+
 #[test]
 fn every_profile_tool_has_a_valid_object_schema() {
     for profile in [ToolProfile::OpenAi, ToolProfile::Anthropic, ToolProfile::Gemini] {
@@ -274,6 +310,8 @@ fn every_profile_tool_has_a_valid_object_schema() {
         for definition in registry.definitions() {
             assert_eq!(definition.parameters["type"], "object", "{}", definition.name);
             assert!(jsonschema::validator_for(&definition.parameters).is_ok(), "{}", definition.name);
+            // The registry compiles tool schemas as draft 7.
+            assert!(jsonschema::draft7::meta::is_valid(&definition.parameters), "{}", definition.name);
             assert!(!definition.description.is_empty());
         }
     }

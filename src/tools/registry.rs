@@ -6,7 +6,7 @@
 //! model can recover from, with the full output kept next to the truncated one.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use futures::FutureExt;
 use serde_json::Value;
@@ -71,8 +71,10 @@ pub enum BatchEvent<'a> {
 
 struct Registered {
     tool: Arc<dyn Tool>,
-    /// The compiled argument schema, or why it could not be compiled.
-    validator: Result<jsonschema::Validator, String>,
+    parameters: Value,
+    /// The compiled argument schema, or why it could not be compiled: compiled on the first call,
+    /// so a process that runs one tool (`agentls tool`) compiles one schema, not every tool's.
+    validator: OnceLock<Result<jsonschema::Validator, String>>,
     /// Top-level parameter names, for argument aliases.
     declared: Vec<String>,
 }
@@ -90,11 +92,19 @@ impl std::fmt::Debug for ToolRegistry {
     }
 }
 
-fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
+fn check_root(schema: &Value) -> Result<(), String> {
     if schema.get("type").and_then(Value::as_str) != Some("object") {
         return Err("the root of a tool's parameter schema must have type \"object\"".into());
     }
-    jsonschema::validator_for(schema).map_err(|e| e.to_string())
+    Ok(())
+}
+
+/// Compiles a tool's parameter schema. Tool schemas are read as draft 7 (what the providers'
+/// schema subsets are based on): its meta-schema, which every schema is checked against first,
+/// compiles in a fraction of the time of 2020-12's.
+fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
+    check_root(schema)?;
+    jsonschema::options().with_draft(jsonschema::Draft::Draft7).build(schema).map_err(|e| e.to_string())
 }
 
 impl ToolRegistry {
@@ -114,11 +124,11 @@ impl ToolRegistry {
     pub fn register(&mut self, tool: Arc<dyn Tool>) -> Option<Arc<dyn Tool>> {
         let name = tool.name().to_string();
         let parameters = tool.parameters();
-        let validator = compile(&parameters);
-        if let Err(error) = &validator {
-            tracing::warn!(tool = %name, %error, "tool schema does not compile; calls will fail");
+        if let Err(error) = check_root(&parameters) {
+            tracing::warn!(tool = %name, %error, "tool schema is invalid; calls will fail");
         }
-        let entry = Arc::new(Registered { tool, validator, declared: declared_parameters(&parameters) });
+        let declared = declared_parameters(&parameters);
+        let entry = Arc::new(Registered { tool, parameters, validator: OnceLock::new(), declared });
         match self.tools.iter_mut().find(|(n, _)| *n == name) {
             Some(slot) => Some(std::mem::replace(&mut slot.1, entry).tool.clone()),
             None => {
@@ -197,6 +207,13 @@ impl ToolRegistry {
         normalize_arguments(object, &entry.declared);
         let validator = entry
             .validator
+            .get_or_init(|| {
+                let compiled = compile(&entry.parameters);
+                if let Err(error) = &compiled {
+                    tracing::warn!(tool = %name, %error, "tool schema does not compile; calls fail");
+                }
+                compiled
+            })
             .as_ref()
             .map_err(|e| format!("Tool {name} cannot be called: its parameter schema is invalid ({e})."))?;
         let problems: Vec<String> = validator

@@ -87,7 +87,7 @@ impl DocumentStore {
     /// The buffer's text and version, if `path` is open.
     pub fn get(&self, path: &Path) -> Option<BufferText> {
         let documents = self.documents.read().unwrap_or_else(|poisoned| poisoned.into_inner());
-        documents.get(&store_key(path)).map(|document| BufferText {
+        lookup(&documents, path).map(|document| BufferText {
             text: Arc::from(document.rope.to_string()),
             version: document.version,
         })
@@ -95,7 +95,7 @@ impl DocumentStore {
 
     pub fn is_open(&self, path: &Path) -> bool {
         let documents = self.documents.read().unwrap_or_else(|poisoned| poisoned.into_inner());
-        documents.contains_key(&store_key(path))
+        lookup(&documents, path).is_some()
     }
 
     /// Paths of all open buffers, sorted.
@@ -114,6 +114,15 @@ impl DocumentStore {
 /// Buffers are keyed by the same canonical path [`super::Workspace::resolve`] returns.
 fn store_key(path: &Path) -> PathBuf {
     super::canonicalize_lenient(path)
+}
+
+/// The document open at `path`. Paths from [`super::Workspace::resolve`] are keys already, so
+/// the file system is only asked (to canonicalize) when there are documents and no exact hit.
+fn lookup<'a>(documents: &'a HashMap<PathBuf, Document>, path: &Path) -> Option<&'a Document> {
+    if documents.is_empty() {
+        return None;
+    }
+    documents.get(path).or_else(|| documents.get(&store_key(path)))
 }
 
 #[cfg(test)]

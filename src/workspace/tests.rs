@@ -155,3 +155,95 @@ async fn deny_refuses_and_review_decisions_pick_hunks() {
     let unknown = change.resolve(|_, _| FileDecision::AcceptHunks(vec![5])).unwrap_err();
     assert!(matches!(unknown, ChangeError::UnknownHunk { index: 5, count: 2, .. }));
 }
+
+#[test]
+fn content_hash_changes_with_any_byte_and_with_length() {
+    let base: Vec<u8> = (0..200u8).collect();
+    let hash = content_hash(&base);
+    assert_eq!(hash, content_hash(&base.clone()), "deterministic");
+    for at in 0..base.len() {
+        let mut changed = base.clone();
+        changed[at] ^= 1;
+        assert_ne!(content_hash(&changed), hash, "a change at byte {at} went unnoticed");
+    }
+    for len in 0..base.len() {
+        assert_ne!(content_hash(&base[..len]), hash, "a prefix of {len} bytes hashes like the whole");
+    }
+    assert_ne!(content_hash(b"ab\ncd\n"), content_hash(b"cd\nab\n"));
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn commits_write_files_in_place_and_roll_back_in_place() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let (dir, workspace) = temp_workspace();
+    let a = workspace.resolve(dir.path(), "a.txt").unwrap();
+    std::fs::write(&a, "one\ntwo\nthree\n").unwrap();
+    std::fs::set_permissions(&a, std::fs::Permissions::from_mode(0o751)).unwrap();
+    let link = dir.path().join("hard-link.txt");
+    std::fs::hard_link(&a, &link).unwrap();
+    let inode = std::fs::metadata(&a).unwrap().ino();
+    let port = DiskPort::new(Approval::Auto);
+
+    // Shorter, then longer: the same inode (so the hard link sees it) with the same mode.
+    for text in ["1\n", "one\ntwo\nthree\nfour\n"] {
+        let change =
+            ChangeSet::new(vec![FileChange::modify(workspace.read(&a).unwrap(), "a.txt", text)]).unwrap();
+        assert!(port.propose(change).await.unwrap().applied_any());
+        assert_eq!(std::fs::read_to_string(&link).unwrap(), text);
+        let metadata = std::fs::metadata(&a).unwrap();
+        assert_eq!((metadata.ino(), metadata.mode() & 0o777), (inode, 0o751));
+    }
+
+    // A later write fails (its folder would be under a file): the earlier one is undone in place.
+    std::fs::write(dir.path().join("blocker"), "a file\n").unwrap();
+    let blocked = workspace.resolve(dir.path(), "blocker/new.txt").unwrap();
+    let change = ChangeSet::new(vec![
+        FileChange::modify(workspace.read(&a).unwrap(), "a.txt", "x\n"),
+        FileChange::create(blocked.clone(), "blocker/new.txt", "new\n"),
+    ])
+    .unwrap();
+    let outcome = port.propose(change).await.unwrap();
+    assert!(outcome.refusal_message().unwrap().contains("could not write"), "{outcome:?}");
+    assert_eq!(std::fs::read_to_string(&link).unwrap(), "one\ntwo\nthree\nfour\n");
+    assert_eq!(std::fs::metadata(&a).unwrap().ino(), inode);
+    assert!(!blocked.exists());
+}
+
+#[cfg(unix)]
+#[test]
+fn a_batch_resolver_agrees_with_canonicalizing_each_path_through_symlinks() {
+    let (dir, workspace) = temp_workspace();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join("real/sub")).unwrap();
+    std::fs::write(root.join("real/sub/f.txt"), "f\n").unwrap();
+    std::os::unix::fs::symlink(root.join("real"), root.join("folder-link")).unwrap();
+    std::os::unix::fs::symlink(root.join("real/sub/f.txt"), root.join("real/file-link")).unwrap();
+    std::os::unix::fs::symlink("/etc/hostname", root.join("real/outside-link")).unwrap();
+    let paths = [
+        "real/sub/f.txt",
+        "folder-link/sub/f.txt",
+        "real/file-link",
+        "folder-link/file-link",
+        "folder-link/sub/../sub/new.txt",
+        "missing/dir/new.txt",
+        "real/outside-link",
+        "folder-link/outside-link",
+        "../escape.txt",
+    ];
+    let mut resolver = workspace.resolver(&root);
+    for path in paths {
+        // What canonicalizing the whole path, with no cache, gives.
+        let expected = canonicalize_lenient(&root.join(path));
+        match resolver.resolve(path) {
+            Ok(resolved) => assert_eq!(resolved, expected, "{path}"),
+            Err(WorkspaceError::OutsideRoots { path: resolved, .. }) => {
+                assert_eq!(resolved, expected, "{path}");
+                assert!(!expected.starts_with(&root), "{path}");
+            }
+            Err(error) => panic!("{path}: {error}"),
+        }
+    }
+    assert_eq!(resolver.resolve("folder-link/file-link").unwrap(), root.join("real/sub/f.txt"));
+    assert!(matches!(resolver.resolve("real/outside-link"), Err(WorkspaceError::OutsideRoots { .. })));
+}

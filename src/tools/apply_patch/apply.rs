@@ -4,12 +4,13 @@
 //! hunks returned are minimal and apply to the input text to give the output text.
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use similar::{Algorithm, DiffTag, capture_diff_slices};
 
 use super::parser::{Chunk, HunkLine};
 use super::seek::{Pass, seek, seek_anywhere, similarity};
-use crate::workspace::{Hunk, split_lines};
+use crate::workspace::{Hunk, SharedStrBuilder, split_lines};
 
 const BOM: &str = "\u{feff}";
 
@@ -31,7 +32,11 @@ struct Replacement<'a> {
 }
 
 /// The new text of `text` after `chunks`, and the minimal hunks between the two.
-pub fn apply_chunks(text: &str, chunks: &[Chunk<'_>], path: &str) -> Result<(String, Vec<Hunk>), ApplyError> {
+pub fn apply_chunks(
+    text: &str,
+    chunks: &[Chunk<'_>],
+    path: &str,
+) -> Result<(Arc<str>, Vec<Hunk>), ApplyError> {
     let (out, changes) = apply_chunks_deferred(text, chunks, path)?;
     let hunks = changes.hunks(text, &out);
     Ok((out, hunks))
@@ -60,7 +65,7 @@ pub fn apply_chunks_deferred(
     text: &str,
     chunks: &[Chunk<'_>],
     path: &str,
-) -> Result<(String, Changes), ApplyError> {
+) -> Result<(Arc<str>, Changes), ApplyError> {
     let (bom, body) = match text.strip_prefix(BOM) {
         Some(body) => (BOM, body),
         None => ("", text),
@@ -94,63 +99,105 @@ pub fn apply_chunks_deferred(
         }
     }
 
-    let added: usize = replacements.iter().flat_map(|r| &r.new).map(|line| line.added_len(line_break)).sum();
-    let mut out = String::with_capacity(text.len() + added);
-    out.push_str(bom);
-    let offset = |line: usize| bom.len() + file.start(line);
-    let mut changes = Changes::default();
-    let mut old_at = 0;
-    // Where the output line for old line `old_at` starts, in lines.
-    let mut new_line_at = 0;
-    let total = replacements.len();
-    for (position, replacement) in replacements.into_iter().enumerate() {
-        out.push_str(&text[offset(old_at)..offset(replacement.old.start)]);
-        new_line_at += replacement.old.start - old_at;
-        let touches_end = replacement.old.end == line_count;
-        // Runs of output lines that differ from the old lines they stand for become hunks: a
-        // context line written back unchanged separates them.
-        let mut run = Run::new(replacement.old.start, new_line_at, out.len());
-        let line_offset = |line: usize| bom.len() + file.start(line);
-        for (index, line) in replacement.new.iter().enumerate() {
-            let is_last_line = position + 1 == total && touches_end && index + 1 == replacement.new.len();
-            let line_start = out.len();
-            match *line {
-                OutLine::Kept(i) => {
-                    out.push_str(contents[i]);
-                    let own_break = file.line_break(i);
-                    let unchanged = !own_break.is_empty() || is_last_line;
-                    out.push_str(if unchanged { own_break } else { line_break });
-                    if unchanged {
-                        run.close(&mut changes, line_offset, i, line_start);
-                        run = Run::new(i + 1, new_line_at + 1, out.len());
-                    } else {
-                        run.old_end = i + 1;
-                    }
-                }
-                OutLine::Added(content) => {
-                    out.push_str(content);
-                    if !(is_last_line && ends_without_break) {
-                        out.push_str(line_break);
-                    }
-                }
-            }
-            new_line_at += 1;
-        }
-        run.old_end = replacement.old.end;
-        run.close(&mut changes, line_offset, replacement.old.end, out.len());
-        old_at = replacement.old.end;
-    }
-    out.push_str(&text[offset(old_at)..]);
-    Ok((out, changes))
+    let layout = Layout { text, bom, file: &file, line_break, ends_without_break };
+    // Measured first, so the text is written straight into its shared allocation.
+    let mut measure = Measure(0);
+    layout.write(&replacements, &mut measure);
+    let mut out = SharedStrBuilder::with_len(measure.0);
+    let changes = layout.write(&replacements, &mut out);
+    Ok((out.finish(), changes))
 }
 
-impl OutLine<'_> {
-    /// Bytes this line adds to the output beyond the old text (an estimate for capacity).
-    fn added_len(&self, line_break: &str) -> usize {
-        match self {
-            Self::Kept(_) => 0,
-            Self::Added(content) => content.len() + line_break.len(),
+/// Where the output of [`Layout::write`] goes: measured, or written.
+trait Output {
+    fn push_str(&mut self, piece: &str);
+    fn len(&self) -> usize;
+}
+
+/// Only counts the bytes.
+struct Measure(usize);
+
+impl Output for Measure {
+    fn push_str(&mut self, piece: &str) {
+        self.0 += piece.len();
+    }
+
+    fn len(&self) -> usize {
+        self.0
+    }
+}
+
+impl Output for SharedStrBuilder {
+    fn push_str(&mut self, piece: &str) {
+        SharedStrBuilder::push_str(self, piece);
+    }
+
+    fn len(&self) -> usize {
+        SharedStrBuilder::len(self)
+    }
+}
+
+/// The input of an update and what its output is made of.
+struct Layout<'t, 'f> {
+    text: &'t str,
+    bom: &'static str,
+    file: &'f FileLines<'t>,
+    /// The break given to added lines: the file's first.
+    line_break: &'t str,
+    ends_without_break: bool,
+}
+
+impl Layout<'_, '_> {
+    /// Writes the output (the input with `replacements` made) and returns its changed stretches.
+    fn write(&self, replacements: &[Replacement<'_>], out: &mut impl Output) -> Changes {
+        let Self { text, bom, file, line_break, ends_without_break } = *self;
+        let contents = &file.contents;
+        let line_count = contents.len();
+        out.push_str(bom);
+        let offset = |line: usize| bom.len() + file.start(line);
+        let mut changes = Changes::default();
+        let mut old_at = 0;
+        // Where the output line for old line `old_at` starts, in lines.
+        let mut new_line_at = 0;
+        let total = replacements.len();
+        for (position, replacement) in replacements.iter().enumerate() {
+            out.push_str(&text[offset(old_at)..offset(replacement.old.start)]);
+            new_line_at += replacement.old.start - old_at;
+            let touches_end = replacement.old.end == line_count;
+            // Runs of output lines that differ from the old lines they stand for become hunks: a
+            // context line written back unchanged separates them.
+            let mut run = Run::new(replacement.old.start, new_line_at, out.len());
+            for (index, line) in replacement.new.iter().enumerate() {
+                let is_last_line = position + 1 == total && touches_end && index + 1 == replacement.new.len();
+                let line_start = out.len();
+                match *line {
+                    OutLine::Kept(i) => {
+                        out.push_str(contents[i]);
+                        let own_break = file.line_break(i);
+                        let unchanged = !own_break.is_empty() || is_last_line;
+                        out.push_str(if unchanged { own_break } else { line_break });
+                        if unchanged {
+                            run.close(&mut changes, offset, i, line_start);
+                            run = Run::new(i + 1, new_line_at + 1, out.len());
+                        } else {
+                            run.old_end = i + 1;
+                        }
+                    }
+                    OutLine::Added(content) => {
+                        out.push_str(content);
+                        if !(is_last_line && ends_without_break) {
+                            out.push_str(line_break);
+                        }
+                    }
+                }
+                new_line_at += 1;
+            }
+            run.old_end = replacement.old.end;
+            run.close(&mut changes, offset, replacement.old.end, out.len());
+            old_at = replacement.old.end;
         }
+        out.push_str(&text[offset(old_at)..]);
+        changes
     }
 }
 
@@ -164,16 +211,24 @@ struct FileLines<'a> {
 impl<'a> FileLines<'a> {
     fn new(body: &'a str) -> Self {
         let bytes = body.as_bytes();
-        if !bytes.contains(&b'\r') {
-            // The common case, with a vectorised search for the breaks.
-            let contents =
-                body.split_inclusive('\n').map(|line| line.strip_suffix('\n').unwrap_or(line)).collect();
+        if memchr::memchr(b'\r', bytes).is_none() {
+            // The common case: only `\n` breaks, found with a vectorised search, into a table
+            // sized exactly (a large file's table is never grown and copied).
+            let mut contents = Vec::with_capacity(memchr::memchr_iter(b'\n', bytes).count() + 1);
+            let mut start = 0;
+            for end in memchr::memchr_iter(b'\n', bytes) {
+                contents.push(&body[start..end]);
+                start = end + 1;
+            }
+            if start < bytes.len() {
+                contents.push(&body[start..]);
+            }
             return Self { body, contents };
         }
         let mut contents = Vec::new();
         let mut start = 0;
         let mut at = 0;
-        while let Some(found) = bytes[at..].iter().position(|&byte| byte == b'\n' || byte == b'\r') {
+        while let Some(found) = memchr::memchr2(b'\n', b'\r', &bytes[at..]) {
             let end = at + found;
             contents.push(&body[start..end]);
             at = if bytes[end] == b'\r' && bytes.get(end + 1) == Some(&b'\n') { end + 2 } else { end + 1 };
@@ -518,8 +573,8 @@ mod tests {
         let PatchOp::Update { chunks, .. } = &ops[0] else { panic!() };
         let (out, hunks) = apply_chunks(text, chunks, "f")?;
         check_hunks(text, &hunks).unwrap();
-        assert_eq!(apply_hunks(text, &hunks), out, "hunks must reproduce the output");
-        Ok(out)
+        assert_eq!(apply_hunks(text, &hunks), *out, "hunks must reproduce the output");
+        Ok(out.to_string())
     }
 
     #[test]
@@ -617,7 +672,7 @@ mod tests {
         }
     }
 
-    fn apply_chunks_checked(text: &str, body: &str) -> (String, Vec<Hunk>) {
+    fn apply_chunks_checked(text: &str, body: &str) -> (Arc<str>, Vec<Hunk>) {
         let patch = format!("*** Begin Patch\n*** Update File: f\n{body}*** End Patch\n");
         let ops = parse_patch(&patch).unwrap();
         let PatchOp::Update { chunks, .. } = &ops[0] else { panic!() };

@@ -18,7 +18,7 @@ pub use apply::{ApplyError, Changes, apply_chunks, apply_chunks_deferred};
 pub use parser::{Chunk, HunkLine, ParseError, PatchOp, parse_patch};
 
 use super::{Tool, ToolContext, ToolError, ToolOutput};
-use crate::workspace::{ChangeSet, FileChange, Snapshot, Workspace};
+use crate::workspace::{ChangeSet, FileChange, Resolver, SharedStrBuilder, Snapshot, Workspace};
 
 const DESCRIPTION: &str = "Apply code changes using the patch format. Supports creating, deleting, \
 and modifying files in a single operation. The patch is applied completely or not at all.
@@ -110,38 +110,12 @@ pub struct PatchPlan {
     pub summary: Vec<String>,
 }
 
-/// A file's text while the patch is replayed: the text read, or text the patch produced (kept
-/// as a `String` until the end, so it is not copied while the patch is still held).
-#[derive(Clone)]
-enum Text {
-    Read(Arc<str>),
-    Produced(Arc<String>),
-}
-
-impl Text {
-    fn as_str(&self) -> &str {
-        match self {
-            Self::Read(text) => text,
-            Self::Produced(text) => text,
-        }
-    }
-
-    fn into_shared(self) -> Arc<str> {
-        match self {
-            Self::Read(text) => text,
-            Self::Produced(text) => match Arc::try_unwrap(text) {
-                Ok(text) => Arc::from(text),
-                Err(text) => Arc::from(text.as_str()),
-            },
-        }
-    }
-}
-
 /// The state of one path while the patch's operations are replayed in order.
 struct Entry {
     display: String,
     original: Option<Snapshot>,
-    current: Option<Text>,
+    /// The text now: the snapshot's own text until an operation produces another.
+    current: Option<Arc<str>>,
     /// The changes from `original` to `current` when exactly one update produced `current`.
     changes: Option<Changes>,
     /// Set when this path was moved away to another path by the patch.
@@ -184,8 +158,9 @@ fn replay_patch(patch: &str, workspace: &Workspace, cwd: &Path) -> Result<Replay
     let mut entries: HashMap<PathBuf, Entry> = HashMap::new();
     let mut order: Vec<PathBuf> = Vec::new();
     let mut summary = Vec::new();
+    let mut resolver = workspace.resolver(cwd);
     for op in &ops {
-        let path = resolve(workspace, cwd, op.path())?;
+        let path = resolve(&mut resolver, op.path())?;
         load(&mut entries, &mut order, workspace, &path, op.path())?;
         match op {
             PatchOp::Add { path: display, lines, .. } => {
@@ -196,12 +171,12 @@ fn replay_patch(patch: &str, workspace: &Workspace, cwd: &Path) -> Result<Replay
                          to change it, or `*** Delete File: {display}` before adding it."
                     )));
                 }
-                let mut text = String::with_capacity(lines.iter().map(|line| line.len() + 1).sum());
+                let mut text = SharedStrBuilder::with_len(lines.iter().map(|line| line.len() + 1).sum());
                 for line in lines {
                     text.push_str(line);
-                    text.push('\n');
+                    text.push_str("\n");
                 }
-                entry.current = Some(Text::Produced(Arc::new(text)));
+                entry.current = Some(text.finish());
                 entry.changes = None;
                 summary.push(format!("A {display}"));
             }
@@ -223,15 +198,13 @@ fn replay_patch(patch: &str, workspace: &Workspace, cwd: &Path) -> Result<Replay
                          use `*** Add File: {display}` to create it."
                     )));
                 };
-                let (text, changes) = apply_chunks_deferred(current.as_str(), chunks, display)?;
-                let first_update = match (&entry.original, &current) {
-                    (Some(original), Text::Read(read)) => Arc::ptr_eq(&original.text, read),
-                    _ => false,
-                } && entry.moved_from.is_none();
+                let (text, changes) = apply_chunks_deferred(&current, chunks, display)?;
+                let first_update =
+                    entry.original.as_ref().is_some_and(|original| Arc::ptr_eq(&original.text, &current))
+                        && entry.moved_from.is_none();
                 entry.changes = first_update.then_some(changes);
-                let text = Text::Produced(Arc::new(text));
                 let destination = match move_to {
-                    Some(to) => Some((resolve(workspace, cwd, to)?, *to)),
+                    Some(to) => Some((resolve(&mut resolver, to)?, *to)),
                     None => None,
                 };
                 match destination {
@@ -265,8 +238,8 @@ fn replay_patch(patch: &str, workspace: &Workspace, cwd: &Path) -> Result<Replay
     Ok(Replayed { entries, order, summary })
 }
 
-fn resolve(workspace: &Workspace, cwd: &Path, path: &str) -> Result<PathBuf, PatchError> {
-    workspace.resolve(cwd, path).map_err(|error| PatchError::Workspace(error.to_string()))
+fn resolve(resolver: &mut Resolver<'_>, path: &str) -> Result<PathBuf, PatchError> {
+    resolver.resolve(path).map_err(|error| PatchError::Workspace(error.to_string()))
 }
 
 fn load(
@@ -284,7 +257,7 @@ fn load(
     if original.is_none() && path.is_dir() {
         return Err(PatchError::Refused(format!("{display} is a directory, not a file.")));
     }
-    let current = original.as_ref().map(|snapshot| Text::Read(snapshot.text.clone()));
+    let current = original.as_ref().map(|snapshot| snapshot.text.clone());
     entries.insert(
         path.to_path_buf(),
         Entry {
@@ -322,9 +295,7 @@ fn file_changes(mut entries: HashMap<PathBuf, Entry>, order: &[PathBuf]) -> Vec<
         }
         match (entry.original, entry.current) {
             (None, None) => {}
-            (None, Some(text)) => {
-                files.push(FileChange::create(path.clone(), &entry.display, text.into_shared()))
-            }
+            (None, Some(text)) => files.push(FileChange::create(path.clone(), &entry.display, text)),
             (Some(original), None) => files.push(FileChange::delete(original, &entry.display)),
             (Some(original), Some(text)) => {
                 files.push(modification(original, &entry.display, text, entry.changes))
@@ -336,8 +307,7 @@ fn file_changes(mut entries: HashMap<PathBuf, Entry>, order: &[PathBuf]) -> Vec<
 
 /// A modification of `original` into `text`: hunks from the patch's own changes when they
 /// describe it, else from a diff.
-fn modification(original: Snapshot, display: &str, text: Text, changes: Option<Changes>) -> FileChange {
-    let text = text.into_shared();
+fn modification(original: Snapshot, display: &str, text: Arc<str>, changes: Option<Changes>) -> FileChange {
     match changes {
         Some(changes) => {
             let hunks = changes.hunks(&original.text, &text);

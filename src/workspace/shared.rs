@@ -1,0 +1,150 @@
+//! Shared text (`Arc<str>`) made without a second copy: a file read straight into its shared
+//! allocation, and a text of known length written piece by piece into one.
+//!
+//! Why: snapshots and proposed texts are `Arc<str>`, and `Arc::from(String)` copies. For a
+//! large file that copy (and the page faults of touching a second buffer) costs as much as the
+//! read itself. Invariant: every `Arc<str>` made here holds valid UTF-8 — read bytes are
+//! checked, and a builder only accepts `&str` pieces and must be filled exactly.
+
+use std::io::Read;
+use std::sync::Arc;
+
+/// The rest of `file`, expected to be `expected` bytes long (its size when it was opened). A
+/// file that turns out longer or shorter is still read whole and right, with one extra copy.
+pub(crate) fn read_shared(file: &mut std::fs::File, expected: u64) -> std::io::Result<Arc<[u8]>> {
+    let Ok(expected) = usize::try_from(expected) else {
+        return Err(std::io::Error::other("the file is too large for this machine's address space"));
+    };
+    let mut shared = zeroed(expected);
+    let buffer = Arc::get_mut(&mut shared).expect("just made, not shared");
+    let mut filled = 0;
+    while filled < expected {
+        match file.read(&mut buffer[filled..]) {
+            Ok(0) => return Ok(Arc::from(&buffer[..filled])),
+            Ok(read) => filled += read,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    // The file may have grown since its size was read: one more read says whether it did.
+    let mut probe = [0u8; 512];
+    let read = loop {
+        match file.read(&mut probe) {
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            result => break result?,
+        }
+    };
+    if read == 0 {
+        return Ok(shared);
+    }
+    let mut whole = Vec::with_capacity(expected + read);
+    whole.extend_from_slice(&shared);
+    whole.extend_from_slice(&probe[..read]);
+    file.read_to_end(&mut whole)?;
+    Ok(Arc::from(whole))
+}
+
+/// A shared allocation of `len` zero bytes (made in place: no `Vec` copied into it).
+fn zeroed(len: usize) -> Arc<[u8]> {
+    let mut uninit = Arc::<[u8]>::new_uninit_slice(len);
+    let slice = Arc::get_mut(&mut uninit).expect("just made, not shared");
+    // SAFETY: all `len` bytes are written before the slice is taken as initialised.
+    unsafe {
+        std::ptr::write_bytes(slice.as_mut_ptr(), 0, len);
+        uninit.assume_init()
+    }
+}
+
+/// `bytes` as text when they are UTF-8 (no copy); `None` otherwise.
+pub(crate) fn into_shared_str(bytes: Arc<[u8]>) -> Option<Arc<str>> {
+    std::str::from_utf8(&bytes).ok()?;
+    // SAFETY: the bytes were just checked to be UTF-8, and `str` has the layout of `[u8]`.
+    Some(unsafe { Arc::from_raw(Arc::into_raw(bytes) as *const str) })
+}
+
+/// Writes a text of a length known in advance straight into its shared allocation.
+pub(crate) struct SharedStrBuilder {
+    buffer: Arc<[u8]>,
+    filled: usize,
+}
+
+impl SharedStrBuilder {
+    pub(crate) fn with_len(len: usize) -> Self {
+        Self { buffer: zeroed(len), filled: 0 }
+    }
+
+    /// Bytes written so far.
+    pub(crate) fn len(&self) -> usize {
+        self.filled
+    }
+
+    /// Appends `piece`. Panics when it does not fit in the announced length (a bug in the
+    /// caller's length computation, never input-dependent).
+    pub(crate) fn push_str(&mut self, piece: &str) {
+        let buffer = Arc::get_mut(&mut self.buffer).expect("never shared before `finish`");
+        buffer[self.filled..self.filled + piece.len()].copy_from_slice(piece.as_bytes());
+        self.filled += piece.len();
+    }
+
+    /// The text. Panics unless exactly the announced length was written.
+    pub(crate) fn finish(self) -> Arc<str> {
+        assert_eq!(self.filled, self.buffer.len(), "a shared text must be filled exactly");
+        // SAFETY: the buffer is the concatenation of `&str` pieces (each UTF-8, so the whole is),
+        // and `str` has the layout of `[u8]`.
+        unsafe { Arc::from_raw(Arc::into_raw(self.buffer) as *const str) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+
+    #[test]
+    fn a_file_is_read_whole_whether_it_grew_shrank_or_kept_its_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::File::create(&path).unwrap().write_all("héllo\n".as_bytes()).unwrap();
+        for expected in [7, 3, 20, 0] {
+            let mut file = std::fs::File::open(&path).unwrap();
+            let bytes = read_shared(&mut file, expected).unwrap();
+            assert_eq!(&*into_shared_str(bytes).unwrap(), "héllo\n", "expected size {expected}");
+        }
+    }
+
+    #[test]
+    fn a_file_that_grew_by_more_than_one_read_is_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let text = "x".repeat(5000);
+        std::fs::write(&path, &text).unwrap();
+        let mut file = std::fs::File::open(&path).unwrap();
+        assert_eq!(&*into_shared_str(read_shared(&mut file, 10).unwrap()).unwrap(), text);
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_are_not_text() {
+        assert!(into_shared_str(Arc::from(&b"\xff\xfe"[..])).is_none());
+        assert_eq!(&*into_shared_str(Arc::from(&b"ok"[..])).unwrap(), "ok");
+    }
+
+    #[test]
+    fn a_builder_filled_exactly_gives_the_concatenation() {
+        let mut builder = SharedStrBuilder::with_len(8);
+        builder.push_str("ab");
+        builder.push_str("");
+        builder.push_str("cdéf");
+        assert_eq!(builder.len(), 7);
+        builder.push_str("g");
+        assert_eq!(&*builder.finish(), "abcdéfg");
+    }
+
+    #[test]
+    #[should_panic(expected = "filled exactly")]
+    fn a_builder_left_short_is_a_bug() {
+        let mut builder = SharedStrBuilder::with_len(3);
+        builder.push_str("ab");
+        let _ = builder.finish();
+    }
+}
