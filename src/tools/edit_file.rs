@@ -279,7 +279,7 @@ fn not_found_message(text: &str, display: &str, old_string: &str) -> String {
         wanted.iter().rposition(|line| !line.trim().is_empty()).map_or(wanted.len(), |end| end + 1);
     let pattern = &wanted[trimmed_start..trimmed_end.max(trimmed_start)];
     if !pattern.is_empty()
-        && let Some((at, pass)) = seek(&file_lines, pattern, 0, false)
+        && let Some((at, pass)) = seek(file_lines.as_slice(), pattern, 0, false)
     {
         let kind = if pass == Pass::Normalized {
             "whitespace or punctuation (quotes, dashes)"

@@ -44,15 +44,11 @@ pub(crate) fn read_shared(file: &mut std::fs::File, expected: u64) -> std::io::R
     Ok(Arc::from(whole))
 }
 
-/// A shared allocation of `len` zero bytes (made in place: no `Vec` copied into it).
+/// A shared allocation of `len` zero bytes, made in place (no `Vec` copied into it); a large
+/// one comes from fresh pages, which are zero already, so nothing is written twice.
 fn zeroed(len: usize) -> Arc<[u8]> {
-    let mut uninit = Arc::<[u8]>::new_uninit_slice(len);
-    let slice = Arc::get_mut(&mut uninit).expect("just made, not shared");
-    // SAFETY: all `len` bytes are written before the slice is taken as initialised.
-    unsafe {
-        std::ptr::write_bytes(slice.as_mut_ptr(), 0, len);
-        uninit.assume_init()
-    }
+    // SAFETY: zero bytes are valid `u8`s.
+    unsafe { Arc::<[u8]>::new_zeroed_slice(len).assume_init() }
 }
 
 /// `bytes` as text when they are UTF-8 (no copy); `None` otherwise.

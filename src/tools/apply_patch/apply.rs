@@ -9,7 +9,7 @@ use std::sync::Arc;
 use similar::{Algorithm, DiffTag, capture_diff_slices};
 
 use super::parser::{Chunk, HunkLine};
-use super::seek::{Pass, seek, seek_anywhere, similarity};
+use super::seek::{Lines, Pass, matches_at, seek, seek_anywhere, similarity};
 use crate::workspace::{Hunk, SharedStrBuilder, split_lines};
 
 const BOM: &str = "\u{feff}";
@@ -71,15 +71,14 @@ pub fn apply_chunks_deferred(
         None => ("", text),
     };
     let file = FileLines::new(body);
-    let contents = &file.contents;
-    let line_break = (0..contents.len()).map(|i| file.line_break(i)).find(|b| !b.is_empty()).unwrap_or("\n");
-    let ends_without_break = !contents.is_empty() && file.line_break(contents.len() - 1).is_empty();
-    let line_count = contents.len();
+    let line_count = file.len();
+    let line_break = (0..line_count).map(|i| file.line_break(i)).find(|b| !b.is_empty()).unwrap_or("\n");
+    let ends_without_break = line_count > 0 && file.line_break(line_count - 1).is_empty();
 
     let mut replacements: Vec<Replacement> = Vec::with_capacity(chunks.len());
     let mut cursor = 0;
     for (number, chunk) in chunks.iter().enumerate() {
-        let replacement = locate(contents, chunk, cursor, path, number + 1)?;
+        let replacement = locate(&file, chunk, cursor, path, number + 1)?;
         cursor = replacement.old.end;
         replacements.push(replacement);
     }
@@ -151,8 +150,7 @@ impl Layout<'_, '_> {
     /// Writes the output (the input with `replacements` made) and returns its changed stretches.
     fn write(&self, replacements: &[Replacement<'_>], out: &mut impl Output) -> Changes {
         let Self { text, bom, file, line_break, ends_without_break } = *self;
-        let contents = &file.contents;
-        let line_count = contents.len();
+        let line_count = file.len();
         out.push_str(bom);
         let offset = |line: usize| bom.len() + file.start(line);
         let mut changes = Changes::default();
@@ -172,7 +170,7 @@ impl Layout<'_, '_> {
                 let line_start = out.len();
                 match *line {
                     OutLine::Kept(i) => {
-                        out.push_str(contents[i]);
+                        out.push_str(file.line(i));
                         let own_break = file.line_break(i);
                         let unchanged = !own_break.is_empty() || is_last_line;
                         out.push_str(if unchanged { own_break } else { line_break });
@@ -201,56 +199,99 @@ impl Layout<'_, '_> {
     }
 }
 
-/// The lines of a text, without their breaks; each borrows from the text, so its position in
-/// the text (and its break) follows from the pointer: no second table of offsets.
+/// The lines of a text, without their breaks, as a table of where each starts: four bytes a
+/// line (files are at most [`crate::workspace::MAX_FILE_BYTES`], far below 4 GiB), so a large
+/// file's table is a fraction of its text.
 struct FileLines<'a> {
     body: &'a str,
-    contents: Vec<&'a str>,
+    /// Where each line starts, then the end of the body.
+    starts: Vec<u32>,
 }
 
 impl<'a> FileLines<'a> {
     fn new(body: &'a str) -> Self {
         let bytes = body.as_bytes();
+        assert!(u32::try_from(bytes.len()).is_ok(), "files are far smaller than 4 GiB");
+        let offset = |at: usize| at as u32;
+        let mut starts;
         if memchr::memchr(b'\r', bytes).is_none() {
-            // The common case: only `\n` breaks, found with a vectorised search, into a table
-            // sized exactly (a large file's table is never grown and copied).
-            let mut contents = Vec::with_capacity(memchr::memchr_iter(b'\n', bytes).count() + 1);
-            let mut start = 0;
-            for end in memchr::memchr_iter(b'\n', bytes) {
-                contents.push(&body[start..end]);
-                start = end + 1;
+            // The common case: only `\n` breaks, found with a vectorised search.
+            starts = vec![0];
+            starts.extend(memchr::memchr_iter(b'\n', bytes).map(|end| offset(end + 1)));
+        } else {
+            starts = vec![0];
+            let mut at = 0;
+            while let Some(found) = memchr::memchr2(b'\n', b'\r', &bytes[at..]) {
+                let end = at + found;
+                at =
+                    if bytes[end] == b'\r' && bytes.get(end + 1) == Some(&b'\n') { end + 2 } else { end + 1 };
+                starts.push(offset(at));
             }
-            if start < bytes.len() {
-                contents.push(&body[start..]);
-            }
-            return Self { body, contents };
         }
-        let mut contents = Vec::new();
-        let mut start = 0;
-        let mut at = 0;
-        while let Some(found) = memchr::memchr2(b'\n', b'\r', &bytes[at..]) {
-            let end = at + found;
-            contents.push(&body[start..end]);
-            at = if bytes[end] == b'\r' && bytes.get(end + 1) == Some(&b'\n') { end + 2 } else { end + 1 };
-            start = at;
+        // A last line without a break; otherwise the last start is already the end.
+        if starts.last().is_some_and(|&last| (last as usize) < bytes.len()) {
+            starts.push(offset(bytes.len()));
         }
-        if start < bytes.len() {
-            contents.push(&body[start..]);
-        }
-        Self { body, contents }
+        Self { body, starts }
+    }
+
+    fn len(&self) -> usize {
+        self.starts.len() - 1
     }
 
     /// Byte offset in the body where line `i` starts (`i == len`: the end of the body).
     fn start(&self, i: usize) -> usize {
-        match self.contents.get(i) {
-            Some(line) => line.as_ptr() as usize - self.body.as_ptr() as usize,
-            None => self.body.len(),
+        self.starts[i] as usize
+    }
+
+    /// Where line `i`'s text ends and its break starts.
+    fn content_end(&self, i: usize) -> usize {
+        let (start, end) = (self.start(i), self.start(i + 1));
+        let bytes = self.body.as_bytes();
+        match bytes[start..end] {
+            [.., b'\r', b'\n'] => end - 2,
+            [.., b'\n' | b'\r'] => end - 1,
+            _ => end,
         }
     }
 
     /// The line break ending line `i` (empty for a last line without one).
     fn line_break(&self, i: usize) -> &'a str {
-        &self.body[self.start(i) + self.contents[i].len()..self.start(i + 1)]
+        &self.body[self.content_end(i)..self.start(i + 1)]
+    }
+}
+
+impl Lines for FileLines<'_> {
+    fn count(&self) -> usize {
+        self.len()
+    }
+
+    fn line(&self, i: usize) -> &str {
+        &self.body[self.start(i)..self.content_end(i)]
+    }
+
+    /// Searches the text for the pattern's first line (vectorised), and checks the rest of the
+    /// pattern only where that line is found as a whole line.
+    fn find_exact(&self, pattern: &[&str], from: usize, last: usize) -> Option<usize> {
+        let first = pattern[0];
+        if first.is_empty() || from > last {
+            return (from..=last).find(|&i| matches_at(self, pattern, i, Pass::Exact));
+        }
+        let finder = memchr::memmem::Finder::new(first.as_bytes());
+        let bytes = self.body.as_bytes();
+        let (mut at, end) = (self.start(from), self.start(last + 1));
+        while let Some(found) = finder.find(&bytes[at..end]) {
+            let position = at + found;
+            let line = self.starts.partition_point(|&start| start as usize <= position) - 1;
+            if self.start(line) == position
+                && self.content_end(line) == position + first.len()
+                && matches_at(self, pattern, line, Pass::Exact)
+            {
+                return Some(line);
+            }
+            at = position + 1;
+        }
+        None
     }
 }
 
@@ -361,7 +402,7 @@ fn push_hunk(hunks: &mut Vec<Hunk>, place: HunkPlace<'_>) {
 
 /// Finds where `chunk` applies (at or after `cursor`) and what replaces the matched lines.
 fn locate<'a>(
-    contents: &[&str],
+    contents: &FileLines<'_>,
     chunk: &Chunk<'a>,
     cursor: usize,
     path: &str,
@@ -449,7 +490,7 @@ fn old_lines<'a>(lines: &[HunkLine<'a>]) -> Vec<&'a str> {
 }
 
 /// The `@@` hint as a whole line, else as the start of a line, else inside a line.
-fn find_hint(contents: &[&str], hint: &str, from: usize) -> Option<usize> {
+fn find_hint(contents: &FileLines<'_>, hint: &str, from: usize) -> Option<usize> {
     if from >= contents.len() {
         return None;
     }
@@ -457,15 +498,20 @@ fn find_hint(contents: &[&str], hint: &str, from: usize) -> Option<usize> {
         return Some(at);
     }
     let hint = hint.trim();
-    let rest = &contents[from..];
-    rest.iter()
-        .position(|line| line.trim_start().starts_with(hint))
-        .or_else(|| rest.iter().position(|line| line.contains(hint)))
-        .map(|at| at + from)
+    let mut rest = from..contents.len();
+    rest.clone()
+        .find(|&at| contents.line(at).trim_start().starts_with(hint))
+        .or_else(|| rest.find(|&at| contents.line(at).contains(hint)))
 }
 
 /// Explains which expected line is missing and where the closest candidate is.
-fn not_found(contents: &[&str], chunk: &Chunk<'_>, from: usize, path: &str, number: usize) -> ApplyError {
+fn not_found(
+    contents: &FileLines<'_>,
+    chunk: &Chunk<'_>,
+    from: usize,
+    path: &str,
+    number: usize,
+) -> ApplyError {
     let pattern = chunk.old_lines();
     if let Some(at) = seek_anywhere(contents, &pattern)
         && at < from
@@ -486,7 +532,7 @@ fn not_found(contents: &[&str], chunk: &Chunk<'_>, from: usize, path: &str, numb
     for at in from..contents.len() {
         let len = pattern
             .iter()
-            .zip(&contents[at..])
+            .zip((at..contents.len()).map(|i| contents.line(i)))
             .take_while(|(expected, line)| Pass::Normalized.lines_equal(line, expected))
             .count();
         if len > best_len {
@@ -497,8 +543,8 @@ fn not_found(contents: &[&str], chunk: &Chunk<'_>, from: usize, path: &str, numb
     let detail = match best_at {
         Some(at) if best_len < pattern.len() => {
             let candidate = at + best_len;
-            let found = contents
-                .get(candidate)
+            let found = (candidate < contents.len())
+                .then(|| contents.line(candidate))
                 .map_or_else(|| "the end of the file".to_string(), |line| format!("`{line}`"));
             format!(
                 "The first {best_len} line(s) of the hunk match at line {} of {path}, but the expected line `{missing}` \
@@ -515,12 +561,11 @@ fn not_found(contents: &[&str], chunk: &Chunk<'_>, from: usize, path: &str, numb
     failure(chunk, path, number, &detail)
 }
 
-fn closest_line_note(contents: &[&str], wanted: &str) -> String {
+fn closest_line_note(contents: &FileLines<'_>, wanted: &str) -> String {
     const MAX_CANDIDATES: usize = 20_000;
     let wanted_len = wanted.trim().len();
-    let best = contents
-        .iter()
-        .enumerate()
+    let best = (0..contents.len())
+        .map(|at| (at, contents.line(at)))
         .filter(|(_, line)| {
             let len = line.trim().len();
             len * 2 >= wanted_len && len <= wanted_len * 2 + 8
@@ -530,7 +575,7 @@ fn closest_line_note(contents: &[&str], wanted: &str) -> String {
         .max_by(|a, b| a.1.total_cmp(&b.1));
     match best {
         Some((at, score)) if score >= 0.5 => {
-            format!("the closest line is line {}: `{}`", at + 1, contents[at])
+            format!("the closest line is line {}: `{}`", at + 1, contents.line(at))
         }
         _ => "no similar line exists; read the file again to see its current text".to_string(),
     }
@@ -668,6 +713,34 @@ mod tests {
             proptest::prop_assert_eq!(&out, &want);
             for hunk in &hunks {
                 proptest::prop_assert!(text[hunk.old_range.clone()] != hunk.new_text, "empty hunk {hunk:?}");
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// The line table gives the lines (without breaks) and breaks `split_lines` finds, and
+        /// its vectorised exact search finds what trying every line finds.
+        #[test]
+        fn the_line_table_and_its_exact_search_agree_with_the_plain_ways(
+            pieces in proptest::collection::vec(proptest::sample::select(
+                vec!["a", "ab", "b", "", " a", "\n", "\r\n", "\r"]), 0..40),
+            pattern in proptest::collection::vec(proptest::sample::select(vec!["a", "ab", "b", "", " a"]), 1..4),
+            from in 0usize..20,
+        ) {
+            let text = pieces.concat();
+            let file = FileLines::new(&text);
+            let plain = crate::workspace::split_lines(&text);
+            proptest::prop_assert_eq!(file.len(), plain.len());
+            for (i, line) in plain.iter().enumerate() {
+                let content = line.trim_end_matches(['\n', '\r']);
+                proptest::prop_assert_eq!(file.line(i), content);
+                proptest::prop_assert_eq!(file.line_break(i), &line[content.len()..]);
+                proptest::prop_assert_eq!(file.start(i) + line.len(), file.start(i + 1));
+            }
+            if pattern.len() <= file.len() {
+                let last = file.len() - pattern.len();
+                let plain = (from..=last).find(|&i| matches_at(&file, &pattern, i, Pass::Exact));
+                proptest::prop_assert_eq!(file.find_exact(&pattern, from, last), plain);
             }
         }
     }

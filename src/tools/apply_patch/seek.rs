@@ -25,16 +25,43 @@ impl Pass {
     }
 }
 
+/// Numbered lines (without their breaks) that hunks are sought in.
+pub trait Lines {
+    fn count(&self) -> usize;
+    /// Line `i` (`i < count()`).
+    fn line(&self, i: usize) -> &str;
+
+    /// The first `i` in `from..=last` where `pattern` (not empty) matches exactly.
+    fn find_exact(&self, pattern: &[&str], from: usize, last: usize) -> Option<usize> {
+        (from..=last).find(|&i| matches_at(self, pattern, i, Pass::Exact))
+    }
+}
+
+impl Lines for [&str] {
+    fn count(&self) -> usize {
+        self.len()
+    }
+
+    fn line(&self, i: usize) -> &str {
+        self[i]
+    }
+}
+
 /// The first index `i >= start` where `pattern` matches `lines[i..]` under the loosest-needed
 /// pass. With `end_of_file`, a match that ends at the last line is tried first in each pass.
-pub fn seek(lines: &[&str], pattern: &[&str], start: usize, end_of_file: bool) -> Option<(usize, Pass)> {
+pub fn seek<L: Lines + ?Sized>(
+    lines: &L,
+    pattern: &[&str],
+    start: usize,
+    end_of_file: bool,
+) -> Option<(usize, Pass)> {
     if pattern.is_empty() {
-        return Some((start.min(lines.len()), Pass::Exact));
+        return Some((start.min(lines.count()), Pass::Exact));
     }
-    if pattern.len() > lines.len() {
+    if pattern.len() > lines.count() {
         return None;
     }
-    let last_start = lines.len() - pattern.len();
+    let last_start = lines.count() - pattern.len();
     for pass in PASSES {
         if end_of_file && matches_at(lines, pattern, last_start, pass) {
             return Some((last_start, pass));
@@ -42,7 +69,11 @@ pub fn seek(lines: &[&str], pattern: &[&str], start: usize, end_of_file: bool) -
         if start > last_start {
             continue;
         }
-        if let Some(found) = (start..=last_start).find(|&i| matches_at(lines, pattern, i, pass)) {
+        let found = match pass {
+            Pass::Exact => lines.find_exact(pattern, start, last_start),
+            _ => (start..=last_start).find(|&i| matches_at(lines, pattern, i, pass)),
+        };
+        if let Some(found) = found {
             return Some((found, pass));
         }
     }
@@ -50,15 +81,15 @@ pub fn seek(lines: &[&str], pattern: &[&str], start: usize, end_of_file: bool) -
 }
 
 /// Where `pattern` matches with the loosest pass anywhere in `lines` (to explain failures).
-pub fn seek_anywhere(lines: &[&str], pattern: &[&str]) -> Option<usize> {
-    if pattern.is_empty() || pattern.len() > lines.len() {
+pub fn seek_anywhere<L: Lines + ?Sized>(lines: &L, pattern: &[&str]) -> Option<usize> {
+    if pattern.is_empty() || pattern.len() > lines.count() {
         return None;
     }
-    (0..=lines.len() - pattern.len()).find(|&i| matches_at(lines, pattern, i, Pass::Normalized))
+    (0..=lines.count() - pattern.len()).find(|&i| matches_at(lines, pattern, i, Pass::Normalized))
 }
 
-pub fn matches_at(lines: &[&str], pattern: &[&str], at: usize, pass: Pass) -> bool {
-    lines[at..at + pattern.len()].iter().zip(pattern).all(|(line, expected)| pass.lines_equal(line, expected))
+pub fn matches_at<L: Lines + ?Sized>(lines: &L, pattern: &[&str], at: usize, pass: Pass) -> bool {
+    pattern.iter().enumerate().all(|(k, expected)| pass.lines_equal(lines.line(at + k), expected))
 }
 
 /// Equal after normalising punctuation and spaces and collapsing runs of whitespace.
@@ -138,14 +169,14 @@ mod tests {
 
     #[test]
     fn stricter_passes_win() {
-        let lines = ["a  ", "  b", "c\u{2014}d", "a", "b"];
-        assert_eq!(seek(&lines, &["a", "b"], 0, false), Some((3, Pass::Exact)));
-        assert_eq!(seek(&lines, &["a", "  b"], 0, false), Some((0, Pass::TrailingWhitespace)));
-        assert_eq!(seek(&lines, &["  a", "b"], 0, false), Some((0, Pass::Trimmed)));
-        assert_eq!(seek(&lines, &["c-d"], 0, false), Some((2, Pass::Normalized)));
-        assert_eq!(seek(&lines, &["a", "b"], 0, true), Some((3, Pass::Exact)));
-        assert_eq!(seek(&lines, &["zzz"], 0, false), None);
-        assert_eq!(seek(&lines, &["a"], 4, false), None);
+        let lines: &[&str] = &["a  ", "  b", "c\u{2014}d", "a", "b"];
+        assert_eq!(seek(lines, &["a", "b"], 0, false), Some((3, Pass::Exact)));
+        assert_eq!(seek(lines, &["a", "  b"], 0, false), Some((0, Pass::TrailingWhitespace)));
+        assert_eq!(seek(lines, &["  a", "b"], 0, false), Some((0, Pass::Trimmed)));
+        assert_eq!(seek(lines, &["c-d"], 0, false), Some((2, Pass::Normalized)));
+        assert_eq!(seek(lines, &["a", "b"], 0, true), Some((3, Pass::Exact)));
+        assert_eq!(seek(lines, &["zzz"], 0, false), None);
+        assert_eq!(seek(lines, &["a"], 4, false), None);
     }
 
     #[test]
