@@ -271,10 +271,13 @@ impl Lines for FileLines<'_> {
     }
 
     /// Searches the text for the pattern's first line (vectorised), and checks the rest of the
-    /// pattern only where that line is found as a whole line.
+    /// pattern only where that line is found as a whole line. A long first line is compared
+    /// line by line instead: lengths rule out most lines at once, and preparing a searcher for
+    /// a long needle costs more than the comparisons it saves.
     fn find_exact(&self, pattern: &[&str], from: usize, last: usize) -> Option<usize> {
+        const MAX_NEEDLE: usize = 256;
         let first = pattern[0];
-        if first.is_empty() || from > last {
+        if first.is_empty() || first.len() > MAX_NEEDLE || from > last {
             return (from..=last).find(|&i| matches_at(self, pattern, i, Pass::Exact));
         }
         let finder = memchr::memmem::Finder::new(first.as_bytes());
