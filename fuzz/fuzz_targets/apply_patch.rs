@@ -17,7 +17,7 @@ fuzz_target!(|data: &[u8]| {
             && let Ok((out, hunks)) = apply_chunks(&file, chunks, path)
         {
             assert!(check_hunks(&file, &hunks).is_ok());
-            assert_eq!(apply_hunks(&file, &hunks), out);
+            assert_eq!(apply_hunks(&file, &hunks), *out);
         }
     }
 });
