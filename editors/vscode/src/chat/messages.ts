@@ -1,0 +1,19 @@
+// Messages between the extension host and the chat webview.
+
+import type { ChatOp, ChatSnapshot } from './model';
+
+export type ToWebview =
+  | { type: 'reset'; snapshot: ChatSnapshot | undefined; serverState: string }
+  | { type: 'ops'; ops: ChatOp[] }
+  | { type: 'serverState'; state: string }
+  | { type: 'focus' };
+
+export type FromWebview =
+  | { type: 'ready' }
+  | { type: 'send'; text: string }
+  | { type: 'stop' }
+  | { type: 'newSession' }
+  | { type: 'switchSession' }
+  | { type: 'selectModel' }
+  | { type: 'setReasoningEffort' }
+  | { type: 'frameStats'; frames: number; worstMs: number; meanMs: number; chars: number };

@@ -1,0 +1,240 @@
+// The chat transcript of one session as data: the `agentls/event` stream (plus the few facts only
+// the extension knows, such as a review's outcome) folded into entries the view renders. The same
+// reducer runs in the extension host (status bar, snapshots) and in the webview (rendering), so
+// both always agree. No `vscode`, no DOM.
+
+import type { AgentEvent, HistoryEntry, Usage } from '../lsp_ext';
+
+export type ToolStatus = 'running' | 'ok' | 'error' | 'cancelled';
+
+export interface UserEntry { kind: 'user'; id: number; text: string; steering?: boolean }
+export interface AssistantEntry { kind: 'assistant'; id: number; text: string; reasoning: string; streaming: boolean }
+export interface ToolEntry {
+  kind: 'tool';
+  id: number;
+  callId: string;
+  toolName: string;
+  summary: string;
+  status: ToolStatus;
+  durationMs?: number;
+  output: string;
+  /** Bytes of output dropped from the front to keep the entry bounded. */
+  outputDropped: number;
+  truncated?: boolean;
+  error?: string;
+  review?: string;
+}
+export interface NoticeEntry { kind: 'notice'; id: number; level: 'info' | 'warning' | 'error'; text: string }
+export interface TurnEndEntry { kind: 'turn_end'; id: number; reason: string; inputTokens: number; outputTokens: number }
+
+export type Entry = UserEntry | AssistantEntry | ToolEntry | NoticeEntry | TurnEndEntry;
+
+/** Facts the extension adds to the stream. */
+export type LocalOp =
+  | { kind: 'review_result'; callId: string; result: string }
+  | { kind: 'notice'; level: NoticeEntry['level']; text: string }
+  | { kind: 'history'; entries: HistoryEntry[] };
+
+export type ChatOp = AgentEvent | LocalOp;
+
+export interface Header {
+  sessionId?: string;
+  model?: string;
+  reasoningEffort?: string | null;
+  approval?: string;
+  busy: boolean;
+  /** The running tool's summary, for the status bar. */
+  currentTool?: string;
+}
+
+export interface ChatSnapshot { header: Header; entries: Entry[]; nextId: number }
+
+/** Output kept per tool card; older output is dropped from the front (the model got it all). */
+export const MAX_TOOL_OUTPUT = 2 * 1024 * 1024;
+
+export class ChatModel {
+  header: Header = { busy: false };
+  entries: Entry[] = [];
+  private nextId = 1;
+  private readonly tools = new Map<string, ToolEntry>();
+  private turnUsage = { input: 0, output: 0 };
+
+  static from(snapshot: ChatSnapshot): ChatModel {
+    const m = new ChatModel();
+    m.header = { ...snapshot.header };
+    m.entries = snapshot.entries.map((e) => ({ ...e }));
+    m.nextId = snapshot.nextId;
+    for (const e of m.entries) if (e.kind === 'tool') m.tools.set(e.callId, e);
+    return m;
+  }
+
+  snapshot(): ChatSnapshot {
+    return { header: { ...this.header }, entries: this.entries.map((e) => ({ ...e })), nextId: this.nextId };
+  }
+
+  /** The assistant entry being streamed, if any. */
+  private streaming(): AssistantEntry | undefined {
+    const last = this.entries[this.entries.length - 1];
+    return last?.kind === 'assistant' && last.streaming ? last : undefined;
+  }
+
+  private push<E extends Entry>(entry: Omit<E, 'id'>): E {
+    const e = { ...entry, id: this.nextId++ } as E;
+    this.entries.push(e);
+    return e;
+  }
+
+  /** Applies one op; returns the ids of the entries that changed or appeared (-1: the header). */
+  apply(op: ChatOp): number[] {
+    switch (op.kind) {
+      case 'session_start':
+        this.header = { ...this.header, sessionId: op.sessionId, model: op.data.model };
+        return [-1];
+      case 'config_changed':
+        this.header = { ...this.header, model: op.data.model, reasoningEffort: op.data.reasoning_effort ?? null, approval: op.data.approval };
+        return [-1, this.push<NoticeEntry>({ kind: 'notice', level: 'info', text: describeConfig(op.data) }).id];
+      case 'user_input':
+        this.header = { ...this.header, busy: true };
+        this.turnUsage = { input: 0, output: 0 };
+        return [-1, this.push<UserEntry>({ kind: 'user', text: op.data.content }).id];
+      case 'steering_injected':
+        return [this.push<UserEntry>({ kind: 'user', text: op.data.content, steering: true }).id];
+      case 'assistant_text_start': {
+        const open = this.streaming();
+        if (open) return [open.id];
+        return [this.push<AssistantEntry>({ kind: 'assistant', text: '', reasoning: '', streaming: true }).id];
+      }
+      case 'assistant_text_delta':
+      case 'assistant_reasoning_delta': {
+        const e = this.streaming() ?? this.push<AssistantEntry>({ kind: 'assistant', text: '', reasoning: '', streaming: true });
+        if (op.kind === 'assistant_text_delta') e.text += op.data.delta;
+        else e.reasoning += op.data.delta;
+        return [e.id];
+      }
+      case 'assistant_text_end': {
+        addUsage(this.turnUsage, op.data.usage);
+        const e = this.streaming();
+        if (!e) {
+          if (!op.data.text && !op.data.reasoning) return [];
+          return [this.push<AssistantEntry>({ kind: 'assistant', text: op.data.text, reasoning: op.data.reasoning ?? '', streaming: false }).id];
+        }
+        // The end event carries the whole text: it wins over what the deltas built.
+        e.text = op.data.text ?? e.text;
+        e.reasoning = op.data.reasoning ?? e.reasoning;
+        e.streaming = false;
+        if (!e.text && !e.reasoning) {
+          this.entries.pop();
+          return [];
+        }
+        return [e.id];
+      }
+      case 'tool_call_start': {
+        const open = this.streaming();
+        if (open) open.streaming = false;
+        const e = this.push<ToolEntry>({
+          kind: 'tool', callId: op.data.call_id, toolName: op.data.tool_name, summary: op.data.summary,
+          status: 'running', output: '', outputDropped: 0,
+        });
+        this.tools.set(e.callId, e);
+        this.header = { ...this.header, currentTool: op.data.summary };
+        return [-1, ...(open ? [open.id] : []), e.id];
+      }
+      case 'tool_call_output_delta': {
+        const e = this.tools.get(op.data.call_id);
+        if (!e) return [];
+        e.output += op.data.delta;
+        if (e.output.length > MAX_TOOL_OUTPUT) {
+          const drop = e.output.length - MAX_TOOL_OUTPUT;
+          e.output = e.output.slice(drop);
+          e.outputDropped += drop;
+        }
+        return [e.id];
+      }
+      case 'tool_call_end': {
+        let e = this.tools.get(op.data.call_id);
+        if (!e) {
+          e = this.push<ToolEntry>({ kind: 'tool', callId: op.data.call_id, toolName: op.data.tool_name, summary: op.data.summary, status: 'running', output: '', outputDropped: 0 });
+          this.tools.set(e.callId, e);
+        }
+        e.status = op.data.status;
+        e.durationMs = op.data.duration_ms;
+        e.summary = op.data.summary || e.summary;
+        e.truncated = op.data.truncated;
+        e.error = op.data.error;
+        if (op.data.output !== undefined) {
+          const full = op.data.output;
+          e.outputDropped = Math.max(0, full.length - MAX_TOOL_OUTPUT);
+          e.output = e.outputDropped ? full.slice(e.outputDropped) : full;
+        }
+        this.header = { ...this.header, currentTool: undefined };
+        return [-1, e.id];
+      }
+      case 'review_result': {
+        const e = this.tools.get(op.callId);
+        if (!e) return [];
+        e.review = op.result;
+        return [e.id];
+      }
+      case 'turn_limit':
+        return [this.notice('warning', op.data.round !== undefined ? `Turn limit: stopped after ${op.data.round} tool rounds for this input.` : `Turn limit: the session reached ${op.data.total_turns ?? 'its'} model turns.`)];
+      case 'loop_detection':
+        return [this.notice('warning', `Loop detected: ${op.data.message}`)];
+      case 'warning':
+        return [this.notice('warning', op.data.message)];
+      case 'error':
+        return [this.notice('error', op.data.fatal ? `Fatal error: ${op.data.message}` : op.data.message)];
+      case 'project_docs_reloaded':
+        return [this.notice('info', op.data.message)];
+      case 'notice':
+        return [this.notice(op.level, op.text)];
+      case 'processing_end': {
+        const open = this.streaming();
+        if (open) open.streaming = false;
+        this.header = { ...this.header, busy: false, currentTool: undefined };
+        for (const t of this.tools.values()) if (t.status === 'running') t.status = 'cancelled';
+        const ids = [-1, ...(open ? [open.id] : [])];
+        const end = this.push<TurnEndEntry>({ kind: 'turn_end', reason: op.data.reason, inputTokens: this.turnUsage.input, outputTokens: this.turnUsage.output });
+        return [...ids, end.id];
+      }
+      case 'session_end':
+        this.header = { ...this.header, busy: false, currentTool: undefined };
+        return [-1, this.notice('info', 'The session ended.')];
+      case 'history':
+        return op.entries.flatMap((h) => this.historyEntry(h));
+    }
+  }
+
+  private notice(level: NoticeEntry['level'], text: string): number {
+    return this.push<NoticeEntry>({ kind: 'notice', level, text }).id;
+  }
+
+  private historyEntry(h: HistoryEntry): number[] {
+    const role = h.role ?? h.kind;
+    const text = String(h.text ?? h.content ?? '');
+    if (role === 'user') return [this.push<UserEntry>({ kind: 'user', text }).id];
+    if (role === 'assistant') {
+      return [this.push<AssistantEntry>({ kind: 'assistant', text, reasoning: String(h.reasoning ?? ''), streaming: false }).id];
+    }
+    if (role === 'tool') {
+      const status = (['ok', 'error', 'cancelled'] as const).find((s) => s === h.status) ?? 'ok';
+      const callId = String(h.callId ?? h.call_id ?? `history-${this.nextId}`);
+      const e = this.push<ToolEntry>({
+        kind: 'tool', callId, toolName: String(h.toolName ?? h.tool_name ?? 'tool'),
+        summary: String(h.summary ?? h.toolName ?? h.tool_name ?? ''), status, output: String(h.output ?? text), outputDropped: 0,
+      });
+      this.tools.set(callId, e);
+      return [e.id];
+    }
+    return [];
+  }
+}
+
+function addUsage(acc: { input: number; output: number }, usage: Usage | null | undefined): void {
+  if (!usage) return;
+  acc.input += Number(usage.input_tokens ?? 0) + Number(usage.cache_read_input_tokens ?? 0) + Number(usage.cache_creation_input_tokens ?? 0);
+  acc.output += Number(usage.output_tokens ?? 0);
+}
+
+function describeConfig(d: { model: string; reasoning_effort?: string | null; approval: string }): string {
+  return `Session settings: model ${d.model}, reasoning effort ${d.reasoning_effort ?? 'default'}, approval ${d.approval}.`;
+}

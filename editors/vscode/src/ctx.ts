@@ -1,0 +1,340 @@
+// The extension's state, in one owner: the language client's lifetime (start, restart, stop),
+// the chat store, the review queue, the permission prompter and the status bar, and the session
+// operations the commands and the chat view share.
+
+import * as vscode from 'vscode';
+import { ExecuteCommandRequest, State, type LanguageClient } from 'vscode-languageclient/node';
+import { ChatView, type ChatActions } from './chat/view';
+import { ChatStore } from './chat/store';
+import type { ChatOp } from './chat/model';
+import { createClient, RestartPolicy } from './client';
+import {
+  DiagnosticsRequest,
+  EventNotification,
+  PermissionNotification,
+  ReviewNotification,
+  SaveDocumentsRequest,
+  ServerCommand,
+  type AgentEvent,
+  type ConfigureParams,
+  type DiagnosticsParams,
+  type HistoryResult,
+  type ListSessionsResult,
+  type NewSessionResult,
+  type PermissionParams,
+  type PromptParams,
+  type ResumeSessionResult,
+  type ReviewParams,
+  type SaveDocumentsParams,
+  type SessionIdResult,
+  type SessionInfo,
+} from './lsp_ext';
+import { PermissionPrompter } from './permission';
+import { ReviewController } from './review/controller';
+import { ProposalFs, REVIEW_SCHEME } from './review/memfs';
+import { PendingChangesTree } from './review/tree';
+import { findServer, INSTALL_COMMAND } from './server_path';
+import { diagnostics, saveDocuments } from './server_requests';
+import { StatusDisplay, type StatusFacts } from './status';
+
+export class Ctx implements ChatActions, vscode.Disposable {
+  readonly store = new ChatStore();
+  readonly output = vscode.window.createOutputChannel('agentls', { log: true });
+  readonly chat: ChatView;
+  readonly reviews: ReviewController;
+  readonly permissions: PermissionPrompter;
+  private readonly status = new StatusDisplay();
+  private client: LanguageClient | undefined;
+  private server: StatusFacts['server'] = 'starting';
+  private readonly disposables: vscode.Disposable[] = [];
+  private readonly activatedAt = Date.now();
+
+  constructor(extension: vscode.ExtensionContext) {
+    const fs = new ProposalFs();
+    this.reviews = new ReviewController(fs, {
+      resolve: async (params) => void (await this.exec(ServerCommand.resolveReview, params)),
+      reported: (sessionId, callId, result) => this.store.apply(sessionId, { kind: 'review_result', callId, result }),
+    });
+    this.permissions = new PermissionPrompter(async (params) => {
+      try {
+        await this.exec(ServerCommand.resolvePermission, params);
+      } catch (e) {
+        // the question was already resolved (the turn was cancelled meanwhile): nothing to do
+        this.output.info(`resolvePermission: ${e instanceof Error ? e.message : String(e)}`);
+      }
+    });
+    this.chat = new ChatView(extension.extensionUri, this.store, this);
+    this.disposables.push(
+      this.output,
+      this.status,
+      this.reviews,
+      this.permissions,
+      this.chat,
+      vscode.workspace.registerFileSystemProvider(REVIEW_SCHEME, fs, { isCaseSensitive: true }),
+      vscode.languages.registerCodeLensProvider({ scheme: REVIEW_SCHEME }, this.reviews),
+      vscode.window.registerTreeDataProvider('agentls.pendingChanges', new PendingChangesTree(this.reviews)),
+      vscode.window.registerWebviewViewProvider(ChatView.viewId, this.chat, { webviewOptions: { retainContextWhenHidden: true } }),
+      this.reviews.onDidChange(() => this.updateStatus()),
+      this.permissions.onDidChange(() => this.updateStatus()),
+      this.store.onOp((sessionId, op) => this.onOp(sessionId, op)),
+      this.store.onActive(() => this.updateStatus()),
+      vscode.workspace.onDidChangeConfiguration((e) => this.onConfigChange(e)),
+    );
+    this.updateStatus();
+  }
+
+  // ---- server lifetime ----
+
+  async start(): Promise<void> {
+    const found = findServer(vscode.workspace.getConfiguration('agentls').get<string>('server.path'));
+    if ('error' in found) {
+      this.setServer('missing');
+      this.output.error(found.error);
+      const open = 'Open Setting';
+      void vscode.window
+        .showErrorMessage(`agentls: ${found.error} Install it with: ${INSTALL_COMMAND}`, open, 'Show Log')
+        .then((choice) => {
+          if (choice === open) void vscode.commands.executeCommand('workbench.action.openSettings', 'agentls.server.path');
+          else if (choice) this.output.show();
+        });
+      return;
+    }
+    this.output.info(`starting ${found.path} serve --stdio`);
+    const policy = new RestartPolicy((willRestart) => this.onServerClosed(willRestart));
+    const client = createClient(found.path, process.env, this.output, policy);
+    this.client = client;
+    client.onNotification(EventNotification, (e: AgentEvent) => this.store.apply(e.sessionId, e));
+    client.onNotification(ReviewNotification, (r: ReviewParams) => {
+      void this.reviews.add(r).catch((e: unknown) => this.output.error(`review: ${String(e)}`));
+    });
+    client.onNotification(PermissionNotification, (p: PermissionParams) => this.permissions.ask(p));
+    client.onRequest(SaveDocumentsRequest, (p: SaveDocumentsParams) => saveDocuments(p));
+    client.onRequest(DiagnosticsRequest, (p: DiagnosticsParams) => diagnostics(p));
+    this.disposables.push(
+      client.onDidChangeState((e) => {
+        if (e.newState === State.Running) this.setServer('running');
+        else if (e.newState === State.Starting) this.setServer('starting');
+        else this.setServer('stopped');
+      }),
+    );
+    this.setServer('starting');
+    try {
+      await client.start();
+      this.output.info(`activation to initialize reply: ${Date.now() - this.activatedAt} ms`);
+      this.setServer('running');
+    } catch (e) {
+      this.setServer('stopped');
+      void vscode.window.showErrorMessage(`agentls: the server did not start: ${e instanceof Error ? e.message : String(e)}`, 'Show Log').then((c) => c && this.output.show());
+    }
+  }
+
+  async restart(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    if (client) {
+      await this.reviews.abandonAll('the server was restarted; its pending reviews were closed.');
+      try {
+        await client.stop(5000);
+      } catch {
+        // already dead
+      }
+      await client.dispose();
+    }
+    this.store.clear();
+    await this.start();
+  }
+
+  private onServerClosed(willRestart: boolean): void {
+    this.setServer(willRestart ? 'starting' : 'stopped');
+    void this.reviews.abandonAll('the agentls server stopped; the changes it proposed were not applied and their reviews were closed.');
+    const active = this.store.activeId;
+    if (active) this.store.apply(active, { kind: 'notice', level: 'error', text: willRestart ? 'The agentls server stopped and was restarted; the running turn was lost. Your next message starts a new session.' : 'The agentls server stopped. Run "agentls: Restart Server" to start it again.' });
+    this.store.clear();
+  }
+
+  private setServer(state: StatusFacts['server']): void {
+    this.server = state;
+    this.chat.setServerState(
+      state === 'missing' ? 'The agentls server is not installed: see the notification, or set agentls.server.path.' : state === 'stopped' ? 'The agentls server is not running. Run "agentls: Restart Server".' : '',
+    );
+    this.updateStatus();
+  }
+
+  private updateStatus(): void {
+    const header = this.store.activeModel()?.header;
+    this.status.update({
+      server: this.server,
+      busy: header?.busy ?? false,
+      currentTool: header?.currentTool,
+      pendingReviewFiles: this.reviews.pendingFiles(),
+      pendingPermissions: this.permissions.pending,
+    });
+  }
+
+  private onOp(sessionId: string, op: ChatOp): void {
+    if (op.kind === 'tool_call_end' && op.data.status !== 'ok') {
+      void this.reviews.closeForCall(op.data.call_id, `the review of "${op.data.summary}" was closed: the call ended (${op.data.status}).`);
+    }
+    if (sessionId === this.store.activeId && (op.kind === 'user_input' || op.kind === 'tool_call_start' || op.kind === 'tool_call_end' || op.kind === 'processing_end' || op.kind === 'session_end')) {
+      this.updateStatus();
+    }
+  }
+
+  private onConfigChange(e: vscode.ConfigurationChangeEvent): void {
+    if (!e.affectsConfiguration('agentls')) return;
+    if (e.affectsConfiguration('agentls.server.path')) {
+      void vscode.window.showInformationMessage('agentls: the server path changed.', 'Restart Server').then((c) => c && this.restart());
+      return;
+    }
+    // The server pulls the `agentls` section again (its pull model); applies to new sessions.
+    void this.client?.sendNotification('workspace/didChangeConfiguration', { settings: null });
+  }
+
+  // ---- server commands ----
+
+  private requireClient(): LanguageClient {
+    if (!this.client || this.server !== 'running') throw new Error('the agentls server is not running');
+    return this.client;
+  }
+
+  exec<T>(command: string, arg: object): Promise<T> {
+    return this.requireClient().sendRequest(ExecuteCommandRequest.type, { command, arguments: [arg] }) as Promise<T>;
+  }
+
+  supports(command: string): boolean {
+    return this.client?.initializeResult?.capabilities.executeCommandProvider?.commands.includes(command) ?? false;
+  }
+
+  async listSessions(): Promise<SessionInfo[]> {
+    return (await this.exec<ListSessionsResult>(ServerCommand.listSessions, {})).sessions;
+  }
+
+  private async refreshHeader(sessionId: string): Promise<void> {
+    const info = (await this.listSessions()).find((s) => s.sessionId === sessionId);
+    if (info) this.store.describe(info);
+  }
+
+  async newSession(): Promise<void> {
+    const root = vscode.workspace.workspaceFolders?.[0]?.uri.toString();
+    const r = await this.exec<NewSessionResult>(ServerCommand.newSession, root ? { rootUri: root } : {});
+    this.store.describe({ sessionId: r.sessionId, model: r.model });
+    this.store.setActive(r.sessionId);
+    await this.refreshHeader(r.sessionId).catch(() => undefined);
+  }
+
+  private async activeSession(): Promise<string> {
+    if (!this.store.activeId) await this.newSession();
+    return this.store.activeId as string;
+  }
+
+  /** Sends the chat box's text: a prompt, or steering while a turn runs. */
+  async send(text: string): Promise<void> {
+    const sessionId = await this.activeSession();
+    if (this.store.model(sessionId).header.busy) {
+      await this.exec<SessionIdResult>(ServerCommand.steer, { sessionId, text });
+      return;
+    }
+    await this.prompt({ sessionId, text });
+  }
+
+  async prompt(params: PromptParams): Promise<void> {
+    const sessionId = params.sessionId ?? (await this.activeSession());
+    try {
+      await this.exec<SessionIdResult>(ServerCommand.prompt, { ...params, sessionId });
+    } catch (e) {
+      // The session is gone (closed, or its server restarted): start a new one once.
+      if ((e as { data?: unknown }).data !== 'sessionId') throw e;
+      await this.newSession();
+      await this.exec<SessionIdResult>(ServerCommand.prompt, { ...params, sessionId: this.store.activeId });
+    }
+  }
+
+  async steer(text: string): Promise<void> {
+    const sessionId = this.store.activeId;
+    if (!sessionId) throw new Error('no session is running');
+    await this.exec(ServerCommand.steer, { sessionId, text });
+  }
+
+  async stop(): Promise<void> {
+    const sessionId = this.store.activeId;
+    if (sessionId) await this.exec(ServerCommand.cancel, { sessionId });
+  }
+
+  async configure(params: Omit<ConfigureParams, 'sessionId'>): Promise<void> {
+    const sessionId = await this.activeSession();
+    const info = await this.exec<SessionInfo>(ServerCommand.configure, { sessionId, ...params });
+    this.store.describe(info);
+  }
+
+  async switchSession(): Promise<void> {
+    const sessions = await this.listSessions();
+    type Item = vscode.QuickPickItem & { session?: SessionInfo };
+    const items: Item[] = [
+      { label: '$(add) New session', alwaysShow: true },
+      ...sessions.map((s) => ({
+        label: `${s.open ? '$(circle-filled)' : '$(history)'} ${s.title ?? (this.store.model(s.sessionId).entries.find((e) => e.kind === 'user') as { text?: string } | undefined)?.text?.split('\n')[0] ?? s.sessionId.slice(0, 8)}`,
+        description: [s.model, s.open ? s.state : 'stored', s.created?.replace('T', ' ').slice(0, 16)].filter(Boolean).join(' · '),
+        detail: vscode.Uri.parse(s.rootUri).fsPath,
+        session: s,
+      })),
+    ];
+    const pick = await vscode.window.showQuickPick(items, { title: 'agentls: switch session', placeHolder: 'Open and stored sessions' });
+    if (!pick) return;
+    if (!pick.session) return this.newSession();
+    const s = pick.session;
+    if (s.open) {
+      this.store.describe(s);
+      this.store.setActive(s.sessionId);
+      return;
+    }
+    const r = await this.exec<ResumeSessionResult>(ServerCommand.resumeSession, { sessionId: s.sessionId });
+    this.store.describe({ ...s, sessionId: r.sessionId, model: r.model });
+    const model = this.store.model(r.sessionId);
+    if (!model.entries.length) {
+      if (this.supports(ServerCommand.history)) {
+        const h = await this.exec<HistoryResult>(ServerCommand.history, { sessionId: r.sessionId });
+        this.store.apply(r.sessionId, { kind: 'history', entries: h.entries });
+      }
+      this.store.apply(r.sessionId, { kind: 'notice', level: 'info', text: `Resumed a stored session${r.turns !== undefined ? ` (${r.turns} history entries)` : ''}.` });
+    }
+    this.store.setActive(r.sessionId);
+    await this.refreshHeader(r.sessionId).catch(() => undefined);
+  }
+
+  async selectModel(): Promise<void> {
+    const current = this.store.activeModel()?.header.model ?? vscode.workspace.getConfiguration('agentls').get<string>('model') ?? '';
+    const model = await vscode.window.showInputBox({ title: 'agentls: model for this session', value: current, prompt: 'Applies from the next model call (agentls.model sets the default for new sessions)' });
+    if (model?.trim()) await this.configure({ model: model.trim() });
+  }
+
+  async setReasoningEffort(): Promise<void> {
+    const current = this.store.activeModel()?.header.reasoningEffort ?? 'default';
+    const pick = await vscode.window.showQuickPick(['default', 'minimal', 'low', 'medium', 'high'].map((label) => ({ label, description: label === current ? 'current' : undefined })), { title: 'agentls: reasoning effort for this session' });
+    if (pick) await this.configure({ reasoningEffort: pick.label as ConfigureParams['reasoningEffort'] });
+  }
+
+  async setApprovalMode(): Promise<void> {
+    const current = this.store.activeModel()?.header.approval;
+    const modes = [
+      { label: 'review', detail: 'Every change opens in the diff editor for your review before it is applied' },
+      { label: 'auto', detail: 'Changes are applied to your buffers at once' },
+      { label: 'deny', detail: 'Changes are refused; the agent only reads and answers' },
+    ].map((m) => ({ ...m, description: m.label === current ? 'current' : undefined }));
+    const pick = await vscode.window.showQuickPick(modes, { title: 'agentls: approval mode for this session' });
+    if (pick) await this.configure({ approval: pick.label as ConfigureParams['approval'] });
+  }
+
+  showLog(): void {
+    this.output.show();
+  }
+
+  dispose(): void {
+    for (const d of this.disposables) d.dispose();
+  }
+
+  async deactivate(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    if (client) await client.stop(3000).catch(() => undefined);
+  }
+}

@@ -1,0 +1,183 @@
+// The agentls extension of LSP, as docs/protocol.md defines it: every payload the extension sends
+// or receives, typed once. Plain data only (no `vscode` import), so the pure modules and their
+// unit tests share it.
+
+export const PROTOCOL_VERSION = 1;
+
+/** Server commands (workspace/executeCommand). The extension's own command IDs never use these. */
+export const ServerCommand = {
+  newSession: 'agentls.newSession',
+  prompt: 'agentls.prompt',
+  steer: 'agentls.steer',
+  followUp: 'agentls.followUp',
+  cancel: 'agentls.cancel',
+  closeSession: 'agentls.closeSession',
+  listSessions: 'agentls.listSessions',
+  resumeSession: 'agentls.resumeSession',
+  configure: 'agentls.configure',
+  resolveReview: 'agentls.resolveReview',
+  resolvePermission: 'agentls.resolvePermission',
+  history: 'agentls.history',
+} as const;
+
+export interface Position { line: number; character: number }
+export interface Range { start: Position; end: Position }
+
+export interface NewSessionParams { profile?: string; model?: string; rootUri?: string }
+export interface NewSessionResult { sessionId: string; profile: string; model: string }
+
+export interface PromptParams { sessionId?: string; text: string; context?: { uri: string; range?: Range } }
+export interface SessionIdResult { sessionId: string }
+export interface SteerParams { sessionId: string; text: string }
+
+export type SessionState = 'idle' | 'processing' | 'awaiting_input' | 'closed';
+export type ReasoningEffort = 'minimal' | 'low' | 'medium' | 'high';
+export type Approval = 'review' | 'auto' | 'deny';
+
+export interface SessionInfo {
+  sessionId: string;
+  rootUri: string;
+  profile: string;
+  model: string;
+  reasoningEffort?: ReasoningEffort | null;
+  approval?: Approval;
+  state?: SessionState;
+  open: boolean;
+  created?: string;
+  title?: string;
+}
+export interface ListSessionsResult { sessions: SessionInfo[] }
+export interface ResumeSessionResult { sessionId: string; profile: string; model: string; resumed: boolean; turns?: number }
+
+export interface ConfigureParams {
+  sessionId: string;
+  model?: string;
+  reasoningEffort?: ReasoningEffort | 'default';
+  approval?: Approval;
+}
+
+/** `agentls.history` (added by the server after protocol version 1 shipped; optional). */
+export interface HistoryEntry {
+  role?: 'user' | 'assistant' | 'tool';
+  kind?: string;
+  text?: string;
+  content?: string;
+  toolName?: string;
+  tool_name?: string;
+  summary?: string;
+  status?: string;
+  output?: string;
+  [key: string]: unknown;
+}
+export interface HistoryResult { sessionId: string; entries: HistoryEntry[] }
+
+// ---- events (agentls/event) ----
+
+export const EventNotification = 'agentls/event';
+
+export interface Usage { input_tokens?: number; output_tokens?: number; [k: string]: unknown }
+
+export interface EventDataByKind {
+  session_start: { profile: string; model: string; cwd: string; resumed: boolean; tools: string[]; project_docs: string[] };
+  user_input: { content: string };
+  assistant_text_start: { model: string };
+  assistant_text_delta: { delta: string };
+  assistant_reasoning_delta: { delta: string };
+  assistant_text_end: {
+    text: string;
+    reasoning?: string | null;
+    tool_calls?: { call_id: string; tool_name: string; summary: string }[];
+    usage?: Usage | null;
+    totals?: Usage | null;
+    response_id?: string | null;
+  };
+  tool_call_start: { tool_name: string; call_id: string; summary: string; arguments: string };
+  tool_call_output_delta: { call_id: string; delta: string };
+  tool_call_end: {
+    tool_name: string;
+    call_id: string;
+    summary: string;
+    status: 'ok' | 'error' | 'cancelled';
+    duration_ms: number;
+    output?: string;
+    truncated?: boolean;
+    error?: string;
+  };
+  steering_injected: { content: string };
+  turn_limit: { round?: number; total_turns?: number };
+  loop_detection: { message: string };
+  warning: { message: string; approx_tokens?: number; context_window?: number };
+  error: { message: string; fatal?: boolean; error?: unknown };
+  processing_end: { state: string; reason: string; text?: string; totals?: Usage | null };
+  session_end: { state: string; totals?: Usage | null };
+  config_changed: { model: string; reasoning_effort?: string | null; approval: string };
+  project_docs_reloaded: { path: string; message: string };
+}
+export type EventKind = keyof EventDataByKind;
+
+export type AgentEvent = {
+  [K in EventKind]: { sessionId: string; kind: K; timestamp: string; data: EventDataByKind[K] };
+}[EventKind];
+
+// ---- review ----
+
+export const ReviewNotification = 'agentls/review';
+
+export type FileOp = 'create' | 'modify' | 'delete' | 'rename';
+
+export interface ReviewHunk {
+  index: number;
+  /** 0-based line in the old text. */
+  oldStart: number;
+  oldLines: number;
+  /** 0-based line in the fully changed text. */
+  newStart: number;
+  newLines: number;
+  oldText: string;
+  newText: string;
+}
+
+export interface ReviewFile {
+  uri: string;
+  newUri?: string;
+  path: string;
+  op: FileOp;
+  diff: string;
+  hunks: ReviewHunk[];
+}
+
+export interface ReviewParams { reviewId: string; sessionId: string; callId: string; files: ReviewFile[] }
+
+export interface ResolveReviewFile { uri: string; acceptedHunks?: number[]; finalText?: string }
+export interface ResolveReviewParams {
+  reviewId: string;
+  decision: 'accept' | 'reject';
+  files?: ResolveReviewFile[];
+  feedback?: string;
+}
+
+// ---- permission ----
+
+export const PermissionNotification = 'agentls/permission';
+
+export type PermissionDecision = 'allow_once' | 'allow_always' | 'deny';
+export interface PermissionParams {
+  requestId: string;
+  sessionId: string;
+  callId: string;
+  toolName: string;
+  command: string;
+  cwd: string;
+  options: PermissionDecision[];
+}
+export interface ResolvePermissionParams { requestId: string; decision: PermissionDecision; feedback?: string }
+
+// ---- requests to the plugin client ----
+
+export const SaveDocumentsRequest = 'agentls/saveDocuments';
+export interface SaveDocumentsParams { uris: string[] }
+
+export const DiagnosticsRequest = 'agentls/diagnostics';
+export interface DiagnosticsParams { uri: string | null }
+export interface WireDiagnostic { range: Range; severity?: number; message: string; source?: string; code?: string | number }
+export interface DiagnosticsResult { files: { uri: string; diagnostics: WireDiagnostic[] }[] }

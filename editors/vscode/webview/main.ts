@@ -1,0 +1,303 @@
+// The chat view's script: applies the host's ops to its own ChatModel (the same reducer the
+// host runs) and renders the changed entries once per animation frame.
+
+import { ChatModel, type Entry, type ToolEntry } from '../src/chat/model';
+import type { FromWebview, ToWebview } from '../src/chat/messages';
+import { StreamingMarkdown } from './markdown';
+
+declare function acquireVsCodeApi(): { postMessage(m: FromWebview): void };
+const vscode = acquireVsCodeApi();
+
+const $ = <T extends HTMLElement>(id: string): T => document.getElementById(id) as T;
+const transcript = $<HTMLDivElement>('transcript');
+const input = $<HTMLTextAreaElement>('prompt');
+const sendButton = $<HTMLButtonElement>('send');
+const stopButton = $<HTMLButtonElement>('stop');
+const modelButton = $<HTMLButtonElement>('model');
+const effortButton = $<HTMLButtonElement>('effort');
+const serverState = $<HTMLSpanElement>('server-state');
+const empty = $<HTMLDivElement>('empty');
+
+let model = new ChatModel();
+let hasSession = false;
+const views = new Map<number, EntryView>();
+const dirty = new Set<number>();
+let frameRequested = false;
+
+/** Frame statistics since the last reset, read by the benchmark. */
+const stats = { frames: 0, totalMs: 0, worstMs: 0, chars: 0 };
+(window as unknown as { agentlsStats: typeof stats }).agentlsStats = stats;
+
+interface EntryView { el: HTMLElement; update(e: Entry): void }
+
+function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, text?: string): HTMLElementTagNameMap[K] {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+function userView(): EntryView {
+  const root = el('div', 'entry user');
+  const label = el('div', 'who');
+  const body = el('div', 'text');
+  root.append(label, body);
+  return {
+    el: root,
+    update(e) {
+      if (e.kind !== 'user') return;
+      label.textContent = e.steering ? 'You (steering)' : 'You';
+      body.textContent = e.text;
+    },
+  };
+}
+
+function assistantView(): EntryView {
+  const root = el('div', 'entry assistant');
+  const answer = el('div', 'markdown');
+  const reasoning = el('details', 'reasoning');
+  const summary = el('summary', undefined, 'Reasoning');
+  const reasoningText = el('div', 'reasoning-text');
+  reasoning.append(summary, reasoningText);
+  reasoning.hidden = true;
+  root.append(answer, reasoning);
+  const stream = new StreamingMarkdown(answer);
+  let shownReasoning = 0;
+  return {
+    el: root,
+    update(e) {
+      if (e.kind !== 'assistant') return;
+      const before = e.text.length;
+      stream.update(e.text, !e.streaming);
+      stats.chars = Math.max(stats.chars, before);
+      root.classList.toggle('streaming', e.streaming);
+      if (e.reasoning.length !== shownReasoning) {
+        reasoning.hidden = !e.reasoning;
+        reasoningText.textContent = e.reasoning;
+        shownReasoning = e.reasoning.length;
+      }
+    },
+  };
+}
+
+const STATUS_ICON: Record<ToolEntry['status'], string> = { running: '⟳', ok: '✓', error: '✗', cancelled: '⊘' };
+/** Output shown in a card; the rest is summarised (the model got it all). */
+const SHOWN_OUTPUT = 256 * 1024;
+
+function toolView(): EntryView {
+  const root = el('div', 'entry tool');
+  const head = el('div', 'tool-head');
+  const icon = el('span', 'tool-status');
+  const name = el('span', 'tool-name');
+  const summary = el('span', 'tool-summary');
+  const duration = el('span', 'tool-duration');
+  const review = el('span', 'tool-review');
+  head.append(icon, name, summary, review, duration);
+  const details = el('details', 'tool-output');
+  const detailsSummary = el('summary', undefined, 'Output');
+  const note = el('div', 'tool-note');
+  const pre = el('pre');
+  details.append(detailsSummary, note, pre);
+  details.hidden = true;
+  root.append(head, details);
+  let shownDropped = -1;
+  let shownLen = 0;
+  let last: ToolEntry | undefined;
+  const renderOutput = (e: ToolEntry): void => {
+    const text = e.error && !e.output ? e.error : e.output;
+    details.hidden = !text;
+    detailsSummary.textContent = `Output (${formatBytes(text.length + e.outputDropped)})${e.truncated ? ', shortened for the model' : ''}`;
+    if (!details.open) return;
+    if (shownDropped === e.outputDropped && shownLen > 0 && text.length >= shownLen && text.length <= SHOWN_OUTPUT) {
+      if (text.length > shownLen) pre.append(document.createTextNode(text.slice(shownLen)));
+    } else {
+      const start = Math.max(0, text.length - SHOWN_OUTPUT);
+      const hidden = start + e.outputDropped;
+      note.textContent = hidden ? `${formatBytes(hidden)} of earlier output not shown` : '';
+      pre.textContent = text.slice(start);
+      shownDropped = start ? -1 : e.outputDropped;
+    }
+    shownLen = text.length;
+  };
+  details.addEventListener('toggle', () => {
+    if (details.open && last) {
+      shownDropped = -1;
+      renderOutput(last);
+    }
+  });
+  return {
+    el: root,
+    update(e) {
+      if (e.kind !== 'tool') return;
+      last = e;
+      root.dataset.status = e.status;
+      icon.textContent = STATUS_ICON[e.status];
+      icon.title = e.status;
+      name.textContent = e.toolName;
+      summary.textContent = e.summary;
+      duration.textContent = e.durationMs !== undefined ? formatDuration(e.durationMs) : e.status === 'running' ? 'running' : e.status;
+      review.textContent = e.review ?? '';
+      review.hidden = !e.review;
+      review.dataset.result = e.review?.split(' ')[0] ?? '';
+      renderOutput(e);
+    },
+  };
+}
+
+function noticeView(): EntryView {
+  const root = el('div', 'entry notice');
+  return {
+    el: root,
+    update(e) {
+      if (e.kind !== 'notice') return;
+      root.dataset.level = e.level;
+      root.textContent = e.text;
+    },
+  };
+}
+
+function turnEndView(): EntryView {
+  const root = el('div', 'entry turn-end');
+  return {
+    el: root,
+    update(e) {
+      if (e.kind !== 'turn_end') return;
+      const tokens = e.inputTokens || e.outputTokens ? ` · ${e.inputTokens.toLocaleString()} in / ${e.outputTokens.toLocaleString()} out tokens` : '';
+      root.textContent = `${e.reason}${tokens}`;
+      root.dataset.reason = e.reason;
+    },
+  };
+}
+
+function makeView(e: Entry): EntryView {
+  switch (e.kind) {
+    case 'user': return userView();
+    case 'assistant': return assistantView();
+    case 'tool': return toolView();
+    case 'notice': return noticeView();
+    case 'turn_end': return turnEndView();
+  }
+}
+
+function formatDuration(ms: number): string {
+  return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
+}
+
+function formatBytes(n: number): string {
+  return n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+function renderHeader(): void {
+  const h = model.header;
+  modelButton.textContent = h.model ? h.model : 'model: default';
+  effortButton.textContent = `effort: ${h.reasoningEffort ?? 'default'}`;
+  modelButton.disabled = effortButton.disabled = !hasSession;
+  document.body.classList.toggle('busy', h.busy);
+  stopButton.hidden = !h.busy;
+  input.placeholder = h.busy ? 'Steer the running turn… (Enter sends)' : 'Ask agentls… (Enter sends, Shift+Enter new line)';
+  sendButton.textContent = h.busy ? 'Steer' : 'Send';
+  empty.hidden = model.entries.length > 0;
+}
+
+function render(): void {
+  frameRequested = false;
+  const t0 = performance.now();
+  const nearBottom = transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 80;
+  for (const id of dirty) {
+    if (id === -1) {
+      renderHeader();
+      continue;
+    }
+    const entry = model.entries.find((e) => e.id === id) ?? findFromEnd(id);
+    if (!entry) continue;
+    let view = views.get(id);
+    if (!view) {
+      view = makeView(entry);
+      views.set(id, view);
+      transcript.append(view.el);
+    }
+    view.update(entry);
+  }
+  dirty.clear();
+  empty.hidden = model.entries.length > 0;
+  if (nearBottom) transcript.scrollTop = transcript.scrollHeight;
+  const dt = performance.now() - t0;
+  stats.frames++;
+  stats.totalMs += dt;
+  stats.worstMs = Math.max(stats.worstMs, dt);
+}
+
+function findFromEnd(id: number): Entry | undefined {
+  for (let i = model.entries.length - 1; i >= 0; i--) if (model.entries[i].id === id) return model.entries[i];
+  return undefined;
+}
+
+function schedule(): void {
+  if (!frameRequested) {
+    frameRequested = true;
+    requestAnimationFrame(render);
+  }
+}
+
+function reset(msg: Extract<ToWebview, { type: 'reset' }>): void {
+  model = msg.snapshot ? ChatModel.from(msg.snapshot) : new ChatModel();
+  hasSession = !!msg.snapshot;
+  views.clear();
+  transcript.replaceChildren();
+  serverState.textContent = msg.serverState;
+  serverState.hidden = !msg.serverState;
+  dirty.add(-1);
+  for (const e of model.entries) dirty.add(e.id);
+  schedule();
+}
+
+window.addEventListener('message', (ev: MessageEvent<ToWebview>) => {
+  const msg = ev.data;
+  switch (msg.type) {
+    case 'reset':
+      reset(msg);
+      break;
+    case 'ops':
+      for (const op of msg.ops) for (const id of model.apply(op)) dirty.add(id);
+      hasSession = true;
+      schedule();
+      break;
+    case 'serverState':
+      serverState.textContent = msg.state;
+      serverState.hidden = !msg.state;
+      break;
+    case 'focus':
+      input.focus();
+      break;
+  }
+});
+
+function send(): void {
+  const text = input.value;
+  if (!text.trim()) return;
+  vscode.postMessage({ type: 'send', text });
+  input.value = '';
+  autosize();
+}
+
+function autosize(): void {
+  input.style.height = 'auto';
+  input.style.height = `${Math.min(input.scrollHeight, 240)}px`;
+}
+
+input.addEventListener('keydown', (ev) => {
+  if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) {
+    ev.preventDefault();
+    send();
+  }
+});
+input.addEventListener('input', autosize);
+sendButton.addEventListener('click', send);
+stopButton.addEventListener('click', () => vscode.postMessage({ type: 'stop' }));
+$('new-session').addEventListener('click', () => vscode.postMessage({ type: 'newSession' }));
+$('sessions').addEventListener('click', () => vscode.postMessage({ type: 'switchSession' }));
+modelButton.addEventListener('click', () => vscode.postMessage({ type: 'selectModel' }));
+effortButton.addEventListener('click', () => vscode.postMessage({ type: 'setReasoningEffort' }));
+
+renderHeader();
+vscode.postMessage({ type: 'ready' });
