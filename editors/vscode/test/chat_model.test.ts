@@ -1,0 +1,147 @@
+// The chat model folds the event stream the real server sent (recorded by
+// test/record/record_events.mjs) into the entries the chat view shows.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { coalesce } from '../src/chat/coalesce';
+import { ChatModel, MAX_TOOL_OUTPUT, type ChatOp, type Entry } from '../src/chat/model';
+import type { AgentEvent } from '../src/lsp_ext';
+
+const recorded = JSON.parse(readFileSync(join(__dirname, '../../test/fixtures/recorded_session.json'), 'utf8')) as {
+  messages: { method: string; params: unknown }[];
+};
+const events = recorded.messages.filter((m) => m.method === 'agentls/event').map((m) => m.params as AgentEvent);
+const sessionId = events[0].sessionId;
+
+/** What a user sees of each entry (no ids, durations or timestamps). */
+function visible(entries: readonly Entry[]): unknown[] {
+  return entries.map((e) => {
+    switch (e.kind) {
+      case 'user': return { user: e.text, steering: e.steering ?? false };
+      case 'assistant': return { assistant: e.text, streaming: e.streaming };
+      case 'tool': return { tool: e.toolName, summary: e.summary, status: e.status, output: e.output, review: e.review, timed: typeof e.durationMs === 'number' };
+      case 'notice': return { notice: e.level, text: e.text };
+      case 'turn_end': return { turnEnd: e.reason, tokens: e.inputTokens > 0 && e.outputTokens > 0 };
+    }
+  });
+}
+
+function endOutput(callId: string): string | undefined {
+  const end = events.find((e) => e.kind === 'tool_call_end' && e.data.call_id === callId);
+  return end?.kind === 'tool_call_end' ? end.data.output : undefined;
+}
+
+function fold(ops: readonly ChatOp[]): ChatModel {
+  const m = new ChatModel();
+  for (const op of ops) m.apply(op);
+  return m;
+}
+
+test('the recorded session becomes user, answer, tool cards and a turn end', () => {
+  const m = fold([...events.slice(0, 12), { kind: 'review_result', callId: 'toolu_w1', result: 'partly accepted (1/2 hunks accepted)' }, ...events.slice(12)]);
+  assert.deepEqual(visible(m.entries), [
+    { user: 'Capitalise two and seven in notes.txt, then check.', steering: false },
+    { assistant: "I'll read the file first.", streaming: false },
+    { tool: 'read_file', summary: 'read_file notes.txt', status: 'ok', output: endOutput('toolu_r1'), review: undefined, timed: true },
+    { tool: 'write_file', summary: 'write_file notes.txt', status: 'ok', output: endOutput('toolu_w1'), review: 'partly accepted (1/2 hunks accepted)', timed: true },
+    { assistant: 'Now a quick check.', streaming: false },
+    { tool: 'shell', summary: 'shell: echo checked', status: 'ok', output: 'checked\nExit code: 0', review: undefined, timed: true },
+    { assistant: 'Done: `two` is now **TWO**; you kept `seven`.\n\n```rust\nfn main() {}\n```\n', streaming: false },
+    { turnEnd: 'completed', tokens: true },
+  ]);
+  assert.deepEqual({ ...m.header }, { sessionId, model: 'claude-test', busy: false, currentTool: undefined });
+});
+
+test('the reading of the unsaved buffer is what the model got', () => {
+  assert.ok(endOutput('toolu_r1')?.includes('unsaved line'));
+});
+
+test('while a tool runs the header names it and the turn is busy', () => {
+  const upTo = events.findIndex((e) => e.kind === 'tool_call_start' && e.data.call_id === 'toolu_s1');
+  const m = fold(events.slice(0, upTo + 1));
+  assert.equal(m.header.busy, true);
+  assert.equal(m.header.currentTool, 'shell: echo checked');
+  const card = m.entries[m.entries.length - 1];
+  assert.equal(card.kind === 'tool' && card.status, 'running');
+});
+
+test('coalesced ops give the same transcript as the raw stream', () => {
+  assert.deepEqual(visible(fold(coalesce(events)).entries), visible(fold(events).entries));
+});
+
+test('10,000 text deltas coalesce into one op and lose nothing', () => {
+  const deltas: ChatOp[] = Array.from({ length: 10_000 }, (_, i) => ({ sessionId: 's', kind: 'assistant_text_delta', timestamp: '', data: { delta: `w${i} ` } }));
+  const batched = coalesce([{ sessionId: 's', kind: 'assistant_text_start', timestamp: '', data: { model: 'm' } }, ...deltas]);
+  assert.equal(batched.length, 2);
+  const m = fold(batched);
+  const a = m.entries[0];
+  assert.equal(a.kind === 'assistant' && a.text, deltas.map((d) => (d.kind === 'assistant_text_delta' ? d.data.delta : '')).join(''));
+});
+
+test('output deltas of different calls are not merged', () => {
+  const out = (call: string, delta: string): ChatOp => ({ sessionId: 's', kind: 'tool_call_output_delta', timestamp: '', data: { call_id: call, delta } });
+  assert.deepEqual(coalesce([out('a', '1'), out('a', '2'), out('b', '3'), out('a', '4')]), [out('a', '12'), out('b', '3'), out('a', '4')]);
+});
+
+test('a tool card keeps at most MAX_TOOL_OUTPUT of streamed output, newest last', () => {
+  const m = new ChatModel();
+  m.apply({ sessionId: 's', kind: 'tool_call_start', timestamp: '', data: { tool_name: 'shell', call_id: 'c', summary: 'shell: yes', arguments: '{}' } });
+  const chunk = 'x'.repeat(64 * 1024 - 1) + '\n';
+  for (let i = 0; i < 40; i++) m.apply({ sessionId: 's', kind: 'tool_call_output_delta', timestamp: '', data: { call_id: 'c', delta: chunk } });
+  m.apply({ sessionId: 's', kind: 'tool_call_output_delta', timestamp: '', data: { call_id: 'c', delta: 'END' } });
+  const card = m.entries[0];
+  assert.ok(card.kind === 'tool');
+  assert.equal(card.output.length, MAX_TOOL_OUTPUT);
+  assert.equal(card.outputDropped, 40 * chunk.length + 3 - MAX_TOOL_OUTPUT);
+  assert.ok(card.output.endsWith('\nEND'));
+});
+
+test('warnings, errors, loops, reloads, limits and cancellation show inline', () => {
+  const ev = (kind: string, data: object): ChatOp => ({ sessionId: 's', kind, timestamp: '', data }) as ChatOp;
+  const m = fold([
+    ev('user_input', { content: 'go' }),
+    ev('tool_call_start', { tool_name: 'shell', call_id: 'c', summary: 'shell: sleep 100', arguments: '{}' }),
+    ev('warning', { message: 'context is 90% full' }),
+    ev('loop_detection', { message: 'the same call three times' }),
+    ev('project_docs_reloaded', { path: '/ws/AGENTS.md', message: '/ws/AGENTS.md changed; it applies from the next model call' }),
+    ev('turn_limit', { round: 20 }),
+    ev('error', { message: 'provider unavailable', fatal: false }),
+    ev('steering_injected', { content: 'use rg instead' }),
+    ev('processing_end', { state: 'idle', reason: 'cancelled', text: '' }),
+  ]);
+  assert.deepEqual(visible(m.entries), [
+    { user: 'go', steering: false },
+    { tool: 'shell', summary: 'shell: sleep 100', status: 'cancelled', output: '', review: undefined, timed: false },
+    { notice: 'warning', text: 'context is 90% full' },
+    { notice: 'warning', text: 'Loop detected: the same call three times' },
+    { notice: 'info', text: '/ws/AGENTS.md changed; it applies from the next model call' },
+    { notice: 'warning', text: 'Turn limit: stopped after 20 tool rounds for this input.' },
+    { notice: 'error', text: 'provider unavailable' },
+    { user: 'use rg instead', steering: true },
+    { turnEnd: 'cancelled', tokens: false },
+  ]);
+});
+
+test('a snapshot rebuilds the same model (the webview starts from one)', () => {
+  const m = fold(events);
+  const copy = ChatModel.from(JSON.parse(JSON.stringify(m.snapshot())));
+  const plain = (v: unknown): unknown => JSON.parse(JSON.stringify(v));
+  assert.deepEqual(plain(copy.snapshot()), plain(m.snapshot()));
+  copy.apply({ kind: 'review_result', callId: 'toolu_w1', result: 'accepted' });
+  const card = copy.entries.find((e) => e.kind === 'tool' && e.callId === 'toolu_w1');
+  assert.equal(card?.kind === 'tool' && card.review, 'accepted');
+});
+
+test('history entries of a resumed session become entries', () => {
+  const m = fold([{ kind: 'history', entries: [
+    { role: 'user', text: 'add a flag' },
+    { role: 'assistant', text: 'Added `--verbose`.' },
+    { role: 'tool', toolName: 'edit_file', summary: 'edit_file src/main.rs', status: 'ok', output: 'ok' },
+  ] }]);
+  assert.deepEqual(visible(m.entries), [
+    { user: 'add a flag', steering: false },
+    { assistant: 'Added `--verbose`.', streaming: false },
+    { tool: 'edit_file', summary: 'edit_file src/main.rs', status: 'ok', output: 'ok', review: undefined, timed: false },
+  ]);
+});
