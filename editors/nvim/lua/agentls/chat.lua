@@ -1,0 +1,423 @@
+-- The chat buffer (filetype `agentls`): one append-only transcript of the sessions' events.
+-- Events are queued and applied at most once per `chat.flush_ms` (one buffer change per batch),
+-- so a fast stream never blocks typing. Folds (reasoning, command output) come from a
+-- line → level table that only grows, because lines are only ever appended.
+local config = require("agentls.config")
+
+local M = {}
+
+local ns = vim.api.nvim_create_namespace("agentls.chat")
+local buf ---@type integer?
+local queue = {} ---@type table[]
+local flush_pending = false
+local levels = {} ---@type table<integer, string> 1-based line → foldexpr level
+local block ---@type {kind: string, key: string?}? the block streamed text goes into
+local tools = {} ---@type table<string, {row: integer, summary: string}>
+local shown_session ---@type string?
+
+local SIGNS = {
+  running = { "…", "AgentlsToolRunning" },
+  ok = { "✓", "AgentlsToolOk" },
+  error = { "✗", "AgentlsToolError" },
+  cancelled = { "⊘", "AgentlsToolCancelled" },
+}
+
+local function ensure_buf()
+  if buf and vim.api.nvim_buf_is_valid(buf) then
+    return buf
+  end
+  buf = vim.api.nvim_create_buf(false, true)
+  vim.api.nvim_buf_set_name(buf, "agentls://chat")
+  vim.bo[buf].buftype = "nofile"
+  vim.bo[buf].bufhidden = "hide"
+  vim.bo[buf].swapfile = false
+  vim.bo[buf].filetype = "agentls"
+  vim.bo[buf].syntax = "markdown"
+  vim.bo[buf].modifiable = false
+  levels, tools, block, shown_session = {}, {}, nil, nil
+  return buf
+end
+
+--- The chat buffer (created on first use).
+function M.buf()
+  return ensure_buf()
+end
+
+--- The fold level of chat line `lnum` (1-based), for 'foldexpr'.
+function M.foldexpr(lnum)
+  return levels[lnum] or "0"
+end
+
+-- Buffer edits, only ever called from flush().
+
+local function line_count()
+  return vim.api.nvim_buf_line_count(buf)
+end
+
+local function last_line()
+  local n = line_count()
+  return n - 1, vim.api.nvim_buf_get_lines(buf, n - 1, n, false)[1] or ""
+end
+
+local function buffer_is_empty()
+  return line_count() == 1 and vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1] == ""
+end
+
+-- Appends text at the end of the buffer; newlines in it start new lines.
+local function append_text(text, level)
+  local row, last = last_line()
+  local pieces = vim.split(text, "\n", { plain = true })
+  vim.api.nvim_buf_set_text(buf, row, #last, row, #last, pieces)
+  if level then
+    for l = row + 2, row + #pieces do
+      levels[l] = level
+    end
+  end
+end
+
+-- Appends whole lines after the last one (which is kept unless it is empty and the buffer's first).
+local function append_lines(lines)
+  if buffer_is_empty() then
+    vim.api.nvim_buf_set_lines(buf, 0, 1, false, lines)
+    return 0
+  end
+  local row, last = last_line()
+  if last == "" then
+    vim.api.nvim_buf_set_lines(buf, row, row + 1, false, lines)
+    return row
+  end
+  vim.api.nvim_buf_set_lines(buf, row + 1, row + 1, false, lines)
+  return row + 1
+end
+
+local function mark(row, group, sign)
+  vim.api.nvim_buf_set_extmark(buf, ns, row, 0, {
+    sign_text = sign,
+    sign_hl_group = sign and group or nil,
+    line_hl_group = not sign and group or nil,
+  })
+end
+
+-- Starts a block of streamed text of `kind` ("text", "reasoning", "output") unless it is open.
+local function enter_block(kind, key, header)
+  if block and block.kind == kind and block.key == key then
+    return
+  end
+  block = { kind = kind, key = key }
+  if header then
+    local row = append_lines({ header, "" })
+    levels[row + 1] = ">1"
+    levels[row + 2] = "1"
+    mark(row, kind == "reasoning" and "AgentlsReasoning" or "AgentlsOutput")
+  else
+    local _, last = last_line()
+    if last ~= "" then
+      append_text("\n")
+    end
+  end
+end
+
+local function tool_line(summary, status, duration_ms, detail)
+  local label = status
+  if duration_ms then
+    label = ("%s %d ms"):format(status, duration_ms)
+  end
+  local line = ("- [%s] %s"):format(label, summary)
+  if detail and detail ~= "" then
+    line = line .. " — " .. detail
+  end
+  return line
+end
+
+local function first_line(s)
+  return (tostring(s or ""):match("^[^\n]*") or ""):sub(1, 200)
+end
+
+local render = {}
+
+function render.session(op)
+  if shown_session == op.session then
+    return
+  end
+  shown_session = op.session
+  block = nil
+  if not buffer_is_empty() then
+    append_lines({ "", ("── session %s ──"):format(op.session:sub(1, 8)), "" })
+  end
+end
+
+function render.lines(op)
+  block = nil
+  local row = append_lines(op.lines)
+  if op.group then
+    for i = 0, #op.lines - 1 do
+      mark(row + i, op.group)
+    end
+  end
+end
+
+function render.text(op)
+  enter_block("text")
+  append_text(table.concat(op.parts))
+end
+
+function render.reasoning(op)
+  enter_block("reasoning", nil, "> _reasoning_")
+  append_text(table.concat(op.parts), "1")
+end
+
+function render.output(op)
+  local tool = tools[op.call_id]
+  enter_block("output", op.call_id, "  ⋮ output of " .. (tool and tool.summary or op.call_id))
+  append_text(table.concat(op.parts), "1")
+end
+
+function render.tool_start(op)
+  block = nil
+  local row = append_lines({ tool_line(op.summary, "running") })
+  local sign = SIGNS.running
+  tools[op.call_id] = {
+    row = row,
+    summary = op.summary,
+    mark = vim.api.nvim_buf_set_extmark(buf, ns, row, 0, { sign_text = sign[1], sign_hl_group = sign[2] }),
+  }
+end
+
+function render.tool_end(op)
+  local tool = tools[op.call_id]
+  local text = tool_line(op.summary, op.status, op.duration_ms, op.status ~= "ok" and first_line(op.error) or nil)
+  local sign = SIGNS[op.status] or SIGNS.error
+  if tool then
+    vim.api.nvim_buf_set_lines(buf, tool.row, tool.row + 1, false, { text })
+    vim.api.nvim_buf_set_extmark(buf, ns, tool.row, 0, { id = tool.mark, sign_text = sign[1], sign_hl_group = sign[2] })
+  else
+    block = nil
+    local row = append_lines({ text })
+    vim.api.nvim_buf_set_extmark(buf, ns, row, 0, { sign_text = sign[1], sign_hl_group = sign[2] })
+  end
+  if block and block.kind == "output" and block.key == op.call_id then
+    block = nil
+  end
+end
+
+local function follow_windows(old_last)
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    if vim.api.nvim_win_get_cursor(win)[1] >= old_last then
+      vim.api.nvim_win_set_cursor(win, { line_count(), 0 })
+    end
+  end
+end
+
+local function flush()
+  flush_pending = false
+  if #queue == 0 then
+    return
+  end
+  ensure_buf()
+  local ops = queue
+  queue = {}
+  local old_last = line_count()
+  vim.bo[buf].modifiable = true
+  for _, op in ipairs(ops) do
+    render[op.op](op)
+  end
+  vim.bo[buf].modifiable = false
+  follow_windows(old_last)
+end
+
+local function schedule_flush()
+  if not flush_pending then
+    flush_pending = true
+    vim.defer_fn(flush, config.get().chat.flush_ms)
+  end
+end
+
+local function push(op)
+  queue[#queue + 1] = op
+  schedule_flush()
+end
+
+-- Streamed pieces of one kind are joined into one op until the next flush.
+local function push_stream(kind, delta, call_id)
+  local last = queue[#queue]
+  if last and last.op == kind and last.call_id == call_id then
+    last.parts[#last.parts + 1] = delta
+    return
+  end
+  push({ op = kind, parts = { delta }, call_id = call_id })
+end
+
+--- Applies what is queued now (tests and benchmarks use it to wait for nothing).
+function M.flush()
+  flush()
+end
+
+--- Lines of notes from the plugin itself (review outcomes, resumed sessions), highlighted with `group`.
+function M.note(lines, group)
+  push({ op = "lines", lines = type(lines) == "table" and lines or { lines }, group = group })
+end
+
+local E = require("agentls.protocol").event
+
+local on = {}
+on[E.user_input] = function(d)
+  push({ op = "lines", lines = vim.list_extend({ "", "## You", "" }, vim.split(d.content or "", "\n", { plain = true })) })
+end
+on[E.text_start] = function(d)
+  push({ op = "lines", lines = { "", ("## agentls (%s)"):format(d.model or "model"), "" } })
+end
+on[E.text_delta] = function(d)
+  push_stream("text", d.delta or "")
+end
+on[E.reasoning_delta] = function(d)
+  push_stream("reasoning", d.delta or "")
+end
+on[E.tool_start] = function(d)
+  push({ op = "tool_start", call_id = d.call_id, summary = d.summary or d.tool_name })
+end
+on[E.tool_output] = function(d)
+  push_stream("output", d.delta or "", d.call_id)
+end
+on[E.tool_end] = function(d)
+  push({
+    op = "tool_end",
+    call_id = d.call_id,
+    summary = d.summary or d.tool_name,
+    status = d.status,
+    duration_ms = d.duration_ms,
+    error = d.error,
+  })
+end
+on[E.steering] = function(d)
+  push({ op = "lines", lines = { "", "> steered: " .. first_line(d.content) } })
+end
+on[E.warning] = function(d)
+  push({ op = "lines", lines = { "⚠ warning: " .. first_line(d.message) }, group = "AgentlsWarning" })
+end
+on[E.error] = function(d)
+  push({ op = "lines", lines = { "✗ error: " .. first_line(d.message) }, group = "AgentlsError" })
+end
+on[E.loop_detection] = function(d)
+  push({ op = "lines", lines = { "⚠ " .. first_line(d.message) }, group = "AgentlsWarning" })
+end
+on[E.turn_limit] = function()
+  push({ op = "lines", lines = { "⚠ turn limit reached" }, group = "AgentlsWarning" })
+end
+on[E.processing_end] = function(d)
+  if d.reason and d.reason ~= "completed" then
+    push({ op = "lines", lines = { ("_(%s)_"):format(d.reason) } })
+  end
+end
+on[E.config_changed] = function(d)
+  push({
+    op = "lines",
+    lines = {
+      ("_model %s · effort %s · approval %s_"):format(
+        tostring(d.model),
+        tostring(d.reasoning_effort or "default"),
+        tostring(d.approval)
+      ),
+    },
+  })
+end
+on[E.project_docs_reloaded] = function(d)
+  push({ op = "lines", lines = { "_" .. first_line(d.message) .. "_" } })
+end
+
+--- Renders one `agentls/event` (queued; applied on the next flush).
+function M.on_event(event)
+  local handler = on[event.kind]
+  if handler then
+    if event.sessionId then
+      push({ op = "session", session = event.sessionId })
+    end
+    handler(event.data or {})
+  end
+end
+
+-- Windows
+
+local function chat_win()
+  for _, win in ipairs(vim.fn.win_findbuf(ensure_buf())) do
+    return win
+  end
+end
+
+local function setup_window(win)
+  local wo = vim.wo[win]
+  wo.wrap = true
+  wo.linebreak = true
+  wo.number = false
+  wo.relativenumber = false
+  wo.signcolumn = "yes:1"
+  wo.foldmethod = "expr"
+  wo.foldexpr = "v:lua.require'agentls.chat'.foldexpr(v:lnum)"
+  wo.foldlevel = 0
+  wo.foldenable = true
+end
+
+local function size(total, value)
+  return value < 1 and math.floor(total * value) or value
+end
+
+--- Shows the chat (in a split or a float, by `chat.layout`); keeps the current window.
+function M.open(focus)
+  local win = chat_win()
+  if not win then
+    local o = config.get().chat
+    local prev = vim.api.nvim_get_current_win()
+    if o.layout == "float" then
+      local w, h = size(vim.o.columns, o.float.width), size(vim.o.lines, o.float.height)
+      win = vim.api.nvim_open_win(buf, true, {
+        relative = "editor",
+        width = w,
+        height = h,
+        row = math.floor((vim.o.lines - h) / 2),
+        col = math.floor((vim.o.columns - w) / 2),
+        border = o.float.border,
+        title = " agentls ",
+      })
+    else
+      local vertical = o.position == "right" or o.position == "left"
+      local mods = (o.position == "right" or o.position == "bottom") and "botright" or "topleft"
+      local n = size(vertical and vim.o.columns or vim.o.lines, o.size)
+      vim.cmd(("%s %d%s"):format(mods, n, vertical and "vsplit" or "split"))
+      win = vim.api.nvim_get_current_win()
+      vim.api.nvim_win_set_buf(win, buf)
+    end
+    setup_window(win)
+    vim.api.nvim_win_set_cursor(win, { line_count(), 0 })
+    if not focus then
+      vim.api.nvim_set_current_win(prev)
+    end
+  elseif focus then
+    vim.api.nvim_set_current_win(win)
+  end
+  return win
+end
+
+function M.close()
+  local win = chat_win()
+  while win do
+    if #vim.api.nvim_list_wins() == 1 then
+      vim.cmd("enew")
+    else
+      vim.api.nvim_win_close(win, true)
+    end
+    win = chat_win()
+  end
+end
+
+function M.toggle()
+  if chat_win() then
+    M.close()
+  else
+    M.open(true)
+  end
+end
+
+function M.is_open()
+  return chat_win() ~= nil
+end
+
+return M

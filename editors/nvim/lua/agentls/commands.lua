@@ -1,0 +1,336 @@
+-- One function per user command (|agentls-commands|). Each finds the client of the current
+-- buffer (client.current) and its session, and sends one `agentls.*` command.
+local chat = require("agentls.chat")
+local client = require("agentls.client")
+local config = require("agentls.config")
+local protocol = require("agentls.protocol")
+local state = require("agentls.state")
+
+local C = protocol.command
+local M = {}
+
+local function start_session(c, callback)
+  local o = config.get()
+  client.exec(c, C.new_session, { profile = o.profile, rootUri = vim.uri_from_fname(c.root_dir) }, function(err, res)
+    if err or not res then
+      return
+    end
+    state.set_session(c.id, { id = res.sessionId, model = res.model, profile = res.profile, state = "idle" })
+    if callback then
+      callback(state.session(c.id))
+    end
+  end)
+end
+
+-- Runs `callback(client, session)` with the current client's session, starting one when needed.
+local function with_session(callback)
+  local c = client.current()
+  if not c then
+    return
+  end
+  local s = state.session(c.id)
+  if s then
+    return callback(c, s)
+  end
+  start_session(c, function(session)
+    callback(c, session)
+  end)
+end
+
+-- Runs `callback(client, session)` only when a session exists.
+local function with_existing_session(callback)
+  local c = client.current()
+  local s = c and state.session(c.id)
+  if not s then
+    vim.notify("agentls: no session yet (:Agent starts one)", vim.log.levels.WARN)
+    return
+  end
+  callback(c, s)
+end
+
+local function ask_text(prompt, callback)
+  vim.ui.input({ prompt = prompt }, function(text)
+    if text and text ~= "" then
+      callback(text)
+    end
+  end)
+end
+
+-- The LSP position of a byte column on a line of `bufnr`.
+local function position(bufnr, row, col, encoding)
+  local line = vim.api.nvim_buf_get_lines(bufnr, row, row + 1, false)[1] or ""
+  col = math.max(0, math.min(col, #line))
+  if encoding and encoding ~= "utf-8" then
+    col = vim.str_utfindex(line, encoding, col, false)
+  end
+  return { line = row, character = col }
+end
+
+--- The context of a prompt: the current file, and the selection when there is one.
+--- `sel` = {start = {row, col}, finish = {row, col}} (0-based rows, byte columns, finish exclusive).
+local function context(c, sel)
+  local bufnr = vim.api.nvim_get_current_buf()
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  if vim.bo[bufnr].buftype ~= "" or name == "" then
+    return nil
+  end
+  local ctx = { uri = vim.uri_from_bufnr(bufnr) }
+  if sel then
+    ctx.range = {
+      start = position(bufnr, sel.start[1], sel.start[2], c.offset_encoding),
+      ["end"] = position(bufnr, sel.finish[1], sel.finish[2], c.offset_encoding),
+    }
+  end
+  return ctx
+end
+
+local function line_selection(line1, line2)
+  local last = vim.api.nvim_buf_get_lines(0, line2 - 1, line2, false)[1] or ""
+  return { start = { line1 - 1, 0 }, finish = { line2 - 1, #last } }
+end
+
+-- The selection of the last visual mode, charwise when it was.
+local function visual_selection()
+  local s, e = vim.fn.getpos("'<"), vim.fn.getpos("'>")
+  if vim.fn.visualmode() == "v" then
+    local last = vim.api.nvim_buf_get_lines(0, e[2] - 1, e[2], false)[1] or ""
+    local finish = math.min(#last, e[3] + (vim.str_utf_end and vim.str_utf_end(last, e[3]) or 0))
+    return { start = { s[2] - 1, s[3] - 1 }, finish = { e[2] - 1, finish } }
+  end
+  return line_selection(s[2], e[2])
+end
+
+--- Sends `text` as a prompt with the current file (and `sel`) as context.
+function M.prompt(text, sel)
+  with_session(function(c, s)
+    client.exec(c, C.prompt, { sessionId = s.id, text = text, context = context(c, sel) })
+    if config.get().chat.auto_open then
+      chat.open(false)
+    end
+  end)
+end
+
+--- :[range]Agent {prompt}
+function M.agent(opts)
+  local sel
+  if opts.range > 0 then
+    local vs, ve = vim.fn.line("'<"), vim.fn.line("'>")
+    sel = (vs == opts.line1 and ve == opts.line2) and visual_selection() or line_selection(opts.line1, opts.line2)
+  end
+  if opts.args ~= "" then
+    return M.prompt(opts.args, sel)
+  end
+  ask_text("Ask agentls: ", function(text)
+    M.prompt(text, sel)
+  end)
+end
+
+--- <Plug>(agentls-ask) in visual mode.
+function M.ask_visual()
+  local sel = visual_selection()
+  ask_text("Ask agentls about the selection: ", function(text)
+    M.prompt(text, sel)
+  end)
+end
+
+function M.steer(opts)
+  local function send(text)
+    with_existing_session(function(c, s)
+      client.exec(c, C.steer, { sessionId = s.id, text = text })
+    end)
+  end
+  if opts.args ~= "" then
+    return send(opts.args)
+  end
+  ask_text("Steer agentls: ", send)
+end
+
+function M.cancel()
+  with_existing_session(function(c, s)
+    client.exec(c, C.cancel, { sessionId = s.id })
+  end)
+end
+
+function M.new()
+  local c = client.current()
+  if c then
+    start_session(c, function(s)
+      chat.note({ "", ("── new session %s (%s) ──"):format(s.id:sub(1, 8), s.model or "?") })
+    end)
+  end
+end
+
+local function show_history(c, session_id)
+  client.exec(c, C.history, { sessionId = session_id }, function(err, res)
+    if err or not res then
+      return
+    end
+    local lines = { "", ("── history of session %s ──"):format(session_id:sub(1, 8)) }
+    for _, e in ipairs(res.entries or {}) do
+      if e.kind == "user" then
+        vim.list_extend(lines, { "", "## You", "" })
+        vim.list_extend(lines, vim.split(e.text or "", "\n", { plain = true }))
+      elseif e.kind == "assistant" then
+        if e.text and e.text ~= "" and e.text ~= vim.NIL then
+          vim.list_extend(lines, { "", "## agentls", "" })
+          vim.list_extend(lines, vim.split(e.text, "\n", { plain = true }))
+        end
+        for _, call in ipairs(e.toolCalls or {}) do
+          table.insert(lines, "- " .. (call.summary or call.toolName or "tool"))
+        end
+      elseif e.kind == "tool_result" and e.isError then
+        table.insert(lines, ("  ✗ %s failed"):format(e.toolName or "tool"))
+      elseif e.kind == "steering" then
+        table.insert(lines, "> steered: " .. (e.text or ""))
+      end
+    end
+    table.insert(lines, "")
+    chat.note(lines)
+  end)
+end
+
+--- :AgentSessions: pick an open or stored session and make it the current one.
+function M.sessions()
+  local c = client.current()
+  if not c then
+    return
+  end
+  client.exec(c, C.list_sessions, {}, function(err, res)
+    if err or not res then
+      return
+    end
+    local sessions = res.sessions or {}
+    if #sessions == 0 then
+      vim.notify("agentls: no sessions", vim.log.levels.INFO)
+      return
+    end
+    vim.ui.select(sessions, {
+      prompt = "agentls sessions",
+      kind = "agentls.session",
+      format_item = function(s)
+        local title = s.title ~= vim.NIL and s.title or nil
+        return ("%s  %s  %s  %s"):format(
+          s.sessionId:sub(1, 8),
+          s.open and (s.state or "open") or (s.created or "stored"),
+          s.model or "",
+          title or ""
+        )
+      end,
+    }, function(choice)
+      if not choice then
+        return
+      end
+      client.exec(c, C.resume_session, { sessionId = choice.sessionId }, function(e, r)
+        if e or not r then
+          return
+        end
+        state.set_session(c.id, { id = r.sessionId, model = r.model, profile = r.profile, state = "idle" })
+        chat.note({ "", ("── resumed session %s (%s) ──"):format(r.sessionId:sub(1, 8), r.model or "?") })
+        if r.resumed then
+          show_history(c, r.sessionId)
+        end
+        if config.get().chat.auto_open then
+          chat.open(false)
+        end
+      end)
+    end)
+  end)
+end
+
+local function configure(key, value)
+  with_session(function(c, s)
+    client.exec(c, C.configure, { sessionId = s.id, [key] = value }, function(err, res)
+      if not err and res then
+        s.model = res.model or s.model
+        vim.notify(("agentls: %s set to %s"):format(key, value), vim.log.levels.INFO)
+      end
+    end)
+  end)
+end
+
+local function choose(opts, key, choices, prompt)
+  if opts.args ~= "" then
+    return configure(key, opts.args)
+  end
+  vim.ui.select(choices, { prompt = prompt }, function(choice)
+    if choice then
+      configure(key, choice)
+    end
+  end)
+end
+
+function M.model(opts)
+  if opts.args ~= "" then
+    return configure("model", opts.args)
+  end
+  local c = client.current()
+  local s = c and state.session(c.id)
+  vim.ui.input({ prompt = "Model: ", default = s and s.model or "" }, function(model)
+    if model and model ~= "" then
+      configure("model", model)
+    end
+  end)
+end
+
+function M.effort(opts)
+  choose(opts, "reasoningEffort", protocol.efforts, "Reasoning effort")
+end
+
+function M.approval(opts)
+  choose(opts, "approval", protocol.approvals, "Approval mode")
+end
+
+function M.chat()
+  chat.toggle()
+end
+
+-- Review commands act on the review tab (review.lua).
+function M.review()
+  require("agentls.review").reopen()
+end
+
+function M.accept()
+  require("agentls.review").accept()
+end
+
+function M.reject(opts)
+  require("agentls.review").reject(opts.args ~= "" and opts.args or nil)
+end
+
+function M.accept_hunk()
+  require("agentls.review").accept_hunk()
+end
+
+function M.reject_hunk(opts)
+  require("agentls.review").reject_hunk(opts.args ~= "" and opts.args or nil)
+end
+
+--- The data directory the server stores transcripts in.
+function M.data_dir()
+  local env = config.get().cmd_env or {}
+  local dir = env.AGENTLS_DATA_DIR or vim.env.AGENTLS_DATA_DIR
+  if dir and dir ~= "" then
+    return dir
+  end
+  local base = vim.env.XDG_DATA_HOME
+  if not base or base == "" then
+    base = vim.fs.joinpath(vim.env.HOME or "~", ".local", "share")
+  end
+  return vim.fs.joinpath(base, "agentls")
+end
+
+--- :AgentTranscript: the current session's transcript file, read-only, in a new tab.
+function M.transcript()
+  with_existing_session(function(_, s)
+    local path = vim.fs.joinpath(M.data_dir(), "sessions", s.id .. ".jsonl")
+    if vim.fn.filereadable(path) == 0 then
+      vim.notify("agentls: no transcript yet at " .. path, vim.log.levels.WARN)
+      return
+    end
+    vim.cmd("tabnew " .. vim.fn.fnameescape(path))
+    vim.bo.readonly = true
+    vim.bo.modifiable = false
+  end)
+end
+
+return M

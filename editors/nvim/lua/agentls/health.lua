@@ -1,0 +1,76 @@
+-- :checkhealth agentls — Neovim version, the server binary and its version, `agentls doctor`'s
+-- verdict (provider and whether its key is set; doctor never prints keys) and the log path.
+local M = {}
+
+local function run(argv, env)
+  local ok, result = pcall(function()
+    return vim.system(argv, { text = true, env = env }):wait(10000)
+  end)
+  if not ok then
+    return { code = -1, stdout = "", stderr = tostring(result) }
+  end
+  return result
+end
+
+function M.check()
+  local h = vim.health
+  h.start("agentls: Neovim")
+  local v = vim.version()
+  local version = ("%d.%d.%d"):format(v.major, v.minor, v.patch)
+  if vim.fn.has("nvim-0.10") == 1 then
+    h.ok("Neovim " .. version .. (vim.fn.has("nvim-0.11") == 1 and " (vim.lsp.config/enable)" or " (vim.lsp.start)"))
+  else
+    h.error("Neovim " .. version .. ": agentls needs 0.10 or newer")
+    return
+  end
+  if not require("agentls").did_setup then
+    h.warn("setup() was not called", { 'add require("agentls").setup{} to your config' })
+  end
+
+  h.start("agentls: server")
+  local o = require("agentls.config").get()
+  local bin = vim.fn.exepath(o.cmd[1])
+  if bin == "" then
+    h.error(("`%s` not found on PATH"):format(o.cmd[1]), { "install it: cargo install --locked --path . (in the agentls repository)", "or set `cmd` in setup()" })
+    return
+  end
+  local out = run({ bin, "--version" }, o.cmd_env)
+  if out.code ~= 0 then
+    h.error(("%s --version failed: %s"):format(bin, vim.trim(out.stderr or "")))
+    return
+  end
+  h.ok(("%s (%s)"):format(vim.trim(out.stdout), bin))
+
+  local doctor = run({ bin, "doctor" }, o.cmd_env)
+  local report = (doctor.stdout or "") .. "\n" .. (doctor.stderr or "")
+  local function field(name)
+    return report:match("\n" .. name .. ": ([^\n]*)")
+  end
+  if doctor.code == 0 then
+    h.ok(("provider: %s"):format(field("provider") or "?"))
+    h.ok(("model: %s"):format(field("model") or "?"))
+    local key = field("key variable")
+    if key then
+      h.ok("key: " .. key)
+    end
+  else
+    local message = report:match("agentls: ([^\n]*)") or vim.trim(report)
+    h.error("agentls doctor: " .. message, { "set a provider key (see docs/configuration.md) or run `agentls demo`" })
+  end
+  local log = field("log %(server mode%)")
+  if log then
+    h.info("log: " .. log)
+  end
+
+  h.start("agentls: clients")
+  local clients = vim.lsp.get_clients({ name = "agentls" })
+  if #clients == 0 then
+    h.info("no agentls client is running (one starts when a file is opened)")
+  end
+  for _, c in ipairs(clients) do
+    local plugin = vim.tbl_get(c.server_capabilities or {}, "experimental", "agentls")
+    h.ok(("client %d: root %s, %s"):format(c.id, c.root_dir or "?", plugin and "agentls protocol " .. tostring(plugin.protocolVersion) or "no agentls extension"))
+  end
+end
+
+return M

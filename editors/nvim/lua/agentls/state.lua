@@ -1,0 +1,147 @@
+-- The plugin's state and its only owner: per client (one per project root) the current session
+-- and what the session is doing, the pending reviews and permissions. Other modules read and
+-- change it through these functions, never by reaching into the tables.
+local M = {}
+
+---@class agentls.Session
+---@field id string
+---@field model string?
+---@field profile string?
+---@field state string "idle" | "processing" | "awaiting_input" | "closed"
+
+local clients = {} ---@type table<integer, {root: string, session: agentls.Session?}>
+local active_client ---@type integer?
+local reviews = {} ---@type table<string, table>
+local review_order = {} ---@type string[]
+local permissions = {} ---@type table<string, table>
+
+function M.client_started(client_id, root)
+  clients[client_id] = clients[client_id] or { root = root }
+  active_client = active_client or client_id
+end
+
+function M.client_stopped(client_id)
+  clients[client_id] = nil
+  if active_client == client_id then
+    active_client = next(clients)
+  end
+end
+
+function M.set_active(client_id)
+  if clients[client_id] then
+    active_client = client_id
+  end
+end
+
+function M.active_client_id()
+  return active_client
+end
+
+function M.root(client_id)
+  return clients[client_id] and clients[client_id].root
+end
+
+---@return agentls.Session?
+function M.session(client_id)
+  return clients[client_id] and clients[client_id].session
+end
+
+function M.set_session(client_id, session)
+  if clients[client_id] then
+    clients[client_id].session = session
+  end
+end
+
+--- The client whose session is `session_id`.
+function M.client_of_session(session_id)
+  for id, c in pairs(clients) do
+    if c.session and c.session.id == session_id then
+      return id
+    end
+  end
+end
+
+--- Follows a session's events: what it is doing, and its model after `agentls.configure`.
+function M.note_event(client_id, event)
+  local c = clients[client_id]
+  if not (c and c.session and c.session.id == event.sessionId) then
+    return
+  end
+  local kind, data = event.kind, event.data or {}
+  if kind == "user_input" or kind == "assistant_text_start" or kind == "tool_call_start" then
+    c.session.state = "processing"
+  elseif kind == "processing_end" or kind == "session_end" then
+    c.session.state = data.state or "idle"
+  elseif kind == "config_changed" then
+    c.session.model = data.model or c.session.model
+  elseif kind == "session_start" then
+    c.session.model = data.model or c.session.model
+  end
+end
+
+function M.add_review(review)
+  reviews[review.id] = review
+  table.insert(review_order, review.id)
+end
+
+function M.review(id)
+  return reviews[id]
+end
+
+function M.remove_review(id)
+  reviews[id] = nil
+  review_order = vim.tbl_filter(function(r)
+    return r ~= id
+  end, review_order)
+end
+
+--- Pending reviews, oldest first.
+function M.reviews()
+  return vim.tbl_map(function(id)
+    return reviews[id]
+  end, review_order)
+end
+
+--- The pending review a tool call proposed.
+function M.review_of_call(session_id, call_id)
+  for _, id in ipairs(review_order) do
+    local r = reviews[id]
+    if r.session_id == session_id and r.call_id == call_id then
+      return r
+    end
+  end
+end
+
+function M.add_permission(p)
+  permissions[p.requestId] = p
+end
+
+function M.remove_permission(id)
+  permissions[id] = nil
+end
+
+function M.permissions()
+  return vim.tbl_values(permissions)
+end
+
+--- One line for statuslines: "" without a session, else e.g. "agentls: processing · model · 1 review".
+function M.status()
+  local c = active_client and clients[active_client]
+  if not (c and c.session) then
+    return ""
+  end
+  local parts = { "agentls: " .. (c.session.state or "idle") }
+  if c.session.model then
+    table.insert(parts, c.session.model)
+  end
+  local n = #review_order
+  if n > 0 then
+    table.insert(parts, n == 1 and "1 review" or (n .. " reviews"))
+  end
+  if next(permissions) then
+    table.insert(parts, "permission asked")
+  end
+  return table.concat(parts, " · ")
+end
+
+return M
