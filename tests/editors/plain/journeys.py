@@ -1,0 +1,286 @@
+"""The plain-LSP journeys of issue 14 and issue 10, written once for every real editor.
+
+Each journey is a function ``(journey, editor)``: ``journey`` holds the workspace and the fake
+provider's requests, ``editor`` is a driver (nvim_driver.NvimDriver, emacs_driver.EmacsDriver)
+that does what a user does and reports what the user sees. A journey declares its files, its
+scripted model turns, and extra server environment or initializationOptions."""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from harness import Journey, check, tool, wait_until
+
+MAIN = "def add(a, b):\n    # agent: return the sum\n    pass\n\n\ndef sub(a, b):\n    return a - b\n"
+EDITED = MAIN.replace("    pass\n", "    return a + b\n")
+ACTION = "agentls: return the sum"
+ACTION_LINE = 2
+
+READ = [tool("r1", "read_file", file_path="main.py")]
+EDIT = tool("e1", "edit_file", file_path="main.py", old_string="    pass\n", new_string="    return a + b\n")
+
+# How long the server waits for an answer in the journeys that leave a question unanswered
+# (AGENTLS_QUESTION_TIMEOUT_MS; the default is 10 minutes).
+QUESTION_TIMEOUT_MS = 3000
+
+
+@dataclass
+class Spec:
+    run: Callable[[Journey, object], None]
+    files: dict[str, str]
+    turns: list[list[dict]]
+    env: dict[str, str] = field(default_factory=dict)
+    options: dict = field(default_factory=dict)
+
+
+JOURNEYS: dict[str, Spec] = {}
+
+
+def journey(files: dict[str, str] | None = None, turns: list[list[dict]] | None = None,
+            env: dict[str, str] | None = None, options: dict | None = None):
+    def register(run: Callable[[Journey, object], None]) -> Callable[[Journey, object], None]:
+        JOURNEYS[run.__name__] = Spec(run, files or {"main.py": MAIN}, turns or [], env or {}, options or {})
+        return run
+    return register
+
+
+def wait_prompt(editor, contains: str, timeout: float = 20) -> dict:
+    return wait_until(f"a prompt containing {contains!r}",
+                      lambda: (p := editor.open_prompt()) and contains in p["message"] and p, timeout)
+
+
+def wait_shown(editor, text: str, timeout: float = 20) -> str:
+    return wait_until(f"{text!r} shown to the user", lambda: text in editor.shown_messages() and editor.shown_messages(),
+                      timeout)
+
+
+def check_relative(j: Journey, prompt: dict) -> None:
+    check("M main.py" in prompt["message"], f"the review question names `M main.py`: {prompt['message']!r}")
+    check(str(j.root) not in prompt["message"], f"the review question shows an absolute path: {prompt['message']!r}")
+
+
+def result(j: Journey, request: int, call_id: str) -> dict:
+    results = j.provider.tool_results(request)
+    check(call_id in results, f"request {request} carries the result of {call_id} (has {list(results)})")
+    return results[call_id]
+
+
+# -- the happy paths (issue 10 item 8) -----------------------------------------------------------
+
+
+@journey(turns=[READ, [EDIT], [{"text": "done: added the sum"}]])
+def apply(j: Journey, editor) -> None:
+    """A code action runs the agent; Apply → the buffer holds the edit, the disk is untouched."""
+    editor.code_action(ACTION_LINE, ACTION)
+    prompt = wait_prompt(editor, "agentls proposes changes")
+    check_relative(j, prompt)
+    editor.answer("Apply")
+    wait_shown(editor, "done: added the sum")
+    check(editor.buffer_text("main.py") == EDITED, f"the buffer holds the edit: {editor.buffer_text('main.py')!r}")
+    check(j.disk("main.py") == MAIN, "the disk is untouched")
+    check(not result(j, 2, "e1")["is_error"], f"the model is told the edit applied: {result(j, 2, 'e1')}")
+
+
+@journey(turns=[READ, [EDIT], [{"text": "fine, left it"}]])
+def reject(j: Journey, editor) -> None:
+    """Reject → the buffer is unchanged and the model's next request carries the rejection."""
+    editor.code_action(ACTION_LINE, ACTION)
+    wait_prompt(editor, "agentls proposes changes")
+    editor.answer("Reject")
+    wait_shown(editor, "fine, left it")
+    check(editor.buffer_text("main.py") == MAIN, "the buffer is unchanged")
+    outcome = result(j, 2, "e1")
+    check(outcome["is_error"] and "reject" in outcome["text"].lower(), f"the model is told it was rejected: {outcome}")
+
+
+@journey(turns=[[tool("s1", "shell", command="echo ran > ran.txt")], [{"text": "the command ran"}]])
+def permission(j: Journey, editor) -> None:
+    """A shell command is asked; Allow once → it ran."""
+    editor.code_action(ACTION_LINE, ACTION)
+    prompt = wait_prompt(editor, "agentls wants to run")
+    check("echo ran > ran.txt" in prompt["message"], f"the question shows the command: {prompt['message']!r}")
+    editor.answer("Allow once")
+    wait_shown(editor, "the command ran")
+    check(j.path("ran.txt").exists() and j.disk("ran.txt") == "ran\n", "the command ran in the workspace")
+    check(not result(j, 1, "s1")["is_error"], "the model is told the command ran")
+
+
+@journey(files={"main.py": MAIN, "AGENTS.md": "Answer in haiku.\n"},
+         turns=[[{"text": "first answer"}], [{"text": "second answer"}]])
+def reload(j: Journey, editor) -> None:
+    """AGENTS.md changed on disk between two prompts → the next request carries the new text."""
+    editor.code_action(ACTION_LINE, ACTION)
+    wait_shown(editor, "first answer")
+    check("Answer in haiku." in j.provider.request_text(0), "the first request carries AGENTS.md")
+    j.path("AGENTS.md").write_text("Answer in limericks.\n")
+    editor.code_action(ACTION_LINE, ACTION)
+    wait_shown(editor, "second answer")
+    second = j.provider.request_text(1)
+    check("Answer in limericks." in second and "Answer in haiku." not in second,
+          "the second request carries the new AGENTS.md and not the old one")
+
+
+@journey(turns=[READ, [tool("e1", "edit_file", file_path="main.py", old_string="    return nothing\n",
+                            new_string="    return a + b\n")], [{"text": "could not edit"}]])
+def bad_edit(j: Journey, editor) -> None:
+    """edit_file with an old_string that is not in the file → the model gets an error, no question,
+    the buffer is untouched."""
+    editor.code_action(ACTION_LINE, ACTION)
+    wait_shown(editor, "could not edit")
+    check(result(j, 2, "e1")["is_error"], f"the model gets an error: {result(j, 2, 'e1')}")
+    check(not editor.prompts(), f"no question was asked: {editor.prompts()}")
+    check(editor.buffer_text("main.py") == MAIN and j.disk("main.py") == MAIN, "buffer and disk are untouched")
+
+
+# -- issue 14 -------------------------------------------------------------------------------------
+
+TWO = "def add(a, b):\n    # agent: fill in add and sub\n    return None  # add\n\n\ndef sub(a, b):\n    return None  # sub\n"
+TWO_EDITED = ("def add(a, b):\n    # agent: fill in add and sub\n    total = a + b\n    return total\n\n\n"
+              "def sub(a, b):\n    return a - b\n")
+
+
+@journey(files={"main.py": TWO}, options={"approval": "auto"}, turns=[
+    [tool("r1", "read_file", file_path="main.py")],
+    [tool("e1", "edit_file", file_path="main.py", old_string="    return None  # add\n",
+          new_string="    total = a + b\n    return total\n"),
+     tool("e2", "edit_file", file_path="main.py", old_string="    return None  # sub\n", new_string="    return a - b\n")],
+    [tool("r2", "read_file", file_path="main.py")],
+    [{"text": "both filled in"}]])
+def two_edits_auto(j: Journey, editor) -> None:
+    """Two edit_file calls to one file in one response, approval auto → both edits exactly once,
+    both reported applied, and a read right after sees them."""
+    editor.code_action(ACTION_LINE, "agentls: fill in add and sub")
+    wait_shown(editor, "both filled in")
+    check(editor.buffer_text("main.py") == TWO_EDITED, f"the buffer holds both edits once: {editor.buffer_text('main.py')!r}")
+    for call in ("e1", "e2"):
+        check(not result(j, 2, call)["is_error"], f"{call} is reported applied: {result(j, 2, call)}")
+    check("total = a + b" in result(j, 3, "r2")["text"] and "return a - b" in result(j, 3, "r2")["text"],
+          f"read_file right after the edits sees them: {result(j, 3, 'r2')['text']!r}")
+    check(not editor.prompts(), f"approval auto asks nothing: {editor.prompts()}")
+
+
+def one_at_a_time(editor, answers: list[tuple[str, str]], think: float = 0.0) -> list[dict]:
+    """Answers the questions in order; each must open only after the previous one was answered."""
+    for contains, answer in answers:
+        wait_prompt(editor, contains)
+        if think:
+            time.sleep(think)  # the user reads the question before answering: that is the point
+        editor.answer(answer)
+    prompts = editor.prompts()
+    check(len(prompts) == len(answers), f"{len(answers)} questions were asked: {[p['message'] for p in prompts]}")
+    for before, after in zip(prompts, prompts[1:]):
+        check(after["opened_ms"] >= before["answered_ms"],
+              f"{after['message']!r} opened at {after['opened_ms']} ms, before {before['message']!r} was answered "
+              f"at {before['answered_ms']} ms")
+    return prompts
+
+
+@journey(turns=[READ, [EDIT, tool("s1", "shell", command="cat main.py > copy.txt")], [{"text": "copied"}]])
+def edit_then_shell(j: Journey, editor) -> None:
+    """edit_file and shell in one response → the questions come one at a time in call order and
+    the command copies the EDITED file."""
+    editor.code_action(ACTION_LINE, ACTION)
+    one_at_a_time(editor, [("agentls proposes changes", "Apply"), ("agentls wants to run", "Allow once")])
+    wait_shown(editor, "copied")
+    check(j.path("copy.txt").exists() and j.disk("copy.txt") == EDITED,
+          f"copy.txt has the edited text: {j.disk('copy.txt') if j.path('copy.txt').exists() else None!r}")
+    check(editor.buffer_text("main.py") == EDITED, "the buffer holds the edit once")
+
+
+USER_NOTE = "# user note: not saved yet"
+
+
+@journey(turns=[READ, [EDIT], [tool("s1", "shell", command="cat main.py > seen.txt")], [{"text": "looked"}]])
+def save_before_shell(j: Journey, editor) -> None:
+    """An edit, then a command reading the file → the command sees the agent's edit, not the
+    user's unrelated unsaved edit; saving afterwards raises no "changed on disk" conflict."""
+    editor.insert_lines(7, [USER_NOTE])
+    wait_until("the user's unsaved line in the buffer", lambda: USER_NOTE in editor.buffer_text("main.py"), 5)
+    editor.code_action(ACTION_LINE, ACTION)
+    one_at_a_time(editor, [("agentls proposes changes", "Apply"), ("agentls wants to run", "Allow once")])
+    wait_shown(editor, "looked")
+    seen = j.disk("seen.txt") if j.path("seen.txt").exists() else ""
+    check("return a + b" in seen, f"the command saw the agent's edit: {seen!r}")
+    check(USER_NOTE not in seen and USER_NOTE not in j.disk("main.py"),
+          f"the user's unsaved line was not written to disk: {j.disk('main.py')!r}")
+    check(editor.buffer_text("main.py") == EDITED + USER_NOTE + "\n", f"the buffer: {editor.buffer_text('main.py')!r}")
+    saved = editor.save()
+    check(j.disk("main.py") == EDITED + USER_NOTE + "\n", f"the user's save wrote the buffer: {j.disk('main.py')!r}")
+    check(not saved["conflict"], f"saving raised a conflict: {saved['conflict']}")
+
+
+@journey(turns=[READ, [EDIT, tool("s1", "shell", command="cat main.py > copy.txt")], [{"text": "took my time"}]])
+def slow_answer(j: Journey, editor) -> None:
+    """The user answers each question after ~3 s → the turn completes and later messages are
+    still processed (eglot 1.9's parser broke here)."""
+    editor.code_action(ACTION_LINE, ACTION)
+    one_at_a_time(editor, [("agentls proposes changes", "Apply"), ("agentls wants to run", "Allow once")], think=3)
+    wait_shown(editor, "took my time")
+    check(j.path("copy.txt").exists() and j.disk("copy.txt") == EDITED, "the command ran on the edited file")
+
+
+def told_rejected(editor) -> bool:
+    return bool(re.search(r"agentls.*(no answer|not answered|unanswered|timed out|rejected)", editor.shown_messages(),
+                          re.IGNORECASE))
+
+
+@journey(env={"AGENTLS_QUESTION_TIMEOUT_MS": str(QUESTION_TIMEOUT_MS)},
+         turns=[READ, [EDIT], [{"text": "ok, not applied"}]])
+def dismiss_prompt(j: Journey, editor) -> None:
+    """Escape (Neovim) / C-g (Emacs) at the review question → the turn does not hang: the change
+    is rejected (at once, or at the question deadline) and the turn ends."""
+    editor.code_action(ACTION_LINE, ACTION)
+    wait_prompt(editor, "agentls proposes changes")
+    editor.dismiss()
+    wait_shown(editor, "ok, not applied", timeout=QUESTION_TIMEOUT_MS / 1000 + 15)
+    check(result(j, 2, "e1")["is_error"], f"the model is told nothing was applied: {result(j, 2, 'e1')}")
+    check(editor.buffer_text("main.py") == MAIN, "the buffer is unchanged")
+
+
+@journey(env={"AGENTLS_QUESTION_TIMEOUT_MS": str(QUESTION_TIMEOUT_MS)},
+         turns=[READ, [EDIT], [{"text": "nobody answered"}]])
+def unanswered_prompt(j: Journey, editor) -> None:
+    """The user never answers → at the deadline the change is rejected, the user is told, the turn ends."""
+    editor.code_action(ACTION_LINE, ACTION)
+    wait_prompt(editor, "agentls proposes changes")
+    wait_shown(editor, "nobody answered", timeout=QUESTION_TIMEOUT_MS / 1000 + 15)
+    check(result(j, 2, "e1")["is_error"], f"the model is told nothing was applied: {result(j, 2, 'e1')}")
+    check(told_rejected(editor), "the user is told the unanswered question was rejected")
+    if editor.open_prompt():
+        editor.dismiss()
+    check(editor.buffer_text("main.py") == MAIN, "the buffer is unchanged")
+
+
+@journey(options={"shell": {"permission": "allow"}},
+         turns=[[tool("s1", "shell", command="sleep 30; echo late > late.txt")], [{"text": "after the cancel"}]])
+def cancel_action(j: Journey, editor) -> None:
+    """While a turn runs, the code action "agentls: cancel the running turn" cancels it; the
+    session then takes the next prompt."""
+    editor.code_action(ACTION_LINE, ACTION)
+    j.provider.wait_requests(1)
+    editor.code_action(ACTION_LINE, "agentls: cancel the running turn")
+    editor.code_action(ACTION_LINE, ACTION)
+    wait_shown(editor, "after the cancel", timeout=15)
+    check(not j.path("late.txt").exists(), "the cancelled command did not finish")
+
+
+LONG = "".join(f"line {n:02d}: the answer goes on with enough words to make a long reply, {n * 7} units.\n"
+               for n in range(1, 41))
+
+
+@journey(turns=[[{"text": LONG}]])
+def long_answer(j: Journey, editor) -> None:
+    """A ~3,400-character answer over 40 lines: every line reaches the user with default settings
+    (the message history, or a document the server opened)."""
+    check(len(LONG) > 3000, "the answer is long")
+    editor.code_action(ACTION_LINE, ACTION)
+    j.provider.wait_requests(1)
+
+    def everything_shown() -> bool:
+        seen = editor.shown_messages() + "\n".join(editor.opened_documents().values())
+        return all(f"line {n:02d}:" in seen and f"{n * 7} units." in seen for n in range(1, 41))
+
+    wait_until("every line of the long answer shown to the user", everything_shown, 20)

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Runs the plain-LSP journeys (journeys.py) in real editors against the real agentls binary.
+
+    run.py --agentls BIN [--nvim NVIM] [--editors nvim,emacs] [--logs DIR] [-k SUBSTRING]
+
+Prints one line per journey and editor, keeps the evidence of each failure (server log, model
+requests, editor output) under --logs, and ends with `N passed, N failed`."""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+import time
+import traceback
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
+from emacs_driver import EmacsDriver  # noqa: E402
+from harness import Journey, JourneyFailed  # noqa: E402
+from journeys import JOURNEYS  # noqa: E402
+from nvim_driver import NvimDriver  # noqa: E402
+
+
+def start(editor: str, args: argparse.Namespace, journey: Journey):
+    if editor == "nvim":
+        driver = NvimDriver(args.nvim, args.agentls, journey)
+        driver.open("main.py")
+        return driver
+    return EmacsDriver(args.agentls, journey, "main.py")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--agentls", required=True)
+    parser.add_argument("--nvim", default="nvim")
+    parser.add_argument("--editors", default="nvim,emacs")
+    parser.add_argument("--logs", type=pathlib.Path, default=pathlib.Path("target/editors/plain-logs"))
+    parser.add_argument("-k", dest="only", default="")
+    args = parser.parse_args()
+    # The editors run in the journey's workspace: paths given relative to here must not move.
+    args.nvim = str(pathlib.Path(args.nvim).resolve()) if "/" in args.nvim else args.nvim
+    args.agentls = str(pathlib.Path(args.agentls).resolve())
+    args.logs = args.logs.resolve()
+
+    passed = failed = 0
+    for editor in args.editors.split(","):
+        for name, spec in JOURNEYS.items():
+            label = f"{editor}::{name}"
+            if args.only and args.only not in label:
+                continue
+            journey = Journey(f"{editor}-{name}", spec.files, spec.turns, spec.env, spec.options)
+            began = time.monotonic()
+            driver = None
+            error = None
+            try:
+                driver = start(editor, args, journey)
+                spec.run(journey, driver)
+            except JourneyFailed as failure:
+                error = str(failure)
+            except Exception:  # noqa: BLE001 - a broken driver is a failed journey, with its trace
+                error = traceback.format_exc()
+            finally:
+                if driver is not None:
+                    try:
+                        driver.stop()
+                    except Exception:  # noqa: BLE001
+                        error = error or traceback.format_exc()
+            seconds = time.monotonic() - began
+            if error is None:
+                passed += 1
+                print(f"ok     {label} ({seconds:.1f}s)", flush=True)
+            else:
+                failed += 1
+                evidence = args.logs / label.replace("::", "-")
+                journey.keep(evidence)
+                print(f"FAIL   {label} ({seconds:.1f}s): {error}\n       evidence: {evidence}", flush=True)
+            journey.close()
+    print(f"{passed} passed, {failed} failed", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
