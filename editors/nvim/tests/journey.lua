@@ -172,11 +172,14 @@ end)
 
 T.test(":AgentCancel during a long command stops it", function()
   H.stub_ui(H.choose("Allow once"))
-  H.push({ { { tool = "shell", id = "s3", input = { command = "sleep 30" } } } })
+  H.push({ { { tool = "shell", id = "s3", input = { command = "echo started-long; sleep 30" } } } })
   vim.cmd("Agent wait a while")
+  -- Running (not waiting for permission): its first output is streamed into the chat.
   T.wait(10000, function()
-    return H.chat_text():find("[running] shell", 1, true) ~= nil
-  end, "the command to start")
+    local chat = H.chat_text()
+    return chat:find("[running] shell", 1, true) ~= nil and chat:find("\nstarted%-long") ~= nil
+  end, "the command to start and print")
+  T.contains(H.chat_text(), "⋮ output of shell", "the output streams into a fold")
   local started = vim.uv.hrtime()
   vim.cmd("AgentCancel")
   local ok = vim.wait(10000, function()

@@ -119,8 +119,9 @@ function M.enable()
       end,
     })
   end
+  -- Buffers loaded before now (vim.lsp.enable re-runs FileType only after VimEnter).
   for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
-    if vim.api.nvim_buf_is_loaded(bufnr) and (not has_011 or vim.bo[bufnr].filetype == "") then
+    if vim.api.nvim_buf_is_loaded(bufnr) and not vim.lsp.get_clients({ name = M.name, bufnr = bufnr })[1] then
       M.attach(bufnr)
     end
   end

@@ -26,7 +26,23 @@ function M.setup(opts)
     group = vim.api.nvim_create_augroup("agentls.highlights", { clear = true }),
     callback = highlights.define,
   })
-  require("agentls.client").enable()
+  -- vim.lsp and the client start with the first file, not at startup.
+  local group = vim.api.nvim_create_augroup("agentls.start", { clear = true })
+  local function start()
+    pcall(vim.api.nvim_del_augroup_by_id, group)
+    vim.schedule(function()
+      require("agentls.client").enable()
+    end)
+  end
+  local has_file = false
+  for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+    has_file = has_file or (vim.api.nvim_buf_is_loaded(bufnr) and vim.api.nvim_buf_get_name(bufnr) ~= "")
+  end
+  if has_file then
+    start()
+  else
+    vim.api.nvim_create_autocmd({ "BufReadPost", "BufNewFile" }, { group = group, once = true, callback = start })
+  end
   M.did_setup = true
   return true
 end
