@@ -111,9 +111,10 @@ class EmacsDriver:
 
     def answer(self, title: str | None) -> None:
         """Types ``title`` at the open prompt and RET; ``None`` is C-g."""
-        minibuffer = self.state()["minibuffer"]
-        if not minibuffer:
+        state = self.state()
+        if not state["minibuffer"]:
             raise JourneyFailed("no prompt was open to answer")
+        opened = len(state["prompts"]) - 1
         if title is None:
             self.keys("C-g")
         else:
@@ -121,7 +122,8 @@ class EmacsDriver:
             self.keys("C-a", "C-k")
             self.type(title)
             self.keys("Enter")
-        wait_until("the prompt to close", lambda: not self.state()["minibuffer"], 10)
+        # The next question may open at once: wait for this one to close, not for the minibuffer.
+        wait_until("the prompt to close", lambda: self.state()["prompts"][opened].get("answered_ms") is not None, 10)
 
     def dismiss(self) -> None:
         self.answer(None)
@@ -178,6 +180,7 @@ class EmacsDriver:
     def stop(self) -> None:
         (self.journey.tmp / "emacs-screen.txt").write_text(self.screen())
         try:
+            self.eval(f'(agentls-probe-save-events "{self.journey.tmp / "eglot-events.txt"}")')
             self.eval("(kill-emacs 0)")
         except (JourneyFailed, subprocess.TimeoutExpired):
             pass

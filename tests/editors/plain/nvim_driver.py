@@ -126,4 +126,7 @@ class NvimDriver:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
         self.transcript.close()

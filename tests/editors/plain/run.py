@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs the plain-LSP journeys (journeys.py) in real editors against the real agentls binary.
 
-    run.py --agentls BIN [--nvim NVIM] [--editors nvim,emacs] [--logs DIR] [-k SUBSTRING]
+    run.py --agentls BIN [--nvim NVIM] [--editors nvim,emacs] [--logs DIR] [-k SUBSTRING] [--keep-all]
 
 Prints one line per journey and editor, keeps the evidence of each failure (server log, model
 requests, editor output) under --logs, and ends with `N passed, N failed`."""
@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import pathlib
 import sys
+
+sys.dont_write_bytecode = True  # nothing written into the source tree
 import time
 import traceback
 
@@ -37,6 +39,7 @@ def main() -> int:
     parser.add_argument("--editors", default="nvim,emacs")
     parser.add_argument("--logs", type=pathlib.Path, default=pathlib.Path("target/editors/plain-logs"))
     parser.add_argument("-k", dest="only", default="")
+    parser.add_argument("--keep-all", action="store_true", help="keep the evidence of passing journeys too")
     args = parser.parse_args()
     # The editors run in the journey's workspace: paths given relative to here must not move.
     args.nvim = str(pathlib.Path(args.nvim).resolve()) if "/" in args.nvim else args.nvim
@@ -70,6 +73,8 @@ def main() -> int:
             if error is None:
                 passed += 1
                 print(f"ok     {label} ({seconds:.1f}s)", flush=True)
+                if args.keep_all:
+                    journey.keep(args.logs / label.replace("::", "-"))
             else:
                 failed += 1
                 evidence = args.logs / label.replace("::", "-")

@@ -62,3 +62,11 @@
 (setq server-socket-dir (getenv "AGENTLS_PLAIN_EMACS_SOCKET_DIR"))
 (setq server-name "probe")
 (server-start)
+
+(defun agentls-probe-save-events (file)
+  "Writes eglot's events buffer (the JSON-RPC traffic as eglot saw it) to FILE."
+  (let ((events (seq-find (lambda (b) (string-match-p "\\`\\*EGLOT .* events\\*\\'" (buffer-name b))) (buffer-list))))
+    (when events
+      (with-current-buffer events
+        (write-region (point-min) (point-max) file nil 'silent))))
+  t)
