@@ -14,6 +14,7 @@ local levels = {} ---@type table<integer, string> 1-based line → foldexpr leve
 local block ---@type {kind: string, key: string?}? the block streamed text goes into
 local tools = {} ---@type table<string, {row: integer, summary: string}>
 local shown_session ---@type string?
+local queued_session ---@type string? the session of the last queued event
 
 local SIGNS = {
   running = { "…", "AgentlsToolRunning" },
@@ -34,7 +35,7 @@ local function ensure_buf()
   vim.bo[buf].filetype = "agentls"
   vim.bo[buf].syntax = "markdown"
   vim.bo[buf].modifiable = false
-  levels, tools, block, shown_session = {}, {}, nil, nil
+  levels, tools, block, shown_session, queued_session = {}, {}, nil, nil, nil
   return buf
 end
 
@@ -208,7 +209,11 @@ local function follow_windows(old_last)
   end
 end
 
+--- How many batches were applied and how long they took (the benchmark reports it).
+M.stats = { flushes = 0, total_ms = 0, max_ms = 0 }
+
 local function flush()
+  local started = vim.uv.hrtime()
   flush_pending = false
   if #queue == 0 then
     return
@@ -223,6 +228,10 @@ local function flush()
   end
   vim.bo[buf].modifiable = false
   follow_windows(old_last)
+  local ms = (vim.uv.hrtime() - started) / 1e6
+  M.stats.flushes = M.stats.flushes + 1
+  M.stats.total_ms = M.stats.total_ms + ms
+  M.stats.max_ms = math.max(M.stats.max_ms, ms)
 end
 
 local function schedule_flush()
@@ -328,7 +337,8 @@ end
 function M.on_event(event)
   local handler = on[event.kind]
   if handler then
-    if event.sessionId then
+    if event.sessionId and event.sessionId ~= queued_session then
+      queued_session = event.sessionId
       push({ op = "session", session = event.sessionId })
     end
     handler(event.data or {})

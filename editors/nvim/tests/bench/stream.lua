@@ -25,11 +25,16 @@ local ok, err = pcall(function()
   )
 
   -- Main-loop probes.
-  local max_gap, last_tick, ticks = 0, uv.hrtime(), 0
+  local max_gap, last_tick, ticks, stalls = 0, uv.hrtime(), 0, {}
+  local t0 = uv.hrtime()
   local tick = uv.new_timer()
   tick:start(2, 2, function()
     local now = uv.hrtime()
-    max_gap = math.max(max_gap, (now - last_tick) / 1e6)
+    local gap = (now - last_tick) / 1e6
+    max_gap = math.max(max_gap, gap)
+    if gap > 50 then
+      table.insert(stalls, { at_s = (last_tick - t0) / 1e9, ms = gap })
+    end
     last_tick = now
     ticks = ticks + 1
   end)
@@ -46,6 +51,7 @@ local ok, err = pcall(function()
   end)
 
   local started = uv.hrtime()
+  local usage0 = uv.getrusage()
   vim.cmd("Agent go")
   local chat = require("agentls.chat")
   local done = vim.wait((seconds + 60) * 1000, function()
@@ -54,6 +60,10 @@ local ok, err = pcall(function()
     return last:find("<<end>>", 1, true) ~= nil
   end, 5)
   local elapsed = (uv.hrtime() - started) / 1e9
+  local usage1 = uv.getrusage()
+  local function cpu(u)
+    return u.utime.sec + u.utime.usec / 1e6 + u.stime.sec + u.stime.usec / 1e6
+  end
   tick:stop()
   probe:stop()
   vim.wait(100)
@@ -84,11 +94,14 @@ local ok, err = pcall(function()
     got_bytes = #got,
     deltas = total,
     elapsed_s = elapsed,
+    cpu_s = cpu(usage1) - cpu(usage0),
     max_stall_ms = max_gap,
     timer_ticks = ticks,
+    stalls_over_50ms = stalls,
     schedule_latency_ms = { p50 = pct(0.5), p99 = pct(0.99), max = pct(1.0), samples = #latencies },
     chat_lines = #lines,
     chat_visible = require("agentls.chat").is_open(),
+    flush = require("agentls.chat").stats,
   })
 end)
 if not ok then
