@@ -92,14 +92,14 @@ function toolView(): EntryView {
   const summary = el('span', 'tool-summary');
   const duration = el('span', 'tool-duration');
   const review = el('span', 'tool-review');
-  head.append(icon, name, summary, review, duration);
+  head.append(icon, name, summary, duration);
   const details = el('details', 'tool-output');
   const detailsSummary = el('summary', undefined, 'Output');
   const note = el('div', 'tool-note');
   const pre = el('pre');
   details.append(detailsSummary, note, pre);
   details.hidden = true;
-  root.append(head, details);
+  root.append(head, review, details);
   let shownDropped = -1;
   let shownLen = 0;
   let last: ToolEntry | undefined;

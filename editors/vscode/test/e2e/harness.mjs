@@ -1,0 +1,149 @@
+// The end-to-end harness: a scripted fake provider, code-server (the real VS Code workbench and
+// extension host) with the packaged .vsix installed, the real agentls binary, and Debian's
+// chromium driven by playwright-core. Everything lives in a fresh directory per run.
+
+import { spawn, execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+
+export function env(name) {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set (scripts/test-vscode sets it)`);
+  return v;
+}
+
+export async function until(what, check, timeoutMs = 30_000, intervalMs = 100) {
+  const deadline = Date.now() + timeoutMs;
+  let last;
+  for (;;) {
+    try {
+      const v = await check();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${last.message})` : ''}`);
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
+
+async function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export class FakeProvider {
+  constructor(dir, turns) {
+    this.dir = dir;
+    writeFileSync(join(dir, 'turns.json'), JSON.stringify(turns));
+    this.requestsFile = join(dir, 'requests.jsonl');
+    this.proc = spawn('python3', [join(env('REPO'), 'tests/editors/fake_provider_cli.py'), '--script', join(dir, 'turns.json'),
+      '--requests', this.requestsFile, '--port-file', join(dir, 'port'), '--stdin-lifetime'], { stdio: ['pipe', 'inherit', 'inherit'] });
+  }
+
+  async start() {
+    const portFile = join(this.dir, 'port');
+    this.port = await until('the fake provider', () => existsSync(portFile) && readFileSync(portFile, 'utf8').trim(), 20_000);
+    return this;
+  }
+
+  get baseUrl() {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  /** Every request body the model got so far. */
+  requests() {
+    if (!existsSync(this.requestsFile)) return [];
+    return readFileSync(this.requestsFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  }
+
+  stop() {
+    this.proc.stdin.end();
+    this.proc.kill('SIGTERM');
+  }
+}
+
+/** code-server on a workspace, with the .vsix installed and the server's test environment. */
+export class CodeServer {
+  constructor(dir, { settings }) {
+    this.dir = dir;
+    this.home = join(dir, 'home');
+    this.userData = join(dir, 'user-data');
+    this.extensions = join(dir, 'extensions');
+    for (const d of [this.home, join(this.userData, 'User'), this.extensions]) mkdirSync(d, { recursive: true });
+    writeFileSync(join(this.userData, 'User', 'settings.json'), JSON.stringify(settings, null, 2));
+  }
+
+  baseEnv(provider) {
+    return {
+      PATH: process.env.PATH,
+      HOME: this.home,
+      XDG_CONFIG_HOME: join(this.home, '.config'),
+      XDG_DATA_HOME: join(this.home, '.local', 'share'),
+      ANTHROPIC_API_KEY: 'sk-ant-fake-key',
+      ANTHROPIC_BASE_URL: provider.baseUrl,
+      AGENTLS_CONFIG: join(this.dir, 'no-user-config.toml'),
+      AGENTLS_DATA_DIR: join(this.dir, 'agentls-data'),
+      AGENTLS_CLIENT_TIMEOUT_MS: '5000',
+      AGENTLS_LOG: 'agentls=info',
+    };
+  }
+
+  args() {
+    return ['--auth', 'none', '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust',
+      '--disable-getting-started-override', '--extensions-dir', this.extensions, '--user-data-dir', this.userData];
+  }
+
+  install(vsix, provider) {
+    execFileSync(env('CODE_SERVER'), [...this.args(), '--install-extension', vsix], { env: this.baseEnv(provider), stdio: ['ignore', 'pipe', 'inherit'] });
+  }
+
+  async start(workspace, provider) {
+    this.port = await freePort();
+    this.log = join(this.dir, 'code-server.log');
+    writeFileSync(this.log, '');
+    const out = (data) => writeFileSync(this.log, data, { flag: 'a' });
+    this.proc = spawn(env('CODE_SERVER'), [...this.args(), '--bind-addr', `127.0.0.1:${this.port}`, workspace], {
+      env: this.baseEnv(provider),
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    this.proc.stdout.on('data', out);
+    this.proc.stderr.on('data', out);
+    await until('code-server to listen', async () => (await fetch(`http://127.0.0.1:${this.port}/healthz`)).ok, 60_000, 250);
+    return `http://127.0.0.1:${this.port}/?folder=${encodeURIComponent(workspace)}`;
+  }
+
+  stop() {
+    if (this.proc?.pid) {
+      try {
+        process.kill(-this.proc.pid, 'SIGTERM');
+      } catch {
+        // already gone
+      }
+    }
+  }
+}
+
+export async function launchBrowser() {
+  const require = createRequire(env('PLAYWRIGHT_CORE'));
+  const { chromium } = require('playwright-core');
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-dev-shm-usage'],
+  });
+}
+
+export function freshDir(path) {
+  rmSync(path, { recursive: true, force: true });
+  mkdirSync(path, { recursive: true });
+  return path;
+}

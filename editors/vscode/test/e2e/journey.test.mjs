@@ -1,0 +1,218 @@
+// The user's journey in a real VS Code (code-server + chromium), with the packaged .vsix, the
+// real agentls binary and a scripted fake model:
+// type into a file without saving → Ask → the answer streams into the chat view → the review
+// opens in the diff editor → accept one hunk, reject the other with a reason → the buffer holds
+// exactly the accepted change and the unsaved text, and the model's next request carries the
+// rejection and the reason → a shell command asks permission, "Allow once" runs it → Stop
+// during a long command cancels it. Screenshots go to $ARTEFACTS.
+
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { CodeServer, env, FakeProvider, freshDir, launchBrowser, until } from './harness.mjs';
+
+const artefacts = env('ARTEFACTS');
+const run = freshDir(join(artefacts, 'run'));
+const ws = join(run, 'workspace');
+mkdirSync(ws);
+const disk = 'one\ntwo\nthree\nfour\nfive\nsix\nseven\n';
+writeFileSync(join(ws, 'notes.txt'), disk);
+const typed = 'unsaved line';
+const buffer = `${disk}${typed}\n`;
+const proposal = 'one\nTWO\nthree\nfour\nfive\nsix\nSEVEN\nunsaved line\n';
+const expected = 'one\nTWO\nthree\nfour\nfive\nsix\nseven\nunsaved line\n';
+const reason = 'keep seven lowercase';
+
+const turns = [
+  [{ text: 'Reading **notes.txt** first.' }, { tool: 'read_file', id: 'toolu_r1', input: { file_path: 'notes.txt' } }],
+  [{ text: 'I will capitalise `two` and `seven`.' }, { tool: 'write_file', id: 'toolu_w1', input: { file_path: 'notes.txt', content: proposal } }],
+  [{ text: 'Now a quick check.' }, { tool: 'shell', id: 'toolu_s1', input: { command: 'echo permission-granted-run' } }],
+  [{ text: 'All done: `two` is now **TWO**, and `seven` stays lowercase as you asked.\n\n```python\nprint("checked")\n```\n' }],
+  [{ text: 'Running the long check.' }, { tool: 'shell', id: 'toolu_s2', input: { command: 'sleep 120' } }],
+  [{ text: 'Stopped.' }],
+];
+
+let provider;
+let codeServer;
+let browser;
+let page;
+
+const shot = (name) => page.screenshot({ path: join(artefacts, `${name}.png`) });
+
+/** The chat view's frame (webviews are nested iframes). */
+async function chatFrame() {
+  return until('the chat view', async () => {
+    for (const f of page.frames()) {
+      if (await f.$('#transcript').catch(() => null)) return f;
+    }
+    return undefined;
+  }, 60_000, 250);
+}
+
+async function chatText() {
+  const f = await chatFrame();
+  return f.$eval('#transcript', (e) => e.innerText);
+}
+
+async function palette(command) {
+  await page.keyboard.press('F1');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible' });
+  await input.fill(`>${command}`);
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: command }).first().waitFor({ state: 'visible' });
+  await page.keyboard.press('Enter');
+}
+
+async function openFile(name) {
+  await page.keyboard.press('Control+P');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible' });
+  await input.fill(name);
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: name }).first().waitFor({ state: 'visible' });
+  await page.keyboard.press('Enter');
+  await until(`${name} open`, () => page.locator('.tab.active', { hasText: name }).isVisible());
+  const editor = page.locator('.editor-group-container .monaco-editor').first();
+  await editor.waitFor({ state: 'visible' });
+  return editor;
+}
+
+async function inputBox(text) {
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible' });
+  await input.fill(text);
+  await page.keyboard.press('Enter');
+}
+
+before(async () => {
+  provider = await new FakeProvider(run, turns).start();
+  codeServer = new CodeServer(run, {
+    settings: {
+      'agentls.server.path': env('AGENTLS_BIN'),
+      'agentls.model': 'claude-test',
+      'agentls.shell.allow': ['sleep'],
+      'workbench.startupEditor': 'none',
+      'workbench.tips.enabled': false,
+      'workbench.welcomePage.walkthroughs.openOnInstall': false,
+      'security.workspace.trust.enabled': false,
+      'extensions.ignoreRecommendations': true,
+      'telemetry.telemetryLevel': 'off',
+      'files.autoSave': 'off',
+      'editor.codeLens': true,
+      'diffEditor.hideUnchangedRegions.enabled': false,
+      'chat.commandCenter.enabled': false,
+      'window.commandCenter': false,
+      'update.mode': 'none',
+      'git.enabled': false,
+      'git.openRepositoryInParentFolders': 'never',
+    },
+  });
+  codeServer.install(env('VSIX'), provider);
+  const url = await codeServer.start(ws, provider);
+  browser = await launchBrowser();
+  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  await page.goto(url);
+  await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 60_000 });
+});
+
+after(async () => {
+  if (page) await page.screenshot({ path: join(artefacts, 'final.png') }).catch(() => undefined);
+  await browser?.close().catch(() => undefined);
+  codeServer?.stop();
+  provider?.stop();
+});
+
+test('the extension activates and the chat view opens', async () => {
+  await until('the agentls status bar item', () => page.locator('.statusbar-item', { hasText: 'agentls' }).first().isVisible(), 60_000);
+  await palette('agentls: Open Chat');
+  const f = await chatFrame();
+  await f.locator('#prompt').waitFor({ state: 'visible' });
+});
+
+test('typing into a file without saving', async () => {
+  const editor = await openFile('notes.txt');
+  await editor.locator('.view-lines').click();
+  await page.keyboard.press('Control+End');
+  await page.keyboard.type(`${typed}\n`);
+  await until('the tab marked dirty', () => page.locator('.tab.active.dirty', { hasText: 'notes.txt' }).isVisible());
+  assert.equal(readFileSync(join(ws, 'notes.txt'), 'utf8'), disk, 'the typed text is not saved');
+});
+
+test('Ask: the answer streams into the chat view and the model read the unsaved text', async () => {
+  await palette('agentls: Ask');
+  await inputBox('Capitalise two and seven in notes.txt, then check it.');
+  await until('the streamed answer in the chat', async () => (await chatText()).includes('Reading notes.txt first.'), 30_000);
+  await until('the read_file result in the next request', () => provider.requests().length >= 2, 30_000);
+  const second = JSON.stringify(provider.requests()[1]);
+  assert.ok(second.includes(typed), `the model's second request holds the unsaved text: ${second.slice(0, 400)}`);
+});
+
+test('the review opens in the diff editor with Accept/Reject above each hunk', async () => {
+  await until('the diff editor', () => page.locator('.monaco-diff-editor').first().isVisible(), 30_000);
+  const lenses = page.locator('.monaco-diff-editor .codelens-decoration a');
+  await until('two Accept lenses', async () => (await lenses.filter({ hasText: /^Accept$/ }).count()) === 2, 30_000);
+  await until('the Pending changes tree', () => page.locator('.pane-header', { hasText: 'Pending changes' }).isVisible(), 10_000);
+  await until('the status bar count', () => page.locator('.statusbar-item', { hasText: '1 change to review' }).isVisible(), 10_000);
+  await shot('diff-review');
+});
+
+test('accept the first hunk, reject the second with a reason', async () => {
+  const accept = page.locator('.monaco-diff-editor .codelens-decoration a', { hasText: /^Accept$/ });
+  await accept.first().click();
+  await until('hunk 1 marked accepted', () => page.locator('.monaco-diff-editor .codelens-decoration', { hasText: 'Accepted (hunk 1 of 2)' }).isVisible(), 10_000);
+  const reject = page.locator('.monaco-diff-editor .codelens-decoration a', { hasText: /^Reject$/ });
+  await reject.first().click();
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible' });
+  await shot('reject-reason');
+  await input.fill(reason);
+  await page.keyboard.press('Enter');
+});
+
+test('a shell command asks permission; Allow once runs it', async () => {
+  const dialog = page.locator('.monaco-dialog-box');
+  await dialog.waitFor({ state: 'visible', timeout: 30_000 });
+  const text = await dialog.innerText();
+  assert.ok(text.includes('echo permission-granted-run'), text);
+  assert.ok(text.includes(ws), `the dialog names the folder: ${text}`);
+  assert.ok(text.includes('Always allow "echo permission-granted-run"'), text);
+  await shot('permission-prompt');
+  await dialog.locator('a.monaco-button, button', { hasText: 'Allow once' }).first().click();
+  await until('the final answer', async () => (await chatText()).includes('seven stays lowercase as you asked'), 30_000);
+  const chat = await chatText();
+  assert.ok(chat.includes('permission-granted-run'), 'the shell card shows the command');
+});
+
+test('the buffer holds exactly the accepted change and the unsaved text', async () => {
+  // saveDocuments (before the shell command) saved exactly the file the agent changed.
+  assert.equal(readFileSync(join(ws, 'notes.txt'), 'utf8'), expected);
+  const editor = await openFile('notes.txt');
+  const lines = await until('the editor lines', async () => {
+    const t = await editor.locator('.view-lines').innerText();
+    return t.includes('TWO') ? t : undefined;
+  });
+  assert.equal(lines.replace(/\u00a0/g, ' ').trim(), expected.trim());
+});
+
+test("the model's next request carries the rejection and the reason", async () => {
+  const third = JSON.stringify(provider.requests()[2]);
+  assert.ok(third.includes('rejected hunks [1]'), third.slice(-800));
+  assert.ok(third.includes(reason), third.slice(-800));
+  const f = await chatFrame();
+  const review = await f.locator('.entry.tool', { hasText: 'write_file' }).locator('.tool-review').innerText();
+  assert.match(review, /partly accepted/);
+  await shot('chat-view');
+});
+
+test('Stop during a long command cancels it', async () => {
+  const f = await chatFrame();
+  await f.locator('#prompt').click();
+  await f.locator('#prompt').fill('Run the long check.');
+  await f.locator('#prompt').press('Enter');
+  const card = f.locator('.entry.tool', { hasText: 'sleep 120' });
+  await until('the running sleep', async () => (await card.getAttribute('data-status')) === 'running', 30_000);
+  await f.locator('#stop').click();
+  await until('the card cancelled', async () => ['cancelled', 'error'].includes(await card.getAttribute('data-status')), 15_000);
+  await until('the turn ended as cancelled', async () => (await f.locator('.entry.turn-end').last().innerText()).startsWith('cancelled'), 15_000);
+  await shot('chat-stopped');
+});
