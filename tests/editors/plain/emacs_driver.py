@@ -17,6 +17,8 @@ EMACS_DIR = HERE / "emacs"
 
 class EmacsDriver:
     name = "emacs"
+    # C-g at a question sends no answer at all: only the server's deadline ends it.
+    dismissal_answers = False
 
     def __init__(self, agentls: str, journey: Journey, first_file: str) -> None:
         self.journey = journey

@@ -161,6 +161,9 @@ class Journey:
         for item in [*self.tmp.iterdir(), self.log_file]:
             if item.is_file():
                 shutil.copy(item, into / item.name)
+        sessions = self.tmp / "data" / "sessions"
+        if sessions.is_dir():
+            shutil.copytree(sessions, into / "sessions", dirs_exist_ok=True)
 
     def close(self) -> None:
         self.provider.stop()

@@ -230,28 +230,34 @@ def told_rejected(editor) -> bool:
 @journey(env={"AGENTLS_QUESTION_TIMEOUT_MS": str(QUESTION_TIMEOUT_MS)},
          turns=[READ, [EDIT], [{"text": "ok, not applied"}]])
 def dismiss_prompt(j: Journey, editor) -> None:
-    """Escape (Neovim) / C-g (Emacs) at the review question → the turn does not hang: the change
-    is rejected (at once, or at the question deadline) and the turn ends."""
+    """Escape (Neovim: answers null) / C-g (eglot: answers nothing) at the review question → the
+    turn does not hang: the change is rejected (at once, or at the question deadline, and then
+    the user is told) and the turn ends."""
     editor.code_action(ACTION_LINE, ACTION)
     wait_prompt(editor, "agentls proposes changes")
     editor.dismiss()
     wait_shown(editor, "ok, not applied", timeout=QUESTION_TIMEOUT_MS / 1000 + 15)
     check(result(j, 2, "e1")["is_error"], f"the model is told nothing was applied: {result(j, 2, 'e1')}")
+    if not editor.dismissal_answers:
+        check(told_rejected(editor), "the user is told the unanswered question was rejected")
     check(editor.buffer_text("main.py") == MAIN, "the buffer is unchanged")
 
 
 @journey(env={"AGENTLS_QUESTION_TIMEOUT_MS": str(QUESTION_TIMEOUT_MS)},
-         turns=[READ, [EDIT], [{"text": "nobody answered"}]])
+         turns=[READ, [EDIT], [{"text": "nobody answered"}], [{"text": "still alive"}]])
 def unanswered_prompt(j: Journey, editor) -> None:
-    """The user never answers → at the deadline the change is rejected, the user is told, the turn ends."""
+    """The user walks away from the question → at the deadline the change is rejected, the user is
+    told, the turn ends; answering Apply afterwards changes nothing, and the next prompt works."""
     editor.code_action(ACTION_LINE, ACTION)
     wait_prompt(editor, "agentls proposes changes")
     wait_shown(editor, "nobody answered", timeout=QUESTION_TIMEOUT_MS / 1000 + 15)
     check(result(j, 2, "e1")["is_error"], f"the model is told nothing was applied: {result(j, 2, 'e1')}")
     check(told_rejected(editor), "the user is told the unanswered question was rejected")
     if editor.open_prompt():
-        editor.dismiss()
-    check(editor.buffer_text("main.py") == MAIN, "the buffer is unchanged")
+        editor.answer("Apply")  # the question is still on screen: the user comes back and answers it
+    editor.code_action(ACTION_LINE, ACTION)
+    wait_shown(editor, "still alive")
+    check(editor.buffer_text("main.py") == MAIN, "a late Apply applied nothing")
 
 
 @journey(options={"shell": {"permission": "allow"}},

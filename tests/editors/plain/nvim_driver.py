@@ -15,6 +15,8 @@ NVIM_DIR = HERE / "nvim"
 
 class NvimDriver:
     name = "nvim"
+    # Escape at a question answers it (null): the server rejects at once.
+    dismissal_answers = True
 
     def __init__(self, nvim: str, agentls: str, journey: Journey) -> None:
         self.nvim = nvim
