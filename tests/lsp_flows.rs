@@ -150,7 +150,8 @@ async fn plain_client_with_change_annotations_reviews_in_its_own_preview() {
     let lib = fx.write("src/lib.rs", LIB);
     fx.client.open(&lib, LIB, 3);
     fx.mock.push(patch_call("p1", BUMP)).push(Turn::new().text("Proposed."));
-    fx.mock.push(patch_call("p2", BUMP)).push(Turn::new().text("Declined."));
+    let bump_again = BUMP.replace("-    1\n+    2", "-    2\n+    3");
+    fx.mock.push(patch_call("p2", &bump_again)).push(Turn::new().text("Declined."));
     let id = fx.session(json!({"profile": "openai"})).await;
     fx.prompt(&id, "bump").await;
 
@@ -169,14 +170,15 @@ async fn plain_client_with_change_annotations_reviews_in_its_own_preview() {
         "no plugin notification for a plain client"
     );
     fx.client.respond(&apply, json!({"applied": true}));
-    fx.client.next_event(&id, "processing_end").await;
+    fx.client.next_turn_end(&id).await;
     assert!(fx.request(1).contains("Success"), "{}", fx.request(1));
+    fx.client.change(&lib, 4, [1, 4, 1, 5], "2");
 
     // The user declines in the client's preview: the model hears it, nothing is written.
     fx.prompt(&id, "again").await;
     let apply = fx.client.next_request("workspace/applyEdit").await;
     fx.client.respond(&apply, json!({"applied": false, "failureReason": "the user declined the change"}));
-    fx.client.next_event(&id, "processing_end").await;
+    fx.client.next_turn_end(&id).await;
     let told = fx.request(3);
     assert!(told.contains("the user declined the change") && told.contains("not applied"), "{told}");
     assert_eq!(fx.read("src/lib.rs").as_deref(), Some(LIB));
@@ -213,7 +215,7 @@ async fn plain_client_review_by_question_shows_the_diff_then_asks_again() {
     let again = fx.client.next_request("window/showMessageRequest").await;
     assert_eq!(again.params["actions"], question.params["actions"], "the same question again");
     fx.client.respond(&again, json!({"title": "Reject"}));
-    fx.client.next_event(&id, "processing_end").await;
+    fx.client.next_turn_end(&id).await;
     let told = fx.request(1);
     assert!(told.contains("rejected"), "{told}");
     assert!(fx.client.requests("workspace/applyEdit").is_empty(), "a rejected change is never sent");
@@ -288,7 +290,7 @@ async fn without_resource_operations_files_the_editor_does_not_hold_change_on_di
     let id = fx.session(json!({"profile": "openai"})).await;
     fx.client.command("agentls.configure", json!({"sessionId": id, "approval": "auto"})).await.expect("auto");
     fx.prompt(&id, "reshape").await;
-    fx.client.next_event(&id, "processing_end").await;
+    fx.client.next_turn_end(&id).await;
     assert_eq!(fx.read("src/new.rs").as_deref(), Some("pub fn new() {}\n"));
     assert!(fx.read("src/old.rs").is_none() && fx.read("src/lib.rs").is_none());
     assert_eq!(fx.read("src/moved.rs").as_deref(), Some("pub fn f() -> u32 {\n    2\n}\n"));
@@ -296,7 +298,7 @@ async fn without_resource_operations_files_the_editor_does_not_hold_change_on_di
 
     // A file the editor holds is not deleted behind its back.
     fx.prompt(&id, "delete the open one").await;
-    fx.client.next_event(&id, "processing_end").await;
+    fx.client.next_turn_end(&id).await;
     let told = fx.request(3);
     assert!(told.contains("open in the editor"), "{told}");
     assert_eq!(fx.read("src/open.rs").as_deref(), Some("open\n"));
@@ -338,7 +340,7 @@ async fn before_a_shell_command_a_plugin_client_is_asked_to_save_the_changed_fil
 }
 
 #[tokio::test]
-async fn before_a_shell_command_the_server_writes_exactly_the_changed_files_for_a_plain_client() {
+async fn before_a_shell_command_the_server_writes_the_agents_changes_for_a_plain_client() {
     let caps = json!({"window": {"workDoneProgress": true}, "workspace": {"applyEdit": true, "workspaceEdit": {"documentChanges": true}}});
     let fx = Fixture::with_options(caps, json!({"model": "m", "shell": {"permission": "allow"}})).await;
     let lib = fx.write("src/lib.rs", LIB);
@@ -362,16 +364,20 @@ async fn before_a_shell_command_the_server_writes_exactly_the_changed_files_for_
         json!({"textDocument": {"uri": file_uri(&lib), "version": 3}, "contentChanges": [{"text": edited}]}),
     );
     fx.client.respond(&apply, json!({"applied": true}));
-    let end = fx
-        .client
-        .next_notification_where("agentls/event", |e| {
-            e["kind"] == "tool_call_end" && e["data"]["call_id"] == "s1"
-        })
-        .await;
-    assert!(end["data"]["output"].as_str().unwrap_or_default().contains("// user line"), "{end}");
-    assert_eq!(fx.read("src/lib.rs").as_deref(), Some(edited), "the editor's text was written");
+    fx.client.next_turn_end(&id).await;
+    let ran = fx.request(2);
+    assert!(
+        ran.contains("    2") && !ran.contains("// user line"),
+        "the command saw the agent's edit only: {ran}"
+    );
+    assert_eq!(
+        fx.read("src/lib.rs").as_deref(),
+        Some("pub fn f() -> u32 {\n    2\n}\n"),
+        "the agent's change was written, the user's unsaved line was not"
+    );
     assert_eq!(fx.read("src/other.rs").as_deref(), Some("other\n"), "untouched buffers are never written");
     assert!(fx.client.requests("agentls/saveDocuments").is_empty(), "a plain client gets no plugin request");
+    assert!(fx.client.notifications("agentls/event").is_empty(), "a plain client gets no agentls/event");
 }
 
 #[tokio::test]
@@ -597,13 +603,143 @@ async fn a_client_without_apply_edit_gets_changes_on_disk_and_its_open_files_are
     let id = fx.session(json!({"profile": "openai"})).await;
     fx.client.command("agentls.configure", json!({"sessionId": id, "approval": "auto"})).await.expect("auto");
     fx.prompt(&id, "bump").await;
-    fx.client.next_event(&id, "processing_end").await;
+    fx.client.next_turn_end(&id).await;
     assert_eq!(fx.read("src/lib.rs").as_deref(), Some("pub fn f() -> u32 {\n    2\n}\n"));
     assert!(fx.client.requests("workspace/applyEdit").is_empty(), "the client takes no workspace edits");
 
     fx.prompt(&id, "rename g").await;
-    fx.client.next_event(&id, "processing_end").await;
+    fx.client.next_turn_end(&id).await;
     let told = fx.request(3);
     assert!(told.contains("does not accept edits from the server"), "{told}");
     assert_eq!(fx.read("src/open.rs").as_deref(), Some("pub fn g() {}\n"));
+}
+
+const RENAME_FN: &str = "*** Begin Patch\n*** Update File: src/lib.rs\n@@\n-pub fn f() -> u32 {\n+pub fn g() -> u32 {\n*** End Patch";
+
+#[tokio::test]
+async fn edits_right_after_an_applied_edit_are_computed_on_the_text_the_editor_holds() {
+    // An editor that reports its applied edits late (Neovim debounces, eglot waits for idle):
+    // here the first report never comes before the second edit.
+    let caps = json!({"window": {"workDoneProgress": true}, "workspace": {"applyEdit": true, "workspaceEdit": {"documentChanges": true}}});
+    let fx = Fixture::new(caps).await;
+    let lib = fx.write("src/lib.rs", LIB);
+    fx.client.open(&lib, LIB, 1);
+    fx.client.manual("workspace/applyEdit");
+    fx.mock.push(
+        patch_call("p1", BUMP).tool_call("p2", "apply_patch", json!({"patch": RENAME_FN})).tool_call(
+            "r3",
+            "read_file",
+            json!({"file_path": "src/lib.rs"}),
+        ),
+    );
+    fx.mock.push(Turn::new().text("Both done."));
+    let id = fx.session(json!({"profile": "openai"})).await;
+    fx.client.command("agentls.configure", json!({"sessionId": id, "approval": "auto"})).await.expect("auto");
+    fx.prompt(&id, "bump and rename").await;
+
+    let first = fx.client.next_request("workspace/applyEdit").await;
+    let first_edit = &first.params["edit"]["documentChanges"][0];
+    assert_eq!(first_edit["textDocument"]["version"], 1);
+    assert_eq!(first_edit["edits"][0]["newText"], "    2\n");
+    fx.client.respond(&first, json!({"applied": true}));
+
+    let second = fx.client.next_request("workspace/applyEdit").await;
+    let second_edit = &second.params["edit"]["documentChanges"][0];
+    assert_eq!(
+        second_edit["textDocument"]["version"],
+        Value::Null,
+        "the editor's version after the unreported edit is unknown: sent unversioned"
+    );
+    assert_eq!(
+        second_edit["edits"],
+        json!([{"range": {"start": {"line": 0, "character": 0}, "end": {"line": 1, "character": 0}}, "newText": "pub fn g() -> u32 {\n"}]),
+        "computed on the text after the first edit"
+    );
+    fx.client.respond(&second, json!({"applied": true}));
+    // The editor reports both edits at last.
+    let both = "pub fn g() -> u32 {\n    2\n}\n";
+    fx.client.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": file_uri(&lib), "version": 5}, "contentChanges": [{"text": both}]}),
+    );
+    fx.client.next_turn_end(&id).await;
+    let read = fx.request(1);
+    assert!(
+        read.contains("pub fn g() -> u32 {") && read.contains("    2"),
+        "read_file after the edits sees both, before the editor reported them: {read}"
+    );
+    assert_eq!(fx.read("src/lib.rs").as_deref(), Some(LIB), "nothing was written behind the editor");
+}
+
+#[tokio::test]
+async fn a_plain_client_can_cancel_a_turn_waiting_on_an_unanswered_question() {
+    let caps = json!({"window": {"workDoneProgress": true}, "workspace": {"applyEdit": true}});
+    let fx = Fixture::new(caps).await;
+    fx.client.manual("window/showMessageRequest");
+    let lib = fx.write("src/lib.rs", LIB);
+    fx.client.open(&lib, LIB, 1);
+    fx.mock.push(Turn::new().tool_call("s1", "shell", json!({"command": "echo hi"})));
+    fx.mock.push(Turn::new().text("Stopped."));
+    let id = fx.session(json!({"profile": "openai"})).await;
+    let code_actions = json!({"textDocument": {"uri": file_uri(&lib)},
+        "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+        "context": {"diagnostics": []}});
+    let idle =
+        fx.client.request("textDocument/codeAction", code_actions.clone()).await.expect("code actions");
+    assert!(!idle.to_string().contains("cancel the running turn"), "nothing to cancel: {idle}");
+    fx.prompt(&id, "say hi").await;
+    // The user dismissed the question without an answer (C-g): it stays open in the editor.
+    let question = fx.client.next_request("window/showMessageRequest").await;
+    assert!(question.params["message"].as_str().unwrap_or_default().contains("echo hi"));
+    let running = fx.client.request("textDocument/codeAction", code_actions).await.expect("code actions");
+    let cancel = running
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["title"] == "agentls: cancel the running turn")
+        .cloned()
+        .unwrap_or_else(|| panic!("a cancel action while the turn runs: {running}"));
+    assert_eq!(cancel["command"]["command"], "agentls.cancel");
+    let args = cancel["command"]["arguments"][0].clone();
+    fx.client.command("agentls.cancel", args).await.expect("cancel");
+    let end = fx.client.next_turn_end(&id).await;
+    assert_eq!(end["value"]["message"], "cancelled", "{end}");
+}
+
+#[tokio::test]
+async fn a_plain_client_sees_the_whole_answer() {
+    let caps = json!({"window": {"workDoneProgress": true, "showDocument": {"support": true}}, "workspace": {"applyEdit": true}});
+    let fx = Fixture::new(caps).await;
+    fx.client.manual("window/showDocument");
+    let short = "First line of a short answer.\nSecond line.";
+    let long: String = (1..=40).map(|i| format!("Line {i} of a long answer about the code.\n")).collect();
+    fx.mock.push(Turn::new().text(short));
+    fx.mock.push(Turn::new().text(&long));
+    let id = fx.session(json!({"profile": "openai"})).await;
+    fx.prompt(&id, "short please").await;
+    fx.client.next_turn_end(&id).await;
+    let shown = fx.client.next_notification("window/showMessage").await;
+    assert_eq!(shown["message"], format!("agentls: {short}"), "every line of a short answer");
+
+    fx.prompt(&id, "long please").await;
+    let show = fx.client.next_request("window/showDocument").await;
+    let uri = show.params["uri"].as_str().expect("uri");
+    let path = url::Url::parse(uri).expect("uri").to_file_path().expect("file uri");
+    assert_eq!(
+        std::fs::read_to_string(&path).expect("the answer file"),
+        long,
+        "the whole answer, as a document"
+    );
+    fx.client.respond(&show, json!({"success": true}));
+    let told = fx.client.next_notification("window/showMessage").await;
+    let told = told["message"].as_str().unwrap_or_default();
+    assert!(
+        told.starts_with("agentls: Line 1 of a long answer") && told.contains(&path.display().to_string()),
+        "{told}"
+    );
+    let logged = fx.client.notifications("window/logMessage");
+    assert!(
+        logged.iter().any(|m| m["message"] == format!("agentls: {}", long.trim())),
+        "the full text is logged too"
+    );
 }

@@ -48,6 +48,7 @@ async fn initialize_negotiates_encoding_and_announces_commands() {
             "agentls.closeSession",
             "agentls.listSessions",
             "agentls.resumeSession",
+            "agentls.history",
             "agentls.configure",
             "agentls.resolveReview",
             "agentls.resolvePermission",

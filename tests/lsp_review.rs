@@ -65,6 +65,14 @@ async fn fixture(capabilities: Value) -> Fixture {
 }
 
 async fn fixture_with_deadline(capabilities: Value, request_deadline: std::time::Duration) -> Fixture {
+    fixture_with_deadlines(capabilities, request_deadline, std::time::Duration::from_secs(600)).await
+}
+
+async fn fixture_with_deadlines(
+    capabilities: Value,
+    request_deadline: std::time::Duration,
+    question_deadline: std::time::Duration,
+) -> Fixture {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path().join("ws");
     std::fs::create_dir_all(&root).expect("mkdir");
@@ -76,6 +84,7 @@ async fn fixture_with_deadline(capabilities: Value, request_deadline: std::time:
     let mut options = agentls::lsp::ServerOptions::from_env(agentls::config::Env::from_pairs(env));
     options.data_dir = None;
     options.deadlines.request = request_deadline;
+    options.deadlines.human = question_deadline;
     options.extra_tools = vec![Arc::new(ProposeText)];
     let client = LspClient::in_process(options);
     client.initialize(&root, capabilities, json!({"model": "m"})).await;
@@ -231,7 +240,7 @@ async fn plain_client_without_document_changes_gets_changes_after_apply() {
         json!([{"range": {"start": {"line": 6, "character": 0}, "end": {"line": 7, "character": 0}}, "newText": "SEVEN\n"}])
     );
     fx.client.respond(&apply, json!({"applied": true}));
-    fx.client.next_event(&id, "processing_end").await;
+    fx.client.next_turn_end(&id).await;
     assert!(tool_result_text(&fx).contains("Applied."));
 }
 
@@ -260,5 +269,33 @@ async fn a_client_that_never_answers_apply_edit_gets_an_error_result_and_the_ser
     fx.client.next_event(&id, "processing_end").await;
     let told = tool_result_text(&fx);
     assert!(told.contains("did not answer"), "{told}");
+    assert_eq!(std::fs::read_to_string(fx.root.join("a.txt")).unwrap(), DISK);
+}
+
+#[tokio::test]
+async fn a_review_nobody_answers_is_rejected_at_the_question_deadline_and_the_user_is_told() {
+    let deadline = std::time::Duration::from_millis(300);
+    let fx =
+        fixture_with_deadlines(plugin_capabilities(), std::time::Duration::from_secs(30), deadline).await;
+    let id = start_turn(&fx, "ONE\ntwo\nthree\nfour\nfive\nsix\nseven\n").await;
+    let review = fx.client.next_notification("agentls/review").await;
+    let told = fx.client.next_notification("window/showMessage").await;
+    assert_eq!(told["type"], 2, "a warning: {told}");
+    assert_eq!(
+        told["message"],
+        "agentls: the proposed change to a.txt got no answer within 300 ms; it was rejected and the agent was told"
+    );
+    fx.client.next_event(&id, "processing_end").await;
+    assert!(
+        tool_result_text(&fx).contains("did not answer the review within 300 ms"),
+        "{}",
+        tool_result_text(&fx)
+    );
+    let late = fx
+        .client
+        .command("agentls.resolveReview", json!({"reviewId": review["reviewId"], "decision": "accept"}))
+        .await
+        .unwrap_err();
+    assert_eq!(late["data"], "reviewId", "the review is closed");
     assert_eq!(std::fs::read_to_string(fx.root.join("a.txt")).unwrap(), DISK);
 }

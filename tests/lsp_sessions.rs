@@ -257,8 +257,9 @@ async fn plain_client_gets_the_answer_as_a_message_and_permission_as_a_question(
         })
         .await;
     assert_eq!(shown["type"], 3);
-    let end = client.next_event(&id, "tool_call_end").await;
-    assert!(end["data"]["output"].as_str().unwrap().contains("plain"));
+    client.next_turn_end(&id).await;
+    assert!(request_text(&fx.mock, 1).contains("plain"), "the command ran");
+    assert!(client.notifications("agentls/event").is_empty(), "a plain client gets no agentls/event");
 }
 
 #[tokio::test]
@@ -352,7 +353,7 @@ async fn code_actions_offer_fix_explain_and_comment_instructions() {
         .await
         .expect("run the action");
     let id = queued["sessionId"].as_str().unwrap().to_string();
-    client.next_event(&id, "processing_end").await;
+    client.next_turn_end(&id).await;
     let body = request_text(&fx.mock, 0);
     assert!(body.contains("add a doc comment") && body.contains("src/lib.rs"), "{body}");
 }

@@ -266,22 +266,28 @@ async fn truncation(profile: ProfileKind) {
 
 async fn parallel_calls(profile: ProfileKind) {
     let mut h = Harness::start(Setup::new(profile)).await;
-    // The first call can only finish once the second has run: they must run concurrently.
+    // Commands of one step run one after the other, in call order: the second sees the first's
+    // file although the first takes longer.
     h.mock.push(
         Reply::new()
             .tool_call(
                 "p1",
                 "shell",
-                json!({"command": "while [ ! -e go ]; do sleep 0.01; done; echo first-done", "timeout_ms": 20000}),
+                json!({"command": "sleep 0.2; echo first-done > order.txt; echo first-done"}),
             )
-            .tool_call("p2", "shell", json!({"command": "touch go; echo second-done"})),
+            .tool_call("p2", "shell", json!({"command": "cat order.txt; echo second-done"})),
     );
     h.mock.push(Reply::new().text("Both ran."));
     assert_eq!(reason(&h.run("Run both").await), "completed");
     let results = sent_results(profile, &h.body(1));
     let ids: Vec<&str> = results.iter().map(|r| r.call_id.as_str()).collect();
     assert_eq!(ids, ["p1", "p2"], "results in call order");
-    assert!(results[0].content.contains("first-done") && results[1].content.contains("second-done"));
+    assert!(results[0].content.contains("first-done"));
+    assert!(
+        results[1].content.contains("first-done") && results[1].content.contains("second-done"),
+        "the second command ran after the first: {}",
+        results[1].content
+    );
 }
 
 async fn one_call_per_step(profile: ProfileKind) {

@@ -22,7 +22,7 @@
 //! | 9.3 | unknown tool → error result | unknown_tool_returns_an_error_result_to_the_model, parity_matrix::error_recovery::* |
 //! | 9.3 | arguments validated against the schema | invalid_arguments_return_an_error_result, tools_registry::invalid_arguments_name_the_field_and_what_is_expected |
 //! | 9.3 | executor errors → is_error | tool_errors_become_error_results_and_the_model_recovers |
-//! | 9.3 | parallel execution | parallel_tool_calls_run_concurrently_with_results_in_call_order, parity_matrix::parallel_calls::* |
+//! | 9.3 | parallel execution (read-only calls together, changing calls alone and in order) | parallel_tool_calls_run_concurrently_with_results_in_call_order, tools_registry::parallel_batch_runs_a_changing_call_alone_after_every_earlier_call, parity_matrix::parallel_calls::* |
 //! | 9.4 | LocalExecutionEnvironment operations | exec_local::* |
 //! | 9.4 | default timeout 10 s (anthropic: 120 s) | exec_local::the_default_command_timeout_is_ten_seconds, session_prompts::shell_default_timeout_per_profile_and_from_the_configuration |
 //! | 9.4 | per-call timeout_ms | exec_local::per_call_timeout_overrides_the_default_up_to_the_maximum, parity_matrix::shell_timeout::* |

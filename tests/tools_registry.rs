@@ -183,6 +183,9 @@ impl Tool for Rendezvous {
     fn description(&self) -> &str {
         "waits for its sibling"
     }
+    fn read_only(&self) -> bool {
+        true
+    }
     fn parameters(&self) -> Value {
         json!({"type": "object", "properties": {"label": {"type": "string"}}, "required": ["label"]})
     }
@@ -220,6 +223,61 @@ async fn parallel_batch_runs_concurrently_and_returns_results_in_call_order() {
     let contents: Vec<_> = outcomes.iter().map(|o| o.content.as_str()).collect();
     assert_eq!(contents, ["first ran as c1", "second ran as c2"]);
     assert_eq!(*finished.lock().unwrap(), [1, 0], "the second call finished first");
+}
+
+/// Logs when it starts and ends; reads stay busy a moment so overlap would show.
+struct Logged {
+    name: &'static str,
+    read_only: bool,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+#[async_trait]
+impl Tool for Logged {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn description(&self) -> &str {
+        "logs its start and end"
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {"label": {"type": "string"}}, "required": ["label"]})
+    }
+    fn read_only(&self) -> bool {
+        self.read_only
+    }
+    async fn call(&self, args: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let label = args["label"].as_str().unwrap_or_default().to_string();
+        self.log.lock().unwrap().push(format!("{label}+"));
+        tokio::time::sleep(std::time::Duration::from_millis(if self.read_only { 40 } else { 5 })).await;
+        self.log.lock().unwrap().push(format!("{label}-"));
+        Ok(ToolOutput::text(label))
+    }
+}
+
+#[tokio::test]
+async fn parallel_batch_runs_a_changing_call_alone_after_every_earlier_call() {
+    let fx = Fixture::new();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let read: Arc<dyn Tool> = Arc::new(Logged { name: "look", read_only: true, log: Arc::clone(&log) });
+    let write: Arc<dyn Tool> = Arc::new(Logged { name: "change", read_only: false, log: Arc::clone(&log) });
+    let registry = registry_with(vec![read, write]);
+    let calls = [
+        call("1", "look", r#"{"label":"r1"}"#),
+        call("2", "look", r#"{"label":"r2"}"#),
+        call("3", "change", r#"{"label":"w3"}"#),
+        call("4", "change", r#"{"label":"w4"}"#),
+        call("5", "look", r#"{"label":"r5"}"#),
+        call("6", "look", r#"{"label":"r6"}"#),
+    ];
+    let outcomes = registry.execute_batch(&calls, &fx.ctx, BatchMode::Parallel, &|_| {}).await;
+    let contents: Vec<_> = outcomes.iter().map(|o| o.content.as_str()).collect();
+    assert_eq!(contents, ["r1", "r2", "w3", "w4", "r5", "r6"], "results in call order");
+    assert_eq!(
+        *log.lock().unwrap(),
+        ["r1+", "r2+", "r1-", "r2-", "w3+", "w3-", "w4+", "w4-", "r5+", "r6+", "r5-", "r6-"],
+        "reads together, each change alone and in order"
+    );
 }
 
 #[tokio::test]

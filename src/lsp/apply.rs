@@ -5,6 +5,10 @@
 //! - Edits are computed against the text the editor holds now (the buffer when open, else the
 //!   disk). When it moved on since the agent read it, the change is rebased three-way; when the
 //!   rebase conflicts, nothing is sent and the model is told to re-read.
+//! - An applied edit is recorded in the document store as the editor's expected text until the
+//!   editor reports it. A further edit of the same file first waits (briefly) for that report,
+//!   so it is computed on the editor's text and version; if the report does not come, it is
+//!   computed on the expected text and sent without a version.
 //! - Open documents get versioned `TextDocumentEdit`s with minimal edits; clients without
 //!   `documentChanges` get `changes`. Create/rename/delete go out as resource operations where
 //!   supported; otherwise they are done on disk, and only for files the editor does not have
@@ -33,23 +37,38 @@ use crate::workspace::{DocumentStore, FileOp, FileOutcome, ResolvedChangeSet, co
 
 const DIFF_DEADLINE: Duration = Duration::from_millis(500);
 const ANNOTATION: &str = "agentls";
+/// How long a further edit of a file waits for the editor to report the previous one (editors
+/// debounce their reports: Neovim 150 ms, eglot 0.5 s of idle time).
+const SETTLE: Duration = Duration::from_secs(2);
 
 /// The text the editor holds for a path now.
 struct Current {
     text: Arc<str>,
-    /// The buffer version when the file is open.
+    /// The version the editor last reported, when the file is open.
+    reported: Option<i32>,
+    /// The version to send with an edit: the reported one, unless the text holds a server edit
+    /// the editor has not reported yet (its version is then unknown).
     version: Option<i32>,
+}
+
+impl Current {
+    fn is_open(&self) -> bool {
+        self.reported.is_some()
+    }
 }
 
 fn current(documents: &DocumentStore, path: &Path) -> Result<Option<Current>, String> {
     if let Some(buffer) = documents.get(path) {
-        return Ok(Some(Current { text: buffer.text, version: Some(buffer.version) }));
+        let version = buffer.confirmed.then_some(buffer.version);
+        return Ok(Some(Current { text: buffer.text, reported: Some(buffer.version), version }));
     }
-    match std::fs::read_to_string(path) {
-        Ok(text) => Ok(Some(Current { text: Arc::from(text), version: None })),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("cannot read {}: {e}; nothing was changed", path.display())),
-    }
+    let disk = match std::fs::read_to_string(path) {
+        Ok(text) => Some(text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(format!("cannot read {}: {e}; nothing was changed", path.display())),
+    };
+    let text = documents.unopened_text(path, disk.as_deref()).or_else(|| disk.map(Arc::from));
+    Ok(text.map(|text| Current { text, reported: None, version: None }))
 }
 
 /// Minimal edits turning `old` into `new`, in the client's position encoding.
@@ -72,12 +91,16 @@ enum DiskOp {
     Remove(PathBuf),
 }
 
+/// A text the editor will hold once it applied the edit: path, reported version, before, after.
+type Expectation = (PathBuf, Option<i32>, Arc<str>, Arc<str>);
+
 /// The planned edit.
 struct Plan {
     operations: Vec<DocumentChangeOperation>,
     changes: HashMap<Uri, Vec<TextEdit>>,
     disk: Vec<DiskOp>,
     outcomes: Vec<FileOutcome>,
+    expectations: Vec<Expectation>,
 }
 
 fn uri(path: &Path) -> Result<Uri, String> {
@@ -104,8 +127,13 @@ fn plan(
     confirm: bool,
 ) -> Result<Plan, String> {
     let annotation = confirm.then(|| ANNOTATION.to_string());
-    let mut p =
-        Plan { operations: Vec::new(), changes: HashMap::new(), disk: Vec::new(), outcomes: Vec::new() };
+    let mut p = Plan {
+        operations: Vec::new(),
+        changes: HashMap::new(),
+        disk: Vec::new(),
+        outcomes: Vec::new(),
+        expectations: Vec::new(),
+    };
     let text_edit =
         |p: &mut Plan, path: &Path, version: Option<i32>, edits: Vec<TextEdit>| -> Result<(), String> {
             if edits.is_empty() {
@@ -149,6 +177,7 @@ fn plan(
                         annotation_id: annotation.clone(),
                     })));
                     text_edit(&mut p, &fc.path, None, minimal_edits("", &text, profile.encoding))?;
+                    p.expectations.push((fc.path.clone(), None, Arc::from(""), text.clone()));
                 } else {
                     p.disk.push(DiskOp::Write(fc.path.clone(), text.clone()));
                 }
@@ -170,7 +199,7 @@ fn plan(
                         options: None,
                         annotation_id: annotation.clone(),
                     })));
-                } else if now.version.is_some() {
+                } else if now.is_open() {
                     return Err(format!(
                         "{} is open in the editor and this editor cannot delete files through LSP; close it first",
                         fc.display_path
@@ -214,7 +243,7 @@ fn plan(
                                 annotation_id: annotation.clone(),
                             })));
                             text_edit(&mut p, to, None, edits)?;
-                        } else if now.version.is_some() {
+                        } else if now.is_open() {
                             return Err(format!(
                                 "{} is open in the editor and this editor cannot rename files through LSP; close it first",
                                 fc.display_path
@@ -224,8 +253,16 @@ fn plan(
                             p.disk.push(DiskOp::Remove(fc.path.clone()));
                         }
                     }
-                    _ if profile.apply_edit => text_edit(&mut p, &fc.path, now.version, edits)?,
-                    _ if now.version.is_some() => {
+                    _ if profile.apply_edit => {
+                        text_edit(&mut p, &fc.path, now.version, edits)?;
+                        p.expectations.push((
+                            fc.path.clone(),
+                            now.reported,
+                            now.text.clone(),
+                            merged.clone(),
+                        ));
+                    }
+                    _ if now.is_open() => {
                         return Err(format!(
                             "{} is open in the editor and this editor does not accept edits from the \
                              server (no workspace.applyEdit); nothing was changed. Close it and retry, or \
@@ -252,6 +289,14 @@ pub async fn apply(
     label: &str,
     confirm: bool,
 ) -> Result<Vec<FileOutcome>, String> {
+    for file in change.files.iter().filter(|f| f.accepted) {
+        if !documents.settled(&file.change.path, SETTLE).await {
+            tracing::debug!(
+                "the editor has not reported the previous edit of {} yet; the next one is sent unversioned",
+                file.change.path.display()
+            );
+        }
+    }
     let plan = plan(change, documents, profile, confirm)?;
     let has_edit = !plan.operations.is_empty() || !plan.changes.is_empty();
     if has_edit {
@@ -280,6 +325,9 @@ pub async fn apply(
         if !response.applied {
             let reason = response.failure_reason.unwrap_or_else(|| "no reason given".into());
             return Err(format!("the editor did not apply the edit ({reason}); nothing was changed"));
+        }
+        for (path, reported, before, after) in plan.expectations {
+            documents.expect(&path, reported, before, after);
         }
     }
     for op in plan.disk {

@@ -1,9 +1,10 @@
 //! Code actions, the entry point for editors without the plugin: "agentls: fix this" on each
-//! diagnostic, "agentls: explain" on the range, and running an instruction written in a comment
-//! (`// agent: handle the empty case`).
+//! diagnostic, "agentls: explain" on the range, running an instruction written in a comment
+//! (`// agent: handle the empty case`), and "agentls: cancel the running turn" while a turn of
+//! a session in the file's folder runs.
 //!
-//! Invariant: an action only carries an `agentls.prompt` command; nothing runs until the client
-//! executes it, and computing actions never awaits anything.
+//! Invariant: an action only carries an `agentls.prompt` or `agentls.cancel` command; nothing
+//! runs until the client executes it, and computing actions never awaits anything.
 
 use std::sync::LazyLock;
 
@@ -15,6 +16,7 @@ use tower_lsp_server::ls_types::{
 
 use super::convert;
 use super::server::ServerState;
+use crate::session::SessionState;
 
 /// `// agent: …`, `# agent: …`, `-- agent: …`, `/* agent: … */`, `; agent: …`.
 static INSTRUCTION: LazyLock<Regex> = LazyLock::new(|| {
@@ -48,13 +50,26 @@ pub fn comment_instructions(text: &str, range: Range) -> Vec<(u32, String)> {
 pub fn actions(state: &ServerState, params: &CodeActionParams) -> Vec<CodeActionOrCommand> {
     let uri = params.text_document.uri.as_str().to_string();
     let Some(path) = convert::path_of(&params.text_document.uri) else { return Vec::new() };
-    let display = state
-        .roots()
-        .iter()
-        .find_map(|r| path.strip_prefix(r).ok())
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|| path.display().to_string());
+    let display = state.shown_path(&path);
     let mut out = Vec::new();
+    let running = state
+        .sessions
+        .all()
+        .into_iter()
+        .filter(|s| path.starts_with(&s.root) && matches!(s.handle.state(), SessionState::Processing));
+    for session in running {
+        let title = "agentls: cancel the running turn".to_string();
+        out.push(CodeActionOrCommand::CodeAction(CodeAction {
+            title: title.clone(),
+            kind: Some(CodeActionKind::EMPTY),
+            command: Some(Command {
+                title,
+                command: "agentls.cancel".into(),
+                arguments: Some(vec![json!({"sessionId": session.id})]),
+            }),
+            ..Default::default()
+        }));
+    }
     for diagnostic in &params.context.diagnostics {
         let source = diagnostic.source.as_deref().map(|s| format!(" ({s})")).unwrap_or_default();
         out.push(prompt(

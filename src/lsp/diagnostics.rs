@@ -76,6 +76,10 @@ impl Tool for DiagnosticsTool {
         })
     }
 
+    fn read_only(&self) -> bool {
+        true
+    }
+
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let state = self.state.upgrade().ok_or_else(|| ToolError::new("the editor connection is closed"))?;
         let uri = match args.get("path").and_then(Value::as_str) {

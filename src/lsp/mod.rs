@@ -20,6 +20,7 @@ pub mod outbound;
 pub mod pending;
 pub mod permission;
 pub mod port;
+mod prompt_context;
 pub mod review;
 pub mod server;
 pub mod sessions;
@@ -64,16 +65,21 @@ impl std::fmt::Debug for ServerOptions {
 }
 
 impl ServerOptions {
-    /// Options from the environment: `AGENTLS_DATA_DIR`, and `AGENTLS_CLIENT_TIMEOUT_MS` (the
-    /// deadline for requests the editor answers by itself).
+    /// Options from the environment: `AGENTLS_DATA_DIR`, `AGENTLS_CLIENT_TIMEOUT_MS` (the
+    /// deadline for requests the editor answers by itself) and `AGENTLS_QUESTION_TIMEOUT_MS`
+    /// (how long a review or permission question waits for the user).
     pub fn from_env(env: Env) -> Self {
         let mut deadlines = Deadlines::default();
-        if let Some(value) = env.get("AGENTLS_CLIENT_TIMEOUT_MS") {
+        for (name, deadline) in [
+            ("AGENTLS_CLIENT_TIMEOUT_MS", &mut deadlines.request),
+            ("AGENTLS_QUESTION_TIMEOUT_MS", &mut deadlines.human),
+        ] {
+            let Some(value) = env.get(name) else { continue };
             match value.trim().parse::<u64>() {
-                Ok(ms) => deadlines.request = Duration::from_millis(ms.max(1)),
+                Ok(ms) => *deadline = Duration::from_millis(ms.max(1)),
                 Err(_) => tracing::warn!(
-                    "AGENTLS_CLIENT_TIMEOUT_MS=`{value}` is not a number of milliseconds; using {} ms",
-                    deadlines.request.as_millis()
+                    "{name}=`{value}` is not a number of milliseconds; using {} ms",
+                    deadline.as_millis()
                 ),
             }
         }

@@ -1,15 +1,23 @@
 //! Everything the server sends to the client: `agentls/*` notifications and requests with a
 //! deadline.
 //!
-//! Invariant: no request to the client can wait forever. Each has a timeout; a client that never
-//! answers costs the caller an [`OutboundError::Timeout`], never a hung session.
+//! Invariants:
+//! - No request to the client can wait forever. Each has a timeout; a client that never answers
+//!   costs the caller an [`OutboundError::Timeout`], never a hung session.
+//! - While a question is open in the editor (`window/showMessageRequest`), nothing that can
+//!   wait is sent: progress and messages go through [`Outbound::when_quiet`]. Some editors read
+//!   the question's answer inside their message reader (eglot 1.9), and a message arriving
+//!   meanwhile breaks it.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
+use tokio::sync::watch;
 use tower_lsp_server::Client;
 use tower_lsp_server::ls_types::notification::Notification;
-use tower_lsp_server::ls_types::request::Request;
+use tower_lsp_server::ls_types::request::{Request, ShowMessageRequest};
+use tower_lsp_server::ls_types::{MessageActionItem, MessageType, ShowMessageRequestParams};
 
 /// `agentls/event`: one session event.
 pub enum EventNotification {}
@@ -62,13 +70,26 @@ pub enum OutboundError {
 pub struct Deadlines {
     /// Requests the client answers by itself (create progress, diagnostics, save, applyEdit).
     pub request: Duration,
-    /// Requests a human answers (showMessageRequest, applyEdit with needsConfirmation).
+    /// Questions a person answers (reviews, permissions, showMessageRequest, applyEdit with
+    /// needsConfirmation): unanswered by then, they count as rejected.
     pub human: Duration,
 }
 
 impl Default for Deadlines {
     fn default() -> Self {
-        Self { request: Duration::from_secs(30), human: Duration::from_secs(30 * 60) }
+        Self { request: Duration::from_secs(30), human: Duration::from_secs(10 * 60) }
+    }
+}
+
+/// `deadline` as a person reads it: `10 minutes`, `90 seconds`.
+pub fn spoken(deadline: Duration) -> String {
+    let seconds = deadline.as_secs();
+    match seconds {
+        60 => "1 minute".into(),
+        s if s >= 60 && s % 60 == 0 => format!("{} minutes", s / 60),
+        1 => "1 second".into(),
+        s if s >= 1 => format!("{s} seconds"),
+        _ => format!("{} ms", deadline.as_millis()),
     }
 }
 
@@ -77,11 +98,65 @@ impl Default for Deadlines {
 pub struct Outbound {
     pub client: Client,
     pub deadlines: Deadlines,
+    /// How many questions are open in the editor.
+    open_questions: Arc<watch::Sender<usize>>,
+}
+
+/// Closes a question when dropped (answered, timed out or abandoned).
+struct OpenQuestion<'a>(&'a watch::Sender<usize>);
+
+impl Drop for OpenQuestion<'_> {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
+    }
 }
 
 impl Outbound {
     pub fn new(client: Client, deadlines: Deadlines) -> Self {
-        Self { client, deadlines }
+        Self { client, deadlines, open_questions: Arc::new(watch::Sender::new(0)) }
+    }
+
+    /// Asks the user with `window/showMessageRequest` and returns the chosen title; `Ok(None)`
+    /// when the question was dismissed. Waits at most [`Deadlines::human`]; nothing that can wait
+    /// is sent meanwhile.
+    pub async fn ask(
+        &self,
+        typ: MessageType,
+        message: String,
+        actions: &[&str],
+    ) -> Result<Option<String>, OutboundError> {
+        let params = ShowMessageRequestParams {
+            typ,
+            message,
+            actions: Some(
+                actions
+                    .iter()
+                    .map(|t| MessageActionItem { title: t.to_string(), properties: Default::default() })
+                    .collect(),
+            ),
+        };
+        self.open_questions.send_modify(|n| *n += 1);
+        let _open = OpenQuestion(&self.open_questions);
+        let answer = self.request_within::<ShowMessageRequest>(params, self.deadlines.human).await?;
+        Ok(answer.map(|item| item.title))
+    }
+
+    /// Waits until no question is open in the editor.
+    pub async fn when_quiet(&self) {
+        let mut questions = self.open_questions.subscribe();
+        let _ = questions.wait_for(|open| *open == 0).await;
+    }
+
+    /// `window/showMessage`, once no question is open.
+    pub async fn tell(&self, typ: MessageType, message: String) {
+        self.when_quiet().await;
+        self.client.show_message(typ, message).await;
+    }
+
+    /// `window/logMessage`, once no question is open.
+    pub async fn log(&self, typ: MessageType, message: String) {
+        self.when_quiet().await;
+        self.client.log_message(typ, message).await;
     }
 
     /// Sends `R` and waits at most `deadline` for the answer.

@@ -1,11 +1,13 @@
 //! Questions sent to the client that wait for an answer command (`resolveReview`,
 //! `resolvePermission`), keyed by id and owned by a session.
 //!
-//! Invariant: every registered question gets exactly one answer — the user's, or the one
-//! `cancel_session` supplies — and is gone from the map once answered.
+//! Invariant: every registered question gets exactly one answer — the user's, the one
+//! `cancel_session` supplies, or none when its deadline passes — and is gone from the map once
+//! answered.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
 
 use tokio::sync::oneshot;
 
@@ -41,6 +43,14 @@ impl<T, M: Clone> PendingAnswers<T, M> {
     /// Drops question `id` (its waiter stopped waiting).
     pub fn forget(&self, id: &str) {
         self.entries().remove(id);
+    }
+
+    /// Waits for the answer to question `id` (registered as `answer`) at most `deadline`; `None`
+    /// when it was abandoned or the deadline passed. The question is gone afterwards either way.
+    pub async fn wait(&self, id: &str, answer: oneshot::Receiver<T>, deadline: Duration) -> Option<T> {
+        let answer = tokio::time::timeout(deadline, answer).await;
+        self.forget(id);
+        answer.ok()?.ok()
     }
 
     /// The data registered with question `id` while it is pending.

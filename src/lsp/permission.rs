@@ -12,11 +12,10 @@ use std::sync::Arc;
 
 use super::pending::PendingAnswers;
 use serde_json::json;
-use tower_lsp_server::ls_types::request::ShowMessageRequest;
-use tower_lsp_server::ls_types::{MessageActionItem, MessageType, ShowMessageRequestParams};
+use tower_lsp_server::ls_types::MessageType;
 
 use super::capabilities::ClientProfile;
-use super::outbound::{Outbound, PermissionNotification};
+use super::outbound::{Outbound, OutboundError, PermissionNotification, spoken};
 use crate::config::ShellPermission;
 use crate::store::PermissionRules;
 use crate::store::permissions::{prefix_allows, rule_for};
@@ -107,11 +106,10 @@ impl PermissionBroker {
                 "options": ["allow_once", "allow_always", "deny"],
             }))
             .await;
-        let answer = rx.await;
-        self.pending.forget(&request_id);
-        answer.unwrap_or(PermissionDecision::Deny {
-            feedback: Some("the permission request was abandoned".into()),
-        })
+        match self.pending.wait(&request_id, rx, outbound.deadlines.human).await {
+            Some(decision) => decision,
+            None => unanswered(outbound, request).await,
+        }
     }
 
     /// Answers a pending question; `false` when `request_id` is not pending.
@@ -128,22 +126,25 @@ impl PermissionBroker {
 }
 
 async fn ask_plain(outbound: &Outbound, request: &PermissionRequest) -> PermissionDecision {
-    let params = ShowMessageRequestParams {
-        typ: MessageType::WARNING,
-        message: format!("agentls wants to run: {}\n(in {})", request.command, request.cwd.display()),
-        actions: Some(
-            [ALLOW_ONCE, ALLOW_ALWAYS, DENY]
-                .iter()
-                .map(|t| MessageActionItem { title: t.to_string(), properties: Default::default() })
-                .collect(),
-        ),
-    };
-    match outbound.request_within::<ShowMessageRequest>(params, outbound.deadlines.human).await {
-        Ok(Some(item)) if item.title == ALLOW_ONCE => PermissionDecision::AllowOnce,
-        Ok(Some(item)) if item.title == ALLOW_ALWAYS => PermissionDecision::AllowAlways,
+    let message = format!("agentls wants to run: {}\n(in {})", request.command, request.cwd.display());
+    match outbound.ask(MessageType::WARNING, message, &[ALLOW_ONCE, ALLOW_ALWAYS, DENY]).await {
+        Ok(Some(title)) if title == ALLOW_ONCE => PermissionDecision::AllowOnce,
+        Ok(Some(title)) if title == ALLOW_ALWAYS => PermissionDecision::AllowAlways,
         Ok(_) => PermissionDecision::Deny { feedback: Some("the user denied the command".into()) },
+        Err(OutboundError::Timeout { .. }) => unanswered(outbound, request).await,
         Err(e) => PermissionDecision::Deny { feedback: Some(format!("no permission: {e}")) },
     }
+}
+
+/// A question nobody answered in time: the user is told, the command is denied.
+async fn unanswered(outbound: &Outbound, request: &PermissionRequest) -> PermissionDecision {
+    let within = spoken(outbound.deadlines.human);
+    let message = format!(
+        "agentls: the request to run `{}` got no answer within {within}; it was denied and the agent was told",
+        request.command
+    );
+    outbound.tell(MessageType::WARNING, message).await;
+    PermissionDecision::Deny { feedback: Some(format!("the user did not answer within {within}")) }
 }
 
 /// Parses the `decision` of `agentls.resolvePermission`.

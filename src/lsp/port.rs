@@ -5,7 +5,8 @@
 //!   turn, or by a deadline; a panic inside becomes a [`PortError`], never a dead session.
 //! - Approval `auto` applies at once, `deny` refuses, `review` asks first. Nothing is applied
 //!   that the user rejected.
-//! - `save` writes only the files it is given (the ones the agent changed).
+//! - `save` writes only the files it is given (the ones the agent changed), and of their text
+//!   only the agent's changes unless the user agrees to more.
 
 use std::path::{Path, PathBuf};
 use std::sync::{OnceLock, Weak};
@@ -13,6 +14,7 @@ use std::sync::{OnceLock, Weak};
 use async_trait::async_trait;
 use futures::FutureExt;
 use serde_json::json;
+use tower_lsp_server::ls_types::MessageType;
 
 use super::apply;
 use super::outbound::SaveDocumentsRequest;
@@ -55,6 +57,15 @@ impl LspEditorPort {
         Self { session_id, state, handle: OnceLock::new(), policy, announce }
     }
 
+    /// Fires when the session's current turn is cancelled: questions the editor holds open
+    /// (plain clients) stop waiting then.
+    async fn turn_cancelled(&self) {
+        match self.handle.get() {
+            Some(handle) => handle.cancellation().cancelled_owned().await,
+            None => std::future::pending().await,
+        }
+    }
+
     fn approval(&self) -> Approval {
         self.handle.get().map(|h| h.config().approval).unwrap_or(Approval::Review)
     }
@@ -81,7 +92,7 @@ impl LspEditorPort {
                 let announce = |payload| {
                     let _ = self.announce.send(payload);
                 };
-                state.reviews.ask_plugin(announce, &self.session_id, &change).await
+                state.reviews.ask_plugin(&state.outbound, announce, &self.session_id, &change).await
             }
             Approval::Review if profile.document_changes && profile.change_annotations => {
                 // The client's own preview asks the user (needsConfirmation annotations).
@@ -97,7 +108,13 @@ impl LspEditorPort {
             }
             Approval::Review => {
                 let dir = state.options.data_dir.clone().unwrap_or_else(std::env::temp_dir).join("reviews");
-                review::ask_plain(&state.outbound, &change, &dir, profile.show_document).await
+                let ask = review::ask_plain(&state.outbound, &change, &dir, profile.show_document);
+                tokio::select! {
+                    decision = ask => decision,
+                    () = self.turn_cancelled() => ReviewDecision::Reject {
+                        feedback: Some("the turn was cancelled before the review was answered".into()),
+                    },
+                }
             }
         };
         let (files, feedback) = match decision {
@@ -127,30 +144,72 @@ impl LspEditorPort {
                 .map(|u| u.as_str().to_string())
                 .collect();
             match state.outbound.request::<SaveDocumentsRequest>(json!({"uris": uris})).await {
-                Ok(_) => return Ok(()),
+                Ok(_) => {
+                    paths.iter().for_each(|path| state.documents.written(path));
+                    return Ok(());
+                }
                 Err(e) => {
                     tracing::warn!("the editor did not save the files ({e}); writing them from the server")
                 }
             }
         }
-        write_buffers(&state, paths)
+        write_agent_changes(&state, paths).await
     }
 }
 
-/// Writes the editor's text of each open file among `paths` to disk.
-fn write_buffers(state: &ServerState, paths: &[PathBuf]) -> Result<(), PortError> {
+const SAVE_BUFFER: &str = "Save buffer";
+const DONT_SAVE: &str = "Don't save";
+
+/// Writes the agent's changes to `paths` for an editor that does not save them itself: the disk
+/// text with the server's edits of each file replayed on it, so the user's other unsaved changes
+/// stay in the buffer. Where the two cannot be told apart (the agent edited next to lines the
+/// user changed and has not saved), the user is asked before the whole buffer is written.
+async fn write_agent_changes(state: &ServerState, paths: &[PathBuf]) -> Result<(), PortError> {
     for path in paths {
-        if let Some(buffer) = state.documents.get(path) {
-            write_file(path, &buffer.text)
-                .map_err(|e| PortError(format!("cannot save {}: {e}", path.display())))?;
+        let shown = state.shown_path(path);
+        let disk = match std::fs::read_to_string(path) {
+            Ok(text) => Some(text),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(PortError(format!("cannot read {shown}: {e}"))),
+        };
+        let held = state.documents.get(path).map(|buffer| buffer.text);
+        let Some(held) = held.or_else(|| state.documents.unopened_text(path, disk.as_deref())) else {
+            continue; // the editor holds nothing newer than the disk
+        };
+        if disk.as_deref() == Some(&*held) {
+            state.documents.written(path);
+            continue;
         }
+        let text = match state.documents.server_edits_onto(path, disk.as_deref().unwrap_or("")) {
+            Ok(Some(text)) => text,
+            Ok(None) => continue, // no edit of the agent's is waiting in the editor
+            Err(_) => {
+                let question = format!(
+                    "agentls is about to run a command. Its edit of {shown} is next to unsaved changes of yours: \
+                     save the whole buffer (your changes too) so that the command sees the edit?"
+                );
+                match state.outbound.ask(MessageType::WARNING, question, &[SAVE_BUFFER, DONT_SAVE]).await {
+                    Ok(Some(answer)) if answer == SAVE_BUFFER => held.to_string(),
+                    _ => {
+                        return Err(PortError(format!(
+                            "{shown} was not saved: your edit is next to unsaved changes of the user's, who chose \
+                             not to save them"
+                        )));
+                    }
+                }
+            }
+        };
+        if disk.as_deref() != Some(text.as_str()) {
+            write_file(path, &text).map_err(|e| PortError(format!("cannot save {shown}: {e}")))?;
+        }
+        state.documents.written(path);
     }
     Ok(())
 }
 
 fn write_file(path: &Path, text: &str) -> std::io::Result<()> {
-    if std::fs::read_to_string(path).is_ok_and(|on_disk| on_disk == text) {
-        return Ok(());
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
     }
     std::fs::write(path, text)
 }
@@ -187,7 +246,13 @@ impl EditorPort for LspEditorPort {
         let profile = state.profile();
         let decide =
             state.permissions.decide(&state.outbound, &profile, &self.session_id, &self.policy, request);
-        match std::panic::AssertUnwindSafe(decide).catch_unwind().await {
+        let decision = tokio::select! {
+            decision = std::panic::AssertUnwindSafe(decide).catch_unwind() => decision,
+            () = self.turn_cancelled() => {
+                return PermissionDecision::Deny { feedback: Some("the turn was cancelled".into()) };
+            }
+        };
+        match decision {
             Ok(decision) => decision,
             Err(panic) => PermissionDecision::Deny {
                 feedback: Some(format!("internal error: {}", panic_message(panic))),

@@ -10,13 +10,11 @@ use std::path::Path;
 
 use super::pending::PendingAnswers;
 use serde_json::{Value, json};
-use tower_lsp_server::ls_types::request::{ShowDocument, ShowMessageRequest};
-use tower_lsp_server::ls_types::{
-    MessageActionItem, MessageType, ShowDocumentParams, ShowMessageRequestParams,
-};
+use tower_lsp_server::ls_types::request::ShowDocument;
+use tower_lsp_server::ls_types::{MessageType, ShowDocumentParams};
 
 use super::convert;
-use super::outbound::Outbound;
+use super::outbound::{Outbound, OutboundError, spoken};
 use crate::workspace::{ChangeSet, FileChange, FileDecision, FileOp};
 
 /// What the reviewer decided about a whole change set.
@@ -99,6 +97,7 @@ impl ReviewBroker {
     /// `agentls/review` payload) and waits for the decision.
     pub async fn ask_plugin(
         &self,
+        outbound: &Outbound,
         announce: impl FnOnce(Value),
         session_id: &str,
         change: &ChangeSet,
@@ -116,9 +115,10 @@ impl ReviewBroker {
             "callId": null,
             "files": review_files(change),
         }));
-        let decision = rx.await;
-        self.pending.forget(&review_id);
-        decision.unwrap_or(ReviewDecision::Reject { feedback: Some("the review was abandoned".into()) })
+        match self.pending.wait(&review_id, rx, outbound.deadlines.human).await {
+            Some(decision) => decision,
+            None => unanswered(outbound, change).await,
+        }
     }
 
     /// The files of a pending review (for validating a resolution).
@@ -139,6 +139,21 @@ impl ReviewBroker {
     }
 }
 
+/// A review nobody answered in time: the user is told, the model gets a rejection.
+async fn unanswered(outbound: &Outbound, change: &ChangeSet) -> ReviewDecision {
+    let within = spoken(outbound.deadlines.human);
+    outbound
+        .tell(
+            MessageType::WARNING,
+            format!(
+                "agentls: the proposed change to {} got no answer within {within}; it was rejected and the agent was told",
+                change.files().iter().map(|f| f.display_path.as_str()).collect::<Vec<_>>().join(", ")
+            ),
+        )
+        .await;
+    ReviewDecision::Reject { feedback: Some(format!("the user did not answer the review within {within}")) }
+}
+
 const APPLY: &str = "Apply";
 const REJECT: &str = "Reject";
 const SHOW_DIFF: &str = "Show diff";
@@ -155,8 +170,12 @@ pub async fn ask_plain(
         .files()
         .iter()
         .map(|f| {
+            let target = match &f.op {
+                FileOp::Rename { to } => format!(" → {}", f.shown_target(to)),
+                _ => String::new(),
+            };
             format!(
-                "{} {} ({} hunk{})",
+                "{} {}{target} ({} hunk{})",
                 f.op.letter(),
                 f.display_path,
                 f.hunks.len(),
@@ -169,22 +188,12 @@ pub async fn ask_plain(
         actions.push(SHOW_DIFF);
     }
     loop {
-        let params = ShowMessageRequestParams {
-            typ: MessageType::INFO,
-            message: format!("agentls proposes changes:\n{}", summary.join("\n")),
-            actions: Some(
-                actions
-                    .iter()
-                    .map(|t| MessageActionItem { title: t.to_string(), properties: Default::default() })
-                    .collect(),
-            ),
-        };
-        let answer = outbound.request_within::<ShowMessageRequest>(params, outbound.deadlines.human).await;
-        match answer {
-            Ok(Some(item)) if item.title == APPLY => {
+        let message = format!("agentls proposes changes:\n{}", summary.join("\n"));
+        match outbound.ask(MessageType::INFO, message, &actions).await {
+            Ok(Some(title)) if title == APPLY => {
                 return ReviewDecision::Accept { files: HashMap::new(), feedback: None };
             }
-            Ok(Some(item)) if item.title == SHOW_DIFF => {
+            Ok(Some(title)) if title == SHOW_DIFF => {
                 let diff: String = change.files().iter().map(|f| f.unified_diff()).collect();
                 let path = diff_dir.join(format!("agentls-review-{}.diff", uuid::Uuid::new_v4()));
                 let opened =
@@ -215,6 +224,7 @@ pub async fn ask_plain(
                     feedback: Some("the user rejected the change in the editor".into()),
                 };
             }
+            Err(OutboundError::Timeout { .. }) => return unanswered(outbound, change).await,
             Err(e) => return ReviewDecision::Reject { feedback: Some(format!("no review decision: {e}")) },
         }
     }

@@ -58,6 +58,17 @@ impl ServerState {
         self.roots.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// `path` as a person reads it: relative to the workspace folder that holds it.
+    pub fn shown_path(&self, path: &std::path::Path) -> String {
+        self.roots()
+            .iter()
+            .filter_map(|root| path.strip_prefix(root).ok())
+            .min_by_key(|relative| relative.components().count())
+            .filter(|relative| !relative.as_os_str().is_empty())
+            .map(|relative| relative.display().to_string())
+            .unwrap_or_else(|| path.display().to_string())
+    }
+
     pub fn client_layer(&self) -> ConfigLayer {
         self.client_layer.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
@@ -91,7 +102,7 @@ async fn pull_configuration(state: &ServerState) {
             Some(section) if section.as_object().is_some_and(|o| !o.is_empty()) => {
                 if state.merge_client_settings(section, "workspace/configuration") {
                     let message = "agentls: using the editor's `agentls` settings for new sessions";
-                    state.outbound.client.log_message(MessageType::INFO, message).await;
+                    state.outbound.log(MessageType::INFO, message.to_string()).await;
                 }
             }
             _ => tracing::debug!("the editor has no `agentls` settings"),

@@ -3,7 +3,8 @@
 //! and transcript records.
 //!
 //! Invariants:
-//! - Each session has one pump task; it forwards every event in order and never drops one.
+//! - Each session has one pump task; it forwards every event in order to a plugin client and
+//!   never drops one. Plain clients get no `agentls/event`: progress and messages instead.
 //! - A session task that dies without `session_end` (a panic) is reported as an `error` event
 //!   and removed; the server keeps serving.
 //! - Transcripts are flushed at the end of every processing cycle, before its `processing_end`
@@ -16,12 +17,13 @@ use std::sync::{Arc, Mutex, RwLock};
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedReceiver;
 use tower_lsp_server::ls_types::notification::Progress;
-use tower_lsp_server::ls_types::request::WorkDoneProgressCreate;
+use tower_lsp_server::ls_types::request::{ShowDocument, WorkDoneProgressCreate};
 use tower_lsp_server::ls_types::{
-    MessageType, ProgressParams, ProgressParamsValue, ProgressToken, WorkDoneProgress, WorkDoneProgressBegin,
-    WorkDoneProgressCreateParams, WorkDoneProgressEnd,
+    MessageType, ProgressParams, ProgressParamsValue, ProgressToken, ShowDocumentParams, WorkDoneProgress,
+    WorkDoneProgressBegin, WorkDoneProgressCreateParams, WorkDoneProgressEnd,
 };
 
+use super::convert;
 use super::outbound::{EventNotification, ReviewNotification};
 use super::permission::PermissionPolicy;
 use super::port::LspEditorPort;
@@ -35,6 +37,10 @@ use crate::store::{TranscriptHeader, TranscriptStore, TranscriptWriter};
 use crate::tools::Tool;
 use crate::tools::profiles::{ToolProfile, ToolSetOptions, profile_tools};
 use crate::workspace::Workspace;
+
+/// A plain client's answer longer than this (lines or characters) is also opened as a document.
+const LONG_ANSWER_LINES: usize = 12;
+const LONG_ANSWER_CHARS: usize = 1200;
 
 /// One hosted session.
 pub struct LspSession {
@@ -363,7 +369,12 @@ impl Pump {
         self.state.sessions.remove(&self.session.id);
     }
 
+    /// Session events go to plugin clients only: a plain client has no use for them, and some
+    /// (eglot 1.9) break on a stream of unknown notifications.
     async fn forward(&self, event: &Event) {
+        if !self.state.profile().plugin {
+            return;
+        }
         self.state
             .outbound
             .notify::<EventNotification>(json!({
@@ -382,6 +393,7 @@ impl Pump {
             return None;
         }
         let create = WorkDoneProgressCreateParams { token: ProgressToken::String(token.clone()) };
+        self.state.outbound.when_quiet().await;
         if let Err(e) = self.state.outbound.request::<WorkDoneProgressCreate>(create).await {
             tracing::debug!("no progress for {token}: {e}");
             return None;
@@ -410,6 +422,7 @@ impl Pump {
             token: ProgressToken::String(token.to_string()),
             value: ProgressParamsValue::WorkDone(value),
         };
+        self.state.outbound.when_quiet().await;
         self.state.outbound.notify::<Progress>(params).await;
     }
 
@@ -476,22 +489,57 @@ impl Pump {
                     _ => std::mem::take(&mut self.answer),
                 };
                 self.answer.clear();
-                if answer.trim().is_empty() {
-                    return;
+                if !answer.trim().is_empty() {
+                    self.show_answer(answer.trim()).await;
                 }
-                let client = &self.state.outbound.client;
-                client.log_message(MessageType::INFO, format!("agentls: {answer}")).await;
-                client.show_message(MessageType::INFO, format!("agentls: {}", one_line(&answer, 400))).await;
             }
             EventKind::Error => {
                 let message = event.data.get("message").and_then(Value::as_str).unwrap_or("error");
-                self.state
-                    .outbound
-                    .client
-                    .show_message(MessageType::ERROR, format!("agentls: {message}"))
-                    .await;
+                self.state.outbound.tell(MessageType::ERROR, format!("agentls: {message}")).await;
             }
             _ => {}
+        }
+    }
+
+    /// Shows a plain client's user the whole answer: in a message, and a long one also as a
+    /// document when the editor can open one (a message area is no place to read pages).
+    async fn show_answer(&mut self, answer: &str) {
+        let outbound = &self.state.outbound;
+        outbound.log(MessageType::INFO, format!("agentls: {answer}")).await;
+        let long = answer.lines().count() > LONG_ANSWER_LINES || answer.chars().count() > LONG_ANSWER_CHARS;
+        if long
+            && self.state.profile().show_document
+            && let Some(path) = self.write_answer(answer)
+            && let Some(uri) = convert::uri_of(&path)
+        {
+            let show =
+                ShowDocumentParams { uri, external: Some(false), take_focus: Some(true), selection: None };
+            outbound.when_quiet().await;
+            match outbound.request::<ShowDocument>(show).await {
+                Ok(result) if result.success => {
+                    let first = one_line(answer, 120);
+                    let message =
+                        format!("agentls: {first}\n(the whole answer is open in {})", path.display());
+                    outbound.tell(MessageType::INFO, message).await;
+                    return;
+                }
+                Ok(_) => tracing::debug!("the editor did not open the answer {}", path.display()),
+                Err(e) => tracing::debug!("the editor did not open the answer {}: {e}", path.display()),
+            }
+        }
+        outbound.tell(MessageType::INFO, format!("agentls: {answer}")).await;
+    }
+
+    /// Writes an answer to `<data dir>/answers/` (the temp dir without one) for showing.
+    fn write_answer(&self, answer: &str) -> Option<PathBuf> {
+        let dir = self.state.options.data_dir.clone().unwrap_or_else(std::env::temp_dir).join("answers");
+        let path = dir.join(format!("agentls-answer-{}-{}.md", self.session.id, self.turns));
+        match std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, format!("{answer}\n"))) {
+            Ok(()) => Some(path),
+            Err(e) => {
+                tracing::warn!("cannot write the answer to {}: {e}", path.display());
+                None
+            }
         }
     }
 

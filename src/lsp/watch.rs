@@ -148,6 +148,9 @@ pub async fn reload(state: &ServerState, path: &Path) {
     tracing::info!(path = %path.display(), sessions = affected.len(), "instruction file changed; reloading project docs");
     for session in &affected {
         session.handle.reload_project_docs();
+        if !state.profile().plugin {
+            continue;
+        }
         state
             .outbound
             .notify::<EventNotification>(json!({
@@ -161,8 +164,7 @@ pub async fn reload(state: &ServerState, path: &Path) {
     if !affected.is_empty() {
         state
             .outbound
-            .client
-            .log_message(MessageType::INFO, format!("agentls: reloaded instructions from {}", path.display()))
+            .log(MessageType::INFO, format!("agentls: reloaded instructions from {}", path.display()))
             .await;
     }
 }

@@ -273,6 +273,11 @@ impl SessionHandle {
         *lock(&self.shared.state)
     }
 
+    /// The current input's cancellation token: it fires when the turn is cancelled.
+    pub fn cancellation(&self) -> CancellationToken {
+        lock(&self.shared.cancel).clone()
+    }
+
     /// A snapshot of the conversation (for transcripts).
     pub fn history(&self) -> Vec<Turn> {
         lock(&self.shared.history).clone()

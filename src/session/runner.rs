@@ -272,7 +272,7 @@ impl Runner {
                     "text": last_text,
                     "reasoning": response.reasoning(),
                     "tool_calls": calls.iter().map(|c| json!({
-                        "call_id": c.id, "tool_name": c.name, "summary": summarize(&c.name, &c.arguments),
+                        "call_id": c.id, "tool_name": c.name, "summary": summarize(&c.name, &c.arguments, &self.ctx_template.cwd),
                     })).collect::<Vec<_>>(),
                     "usage": response.usage,
                     "totals": self.totals,
@@ -485,12 +485,13 @@ impl Runner {
             .collect();
         let started: Mutex<Vec<Option<Instant>>> = Mutex::new(vec![None; calls.len()]);
         let events = &self.events;
+        let cwd = ctx.cwd.as_path();
         let observe = |event: BatchEvent<'_>| match event {
             BatchEvent::Started { index, call: _ } => {
                 lock(&started)[index] = Some(Instant::now());
                 events.emit(
                     EventKind::ToolCallStart,
-                    with(&call_base(&calls[index]), json!({ "arguments": calls[index].arguments })),
+                    with(&call_base(&calls[index], cwd), json!({ "arguments": calls[index].arguments })),
                 );
             }
             BatchEvent::Finished { index, call: _, outcome } => {
@@ -512,7 +513,7 @@ impl Runner {
                         "duration_ms": duration_ms,
                     })
                 };
-                events.emit(EventKind::ToolCallEnd, with(&call_base(&calls[index]), end));
+                events.emit(EventKind::ToolCallEnd, with(&call_base(&calls[index], cwd), end));
             }
         };
         let outcomes = self.tools.execute_batch(&requests, &ctx, mode, &observe).await;
@@ -536,8 +537,8 @@ fn with(base: &Value, extra: Value) -> Value {
     out
 }
 
-fn call_base(call: &ToolCall) -> Value {
-    json!({ "tool_name": call.name, "call_id": call.id, "summary": summarize(&call.name, &call.arguments) })
+fn call_base(call: &ToolCall, cwd: &std::path::Path) -> Value {
+    json!({ "tool_name": call.name, "call_id": call.id, "summary": summarize(&call.name, &call.arguments, cwd) })
 }
 
 fn to_result(call: &ToolCall, outcome: ToolCallOutcome) -> ToolResult {

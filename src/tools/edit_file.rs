@@ -130,7 +130,8 @@ pub(crate) async fn propose_string_edit(
         .resolve(&ctx.cwd, &request.file_path)
         .map_err(|error| ToolError::new(error.to_string()))?;
     let snapshot = ctx.workspace.read_if_exists(&path).map_err(|error| ToolError::new(error.to_string()))?;
-    let display = request.file_path.as_str();
+    let shown = crate::workspace::shown_path(&request.file_path, &ctx.cwd);
+    let display = shown.as_str();
     let (change, replacements, created) = match snapshot {
         None if request.old_string.is_empty() => {
             (FileChange::create(path.clone(), display, request.new_string.as_str()), 0, true)

@@ -40,6 +40,10 @@ impl Tool for GlobTool {
         })
     }
 
+    fn read_only(&self) -> bool {
+        true
+    }
+
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let args: Args = parse_args(self.name(), args)?;
         let root = resolve_or_cwd(ctx, args.path.as_deref())?;

@@ -46,6 +46,10 @@ impl Tool for ListDirTool {
         })
     }
 
+    fn read_only(&self) -> bool {
+        true
+    }
+
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let args: Args = parse_args(self.name(), args)?;
         let dir = resolve_or_cwd(ctx, args.path.as_deref())?;

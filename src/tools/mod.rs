@@ -108,4 +108,10 @@ pub trait Tool: Send + Sync {
     /// before [`Tool::call`] runs.
     fn parameters(&self) -> Value;
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
+    /// Whether the tool only reads (files, buffers, diagnostics). Read-only calls of one model
+    /// step may run together; any other call runs alone, after every earlier call of the step.
+    /// Tools that do not say so are assumed to change things.
+    fn read_only(&self) -> bool {
+        false
+    }
 }

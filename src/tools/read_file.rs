@@ -118,6 +118,10 @@ impl Tool for ReadFileTool {
         }
     }
 
+    fn read_only(&self) -> bool {
+        true
+    }
+
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let args: Args = parse_args(self.name(), args)?;
         let path = resolve(ctx, &args.file_path)?;

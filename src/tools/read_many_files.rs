@@ -89,6 +89,10 @@ impl Tool for ReadManyFilesTool {
         })
     }
 
+    fn read_only(&self) -> bool {
+        true
+    }
+
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let args: Args = parse_args(self.name(), args)?;
         let cwd = resolve_or_cwd(ctx, None)?;

@@ -54,7 +54,8 @@ impl ToolCallOutcome {
 /// How the calls of one model step are run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BatchMode {
-    /// All calls concurrently; results in call order.
+    /// Read-only calls concurrently; a call that may change files or run a command starts only
+    /// after every earlier call has finished, and later calls wait for it. Results in call order.
     Parallel,
     /// One after the other, in call order.
     Sequential,
@@ -157,6 +158,12 @@ impl ToolRegistry {
         let by_name =
             |wanted: &str| self.tools.iter().find(|(n, _)| n == wanted).map(|(n, r)| (n.as_str(), r));
         by_name(name).or_else(|| tool_alias(name).find_map(by_name))
+    }
+
+    /// Whether a call of `name` only reads. An unknown name is answered with an error without
+    /// running anything, so it counts as read-only.
+    pub fn read_only(&self, name: &str) -> bool {
+        self.resolve(name).is_none_or(|(_, entry)| entry.tool.read_only())
     }
 
     /// The tools themselves, in registration order.
@@ -317,7 +324,21 @@ impl ToolRegistry {
             }
         };
         match mode {
-            BatchMode::Parallel => futures::future::join_all((0..calls.len()).map(run_one)).await,
+            BatchMode::Parallel => {
+                let mut outcomes = Vec::with_capacity(calls.len());
+                let mut start = 0;
+                while start < calls.len() {
+                    // A run of read-only calls goes together; any other call goes alone.
+                    let end = if self.read_only(&calls[start].name) {
+                        (start..calls.len()).find(|&i| !self.read_only(&calls[i].name)).unwrap_or(calls.len())
+                    } else {
+                        start + 1
+                    };
+                    outcomes.extend(futures::future::join_all((start..end).map(run_one)).await);
+                    start = end;
+                }
+                outcomes
+            }
             BatchMode::Sequential => {
                 let mut outcomes = Vec::with_capacity(calls.len());
                 for index in 0..calls.len() {

@@ -51,9 +51,11 @@ impl Tool for WriteFileTool {
                 .and_then(Value::as_str)
                 .ok_or_else(|| ToolError::new(format!("missing `{name}`: it must be a string")))
         };
-        let (display, content) = (field("file_path")?, field("content")?);
+        let (file_path, content) = (field("file_path")?, field("content")?);
+        let shown = crate::workspace::shown_path(file_path, &ctx.cwd);
+        let display = shown.as_str();
         let path =
-            ctx.workspace.resolve(&ctx.cwd, display).map_err(|error| ToolError::new(error.to_string()))?;
+            ctx.workspace.resolve(&ctx.cwd, file_path).map_err(|error| ToolError::new(error.to_string()))?;
         if path.is_dir() {
             return Err(ToolError::new(format!("{display} is a directory; give the path of a file")));
         }

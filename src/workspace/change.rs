@@ -140,9 +140,25 @@ impl FileChange {
             FileOp::Create => ("/dev/null".to_string(), self.display_path.clone()),
             FileOp::Delete => (self.display_path.clone(), "/dev/null".to_string()),
             FileOp::Modify => (self.display_path.clone(), self.display_path.clone()),
-            FileOp::Rename { to } => (self.display_path.clone(), to.display().to_string()),
+            FileOp::Rename { to } => (self.display_path.clone(), self.shown_target(to)),
         };
         unified_diff(&old_label, &new_label, self.base_text(), self.new_text(), &self.hunks)
+    }
+
+    /// A rename's target as a person reads it: relative to the same folder as `display_path`
+    /// when that is a relative path.
+    pub fn shown_target(&self, to: &Path) -> String {
+        let root = Path::new(&self.display_path)
+            .is_relative()
+            .then(|| {
+                let depth = Path::new(&self.display_path).components().count();
+                self.path.ancestors().nth(depth)
+            })
+            .flatten();
+        match root.and_then(|root| to.strip_prefix(root).ok()) {
+            Some(relative) if !relative.as_os_str().is_empty() => relative.display().to_string(),
+            _ => to.display().to_string(),
+        }
     }
 
     fn validate(&self) -> Result<(), ChangeError> {

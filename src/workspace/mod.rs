@@ -84,6 +84,16 @@ impl Snapshot {
     }
 }
 
+/// `path` as a person reads it: relative to `cwd` when it is an absolute path inside it.
+pub fn shown_path(path: &str, cwd: &Path) -> String {
+    match Path::new(path).strip_prefix(cwd) {
+        Ok(relative) if Path::new(path).is_absolute() && !relative.as_os_str().is_empty() => {
+            relative.display().to_string()
+        }
+        _ => path.to_string(),
+    }
+}
+
 /// The agent's view of files: open buffers first, the disk otherwise.
 #[derive(Debug)]
 pub struct Workspace {
@@ -138,7 +148,25 @@ impl Workspace {
                 from_buffer: true,
             });
         }
-        read_disk_text(path).map(|text| Snapshot::from_disk(path.to_path_buf(), text))
+        let disk = read_disk_text(path);
+        if self.documents.has_unopened(path) {
+            let on_disk = match &disk {
+                Ok(text) => Some(&**text),
+                Err(WorkspaceError::NotFound(_)) => None,
+                Err(_) => return disk.map(|text| Snapshot::from_disk(path.to_path_buf(), text)),
+            };
+            if let Some(text) = self.documents.unopened_text(path, on_disk) {
+                // The editor holds a server edit of this file in a buffer it does not show.
+                return Ok(Snapshot {
+                    path: path.to_path_buf(),
+                    hash: content_hash(text.as_bytes()),
+                    text,
+                    version: None,
+                    from_buffer: true,
+                });
+            }
+        }
+        disk.map(|text| Snapshot::from_disk(path.to_path_buf(), text))
     }
 
     /// Like [`Workspace::read`], but a missing file is `Ok(None)`.
@@ -150,9 +178,12 @@ impl Workspace {
         }
     }
 
-    /// Whether `path` exists as an open buffer or on disk (any kind of file).
+    /// Whether `path` exists as an open buffer, a buffer the editor holds after a server edit, or
+    /// on disk (any kind of file).
     pub fn exists(&self, path: &Path) -> bool {
-        self.documents.is_open(path) || path.symlink_metadata().is_ok()
+        self.documents.is_open(path)
+            || path.symlink_metadata().is_ok()
+            || (self.documents.has_unopened(path) && self.read_if_exists(path).is_ok_and(|s| s.is_some()))
     }
 }
 

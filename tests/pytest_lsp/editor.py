@@ -120,6 +120,9 @@ class Editor:
         self.editor_diagnostics: list[dict[str, Any]] = []
         # While set and not done, workspace/applyEdit is not answered (an editor that hangs).
         self.hold_edits: asyncio.Future[None] | None = None
+        # Seconds an applied edit waits before its didChange is sent (Neovim debounces 150 ms,
+        # eglot waits for 0.5 s of idle time); None sends it before answering, like VS Code.
+        self.change_delay: float | None = None
         self._raw_ids = 0
         self._stopped = False
         self._install()
@@ -310,7 +313,13 @@ class Editor:
                     continue
                 buffer.text = apply_text_edits(buffer.text, step["edits"], self.encoding)
                 buffer.version += 1
-                self._send_change(uri, buffer, {"text": buffer.text})
+                reported = Buffer(buffer.text, buffer.version)
+                if self.change_delay is None:
+                    self._send_change(uri, reported, {"text": reported.text})
+                else:
+                    asyncio.get_running_loop().call_later(
+                        self.change_delay, self._send_change, uri, reported, {"text": reported.text}
+                    )
         return types.ApplyWorkspaceEditResult(applied=True)
 
     # -- requests -------------------------------------------------------------------------

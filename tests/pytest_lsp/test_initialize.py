@@ -14,6 +14,7 @@ COMMANDS = {
     "agentls.closeSession",
     "agentls.listSessions",
     "agentls.resumeSession",
+    "agentls.history",
     "agentls.configure",
     "agentls.resolveReview",
     "agentls.resolvePermission",

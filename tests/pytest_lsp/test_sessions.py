@@ -22,8 +22,14 @@ async def test_resume_after_restart_carries_the_history(start_editor, provider, 
     listed = await second.command("agentls.listSessions", {})
     [stored] = [s for s in listed["sessions"] if s["sessionId"] == session]
     assert stored["open"] is False and stored["title"] == "remember the word kumquat"
+    stored_history = await second.command("agentls.history", {"sessionId": session})
+    assert [(e["kind"], e["text"]) for e in stored_history["entries"]] == [
+        ("user", "remember the word kumquat"),
+        ("assistant", "I will remember it."),
+    ]
     resumed = await second.command("agentls.resumeSession", {"sessionId": session})
     assert resumed["resumed"] is True and resumed["turns"] == 2
+    assert (await second.command("agentls.history", {"sessionId": session}))["entries"] == stored_history["entries"]
     again = await second.command("agentls.resumeSession", {"sessionId": session})
     assert again["resumed"] is False
     provider.push(Turn().text("kumquat"))
@@ -31,6 +37,8 @@ async def test_resume_after_restart_carries_the_history(start_editor, provider, 
     await second.event(session, "processing_end")
     assert provider.saw(1, "remember the word kumquat") and provider.saw(1, "I will remember it.")
     missing = await second.raw_command("agentls.resumeSession", {"sessionId": "no-such-session"})
+    assert missing["error"]["data"] == "sessionId"
+    missing = await second.raw_command("agentls.history", {"sessionId": "no-such-session"})
     assert missing["error"]["data"] == "sessionId"
 
 

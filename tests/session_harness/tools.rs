@@ -105,6 +105,9 @@ impl Tool for Rendezvous {
     fn description(&self) -> &str {
         "Finishes once another call meets it."
     }
+    fn read_only(&self) -> bool {
+        true
+    }
     fn parameters(&self) -> Value {
         json!({"type": "object", "properties": {"who": {"type": "string"}}, "required": ["who"]})
     }

@@ -379,6 +379,16 @@ impl LspClient {
             .await
     }
 
+    /// The `$/progress` end of the next turn of `session`: how a test sees a plain client's turn
+    /// end (plain clients get no `agentls/event`). Its value's `message` is the end reason.
+    pub async fn next_turn_end(&self, session: &str) -> Value {
+        let prefix = format!("agentls/turn/{session}/");
+        self.next_notification_where("$/progress", |p| {
+            p["token"].as_str().is_some_and(|t| t.starts_with(&prefix)) && p["value"]["kind"] == "end"
+        })
+        .await
+    }
+
     /// The first message from the server (of any kind) that satisfies `pred`.
     pub async fn message_where(&self, what: &str, mut pred: impl FnMut(&Value) -> bool) -> Value {
         self.wait_until(what, |inbox| inbox.all.iter().find(|m| pred(m)).cloned()).await

@@ -1,5 +1,5 @@
 //! Session commands: `newSession`, `prompt`, `steer`, `followUp`, `cancel`, `closeSession`,
-//! `listSessions`, `resumeSession`, `configure`. Each returns at once; turns run in the
+//! `listSessions`, `resumeSession`, `history`, `configure`. Each returns at once; turns run in the
 //! session's task.
 
 use std::path::PathBuf;
@@ -11,11 +11,12 @@ use tower_lsp_server::jsonrpc::Result;
 use super::args::{CommandArgs, invalid_field, request_failed};
 use crate::config::Approval;
 use crate::llm::ReasoningEffort;
-use crate::lsp::convert;
 use crate::lsp::server::ServerState;
 use crate::lsp::sessions::{self, LspSession, NewSession, cancel_turn, history_from_records};
+use crate::lsp::{convert, prompt_context};
 use crate::profiles::ProfileKind;
-use crate::session::ConfigChange;
+use crate::session::{ConfigChange, Turn, summarize};
+use serde::Serialize;
 
 const PROFILES: &[&str] = &["openai", "anthropic", "gemini"];
 
@@ -76,26 +77,12 @@ fn with_context(state: &ServerState, text: String, context: Option<CommandArgs>)
     let range: Option<tower_lsp_server::ls_types::Range> = context
         .optional_typed("range", "an LSP range")
         .map_err(|_| invalid_field("context.range", "an LSP range"))?;
-    let display = state
-        .roots()
-        .iter()
-        .find_map(|r| path.strip_prefix(r).ok())
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|| path.display().to_string());
-    let Some(range) = range else {
-        return Ok(format!("{text}\n\n(Context: the user is looking at {display}.)"));
-    };
+    let display = state.shown_path(&path);
     let buffer = match state.documents.get(&path) {
         Some(b) => b.text.to_string(),
         None => std::fs::read_to_string(&path).unwrap_or_default(),
     };
-    let bytes = convert::byte_range(&buffer, range, state.profile().encoding);
-    let selected = buffer.get(bytes).unwrap_or_default();
-    Ok(format!(
-        "{text}\n\nContext: {display}, lines {}-{} (as in the editor):\n```\n{selected}\n```",
-        range.start.line + 1,
-        range.end.line + 1
-    ))
+    Ok(prompt_context::with_context(&text, &display, &buffer, range, state.profile().encoding))
 }
 
 pub fn prompt(state: &Arc<ServerState>, args: &CommandArgs) -> Result<Value> {
@@ -184,6 +171,83 @@ pub fn list(state: &Arc<ServerState>) -> Result<Value> {
         }
     }
     Ok(json!({"sessions": out}))
+}
+
+/// One entry of `agentls.history`: what a client shows of a conversation.
+#[derive(Debug, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case", rename_all_fields = "camelCase")]
+enum HistoryEntry {
+    User { text: String, timestamp: String },
+    Steering { text: String, timestamp: String },
+    Assistant { text: String, reasoning: Option<String>, tool_calls: Vec<HistoryCall>, timestamp: String },
+    ToolResult { call_id: String, tool_name: String, output: String, is_error: bool, timestamp: String },
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct HistoryCall {
+    call_id: String,
+    tool_name: String,
+    summary: String,
+    arguments: Value,
+}
+
+fn history_entries(turns: &[Turn], cwd: &std::path::Path) -> Vec<HistoryEntry> {
+    let mut out = Vec::new();
+    for turn in turns {
+        match turn {
+            Turn::User(t) => {
+                out.push(HistoryEntry::User { text: t.content.clone(), timestamp: t.timestamp.to_rfc3339() })
+            }
+            Turn::Steering(t) => out.push(HistoryEntry::Steering {
+                text: t.content.clone(),
+                timestamp: t.timestamp.to_rfc3339(),
+            }),
+            Turn::System(_) => {}
+            Turn::Assistant(a) => out.push(HistoryEntry::Assistant {
+                text: a.content.clone(),
+                reasoning: a.reasoning.clone(),
+                tool_calls: a
+                    .tool_calls
+                    .iter()
+                    .map(|c| HistoryCall {
+                        call_id: c.id.clone(),
+                        tool_name: c.name.clone(),
+                        summary: summarize(&c.name, &c.arguments, cwd),
+                        arguments: c.arguments.clone(),
+                    })
+                    .collect(),
+                timestamp: a.timestamp.to_rfc3339(),
+            }),
+            Turn::ToolResults(r) => out.extend(r.results.iter().map(|result| HistoryEntry::ToolResult {
+                call_id: result.call_id.clone(),
+                tool_name: result.name.clone(),
+                output: result.content.clone(),
+                is_error: result.is_error,
+                timestamp: r.timestamp.to_rfc3339(),
+            })),
+        }
+    }
+    out
+}
+
+/// `agentls.history {sessionId}`: the conversation of an open or stored session.
+pub fn history(state: &Arc<ServerState>, args: &CommandArgs) -> Result<Value> {
+    let id = args.required_str("sessionId")?;
+    let (turns, root) = match state.sessions.get(&id) {
+        Some(open) => (open.handle.history(), open.root.clone()),
+        None => {
+            let transcript =
+                state.transcripts.as_ref().and_then(|store| store.load(&id).ok()).ok_or_else(|| {
+                    invalid_field(
+                        "sessionId",
+                        "the id of an open or stored session (agentls.listSessions shows them)",
+                    )
+                })?;
+            (history_from_records(&transcript.records), transcript.header.root.clone())
+        }
+    };
+    Ok(json!({"sessionId": id, "entries": history_entries(&turns, &root)}))
 }
 
 pub fn resume(state: &Arc<ServerState>, args: &CommandArgs) -> Result<Value> {

@@ -18,7 +18,7 @@ pub use apply::{ApplyError, Changes, apply_chunks, apply_chunks_deferred};
 pub use parser::{Chunk, HunkLine, ParseError, PatchOp, parse_patch};
 
 use super::{Tool, ToolContext, ToolError, ToolOutput};
-use crate::workspace::{ChangeSet, FileChange, Resolver, SharedStrBuilder, Snapshot, Workspace};
+use crate::workspace::{ChangeSet, FileChange, Resolver, SharedStrBuilder, Snapshot, Workspace, shown_path};
 
 const DESCRIPTION: &str = "Apply code changes using the patch format. Supports creating, deleting, \
 and modifying files in a single operation. The patch is applied completely or not at all.
@@ -161,7 +161,7 @@ fn replay_patch(patch: &str, workspace: &Workspace, cwd: &Path) -> Result<Replay
     let mut resolver = workspace.resolver(cwd);
     for op in &ops {
         let path = resolve(&mut resolver, op.path())?;
-        load(&mut entries, &mut order, workspace, &path, op.path())?;
+        load(&mut entries, &mut order, workspace, &path, &shown_path(op.path(), cwd))?;
         match op {
             PatchOp::Add { path: display, lines, .. } => {
                 let entry = entries.get_mut(&path).expect("loaded");
@@ -209,7 +209,7 @@ fn replay_patch(patch: &str, workspace: &Workspace, cwd: &Path) -> Result<Replay
                 };
                 match destination {
                     Some((to_path, to_display)) if to_path != path => {
-                        load(&mut entries, &mut order, workspace, &to_path, to_display)?;
+                        load(&mut entries, &mut order, workspace, &to_path, &shown_path(to_display, cwd))?;
                         if entries[&to_path].current.is_some() {
                             return Err(PatchError::Refused(format!(
                                 "Move to {to_display}: the file already exists; refusing to overwrite it. Delete it \
