@@ -22,8 +22,10 @@ end
 function H.requests()
   local out = {}
   for _, line in ipairs(vim.fn.readfile(H.requests_file)) do
-    if line ~= "" then
-      table.insert(out, vim.json.decode(line))
+    -- The provider may be writing the last line right now.
+    local ok, body = pcall(vim.json.decode, line)
+    if ok then
+      table.insert(out, body)
     end
   end
   return out

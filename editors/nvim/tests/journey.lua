@@ -97,7 +97,7 @@ T.test("review: accept one hunk, reject the other with a reason, edit the second
   T.truthy(not vim.bo[left].modifiable, "left is read-only")
   T.truthy(vim.wo[r.ui.left_win].diff and vim.wo[r.ui.right_win].diff, "diff mode")
   T.eq(vim.api.nvim_buf_get_lines(0, 0, -1, false), { "one", "TWO", "three", "4 (typed)", "five", "SIX", "seven" }, "proposed")
-  T.contains(vim.wo[r.ui.right_win].winbar, "accept hunk", "the key hint")
+  T.contains(vim.wo[r.ui.right_win].winbar, "ga/gr accept/reject hunk", "the key hint")
 
   vim.api.nvim_win_set_cursor(0, { 2, 0 })
   vim.cmd("AgentAcceptHunk")
@@ -245,6 +245,207 @@ T.test(":AgentSessions resumes a stored session and shows its history", function
   T.wait(10000, function()
     return H.chat_text():find("the door was blue", 1, true) ~= nil
   end, "the answer")
+end)
+
+T.test("model, effort and approval go to the session; approval auto applies at once; progress reaches LspProgress", function()
+  local progress = {}
+  vim.api.nvim_create_autocmd("LspProgress", {
+    callback = function(args)
+      local value = args.data.params.value
+      table.insert(progress, { kind = value.kind, title = value.title, message = value.message })
+    end,
+  })
+  vim.cmd("AgentModel claude-other")
+  vim.cmd("AgentEffort high")
+  vim.cmd("AgentApproval auto")
+  T.wait(10000, function()
+    return H.chat_text():find("_model claude-other · effort high · approval auto_", 1, true) ~= nil
+  end, "the settings confirmed in the chat")
+  T.contains(require("agentls").status(), "claude-other", "status() shows the model")
+  local patch = "*** Begin Patch\n*** Update File: NOTES\n@@\n-no filetype\n+NO FILETYPE\n*** End Patch"
+  H.push({ { { tool = "apply_patch", id = "p9", input = { patch = patch } } }, { { text = "applied" } } })
+  local before = #H.requests()
+  vim.cmd("Agent shout")
+  local notes = vim.fn.bufnr(H.path("NOTES"))
+  T.wait(10000, function()
+    return H.buf_text(notes) == "NO FILETYPE\n"
+  end, "the change in the buffer without a review")
+  T.eq(#vim.api.nvim_list_tabpages(), 1, "no review tab")
+  T.eq(H.disk("NOTES"), "no filetype\n", "not written to disk")
+  T.wait(10000, function()
+    return #H.requests() >= before + 2
+  end, "the model to be told")
+  T.eq(H.requests()[before + 1].model, "claude-other", "the new model is used")
+  local ok = vim.wait(10000, function()
+    for _, p in ipairs(progress) do
+      if p.kind == "end" then
+        return true
+      end
+    end
+  end, 20)
+  T.truthy(ok, "a progress end: " .. vim.inspect(progress))
+  local titles = vim.tbl_map(function(p)
+    return p.title
+  end, vim.tbl_filter(function(p)
+    return p.kind == "begin"
+  end, progress))
+  T.truthy(vim.tbl_contains(titles, "agentls"), "the turn's progress: " .. vim.inspect(titles))
+  T.truthy(vim.tbl_contains(titles, "apply_patch NOTES"), "the tool call's progress: " .. vim.inspect(titles))
+  vim.cmd("AgentApproval review")
+  T.wait(10000, function()
+    return H.chat_text():find("approval review_", 1, true) ~= nil
+  end, "approval back to review")
+end)
+
+T.test(":AgentSteer reaches the running turn", function()
+  H.stub_ui(H.choose("Allow once"))
+  H.push({ { { tool = "shell", id = "s5", input = { command = "echo steer-wait; sleep 2" } } }, { { text = "steered" } } })
+  local before = #H.requests()
+  vim.cmd("Agent do the long thing")
+  T.wait(10000, function()
+    return H.chat_text():find("\nsteer%-wait") ~= nil
+  end, "the command to run")
+  vim.cmd("AgentSteer only the CLI, not the library")
+  T.wait(15000, function()
+    return #H.requests() >= before + 2
+  end, "the next model request")
+  T.truthy(H.request_has(before + 2, "only the CLI, not the library"), "the steering message reaches the model")
+  T.wait(5000, function()
+    return H.chat_text():find("> steered: only the CLI", 1, true) ~= nil
+  end, "the steering shown in the chat")
+end)
+
+T.test("a closed review tab leaves the review pending; :AgentReview reopens it; :AgentReject outside rejects it all", function()
+  local patch = "*** Begin Patch\n*** Update File: second.txt\n@@\n alpha\n-Beta (mine)\n+BETA\n gamma\n*** End Patch"
+  H.push({ { { tool = "apply_patch", id = "p10", input = { patch = patch } } }, { { text = "fine" } } })
+  local before = #H.requests()
+  vim.cmd("Agent again")
+  T.wait(10000, function()
+    return #vim.api.nvim_list_tabpages() == 2
+  end, "the review tab")
+  local r = require("agentls.review").current_review()
+  T.eq(r.ui.list_buf, nil, "no file list for one file")
+  vim.cmd("tabclose")
+  T.contains(require("agentls").status(), "1 review", "still pending")
+  vim.cmd("AgentReview")
+  T.eq(#vim.api.nvim_list_tabpages(), 2, "reopened")
+  vim.cmd("tabclose")
+  vim.cmd("AgentReject not this way")
+  T.wait(10000, function()
+    return #H.requests() >= before + 2
+  end, "the model to be told")
+  T.truthy(H.request_has(before + 2, "rejected"), "rejected")
+  T.truthy(H.request_has(before + 2, "not this way"), "with the reason")
+  T.eq(H.buf_text(vim.fn.bufnr(H.path("second.txt"))), "alpha\nBeta (mine)\ngamma\n", "the buffer is unchanged")
+  T.wait(5000, function()
+    return not require("agentls").status():find("review", 1, true)
+  end, "no review pending")
+end)
+
+T.test("the agent's diagnostics tool gets what vim.diagnostic holds", function()
+  vim.cmd.edit(H.path("notes.txt"))
+  local ns = vim.api.nvim_create_namespace("journey")
+  vim.diagnostic.set(ns, 0, { { lnum = 1, col = 0, end_col = 3, message = "shouting two", severity = vim.diagnostic.severity.WARN, source = "lint" } })
+  H.push({ { { tool = "diagnostics", id = "d1", input = { path = "notes.txt" } } }, { { text = "seen" } } })
+  local before = #H.requests()
+  vim.cmd("Agent check")
+  T.wait(10000, function()
+    return #H.requests() >= before + 2
+  end, "the diagnostics to reach the model")
+  T.truthy(H.request_has(before + 2, "shouting two"), "the message reaches the model: " .. H.request_text(before + 2):sub(-600))
+end)
+
+T.test("a visual selection is sent as the prompt's context", function()
+  vim.cmd.edit(H.path("notes.txt"))
+  H.push({ { { text = "selected" } } })
+  H.stub_ui(nil, function()
+    return "explain this"
+  end)
+  local before = #H.requests()
+  vim.api.nvim_win_set_cursor(0, { 2, 1 })
+  vim.cmd("normal! vj")
+  vim.cmd("normal! \27")
+  require("agentls.commands").ask_visual()
+  T.wait(10000, function()
+    return #H.requests() > before
+  end, "the request")
+  T.truthy(H.request_has(before + 1, "explain this"), "the prompt")
+  T.truthy(H.request_has(before + 1, "WO\nth"), "the selected text: " .. H.request_text(before + 1):sub(-400))
+end)
+
+T.test("the chat: toggles, opens as a float by option, folds command output", function()
+  local chat = require("agentls.chat")
+  if chat.is_open() then
+    vim.cmd("AgentChat")
+  end
+  T.truthy(not chat.is_open(), "closed")
+  require("agentls.config").set(vim.tbl_deep_extend("force", require("agentls.config").get(), { chat = { layout = "float" } }))
+  vim.cmd("AgentChat")
+  local win = vim.api.nvim_get_current_win()
+  T.eq(vim.api.nvim_win_get_buf(win), chat.buf(), "the chat is focused")
+  T.truthy(vim.api.nvim_win_get_config(win).relative ~= "", "a float")
+  local lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+  for i, l in ipairs(lines) do
+    if l:find("⋮ output of shell", 1, true) then
+      T.eq(chat.foldexpr(i), ">1", "the output header starts a fold")
+      T.eq(chat.foldexpr(i + 1), "1", "the output is inside it")
+      T.truthy(vim.fn.foldclosed(i) ~= -1, "and it is closed")
+      break
+    end
+  end
+  vim.cmd("AgentChat")
+  T.truthy(not chat.is_open(), "toggled off")
+  require("agentls.config").set(vim.tbl_deep_extend("force", require("agentls.config").get(), { chat = { layout = "split" } }))
+end)
+
+T.test(":AgentTranscript opens the session's transcript", function()
+  vim.cmd("AgentTranscript")
+  T.truthy(vim.api.nvim_buf_get_name(0):find("/sessions/.*%.jsonl$"), "the transcript file")
+  T.contains(table.concat(vim.api.nvim_buf_get_lines(0, 0, 1, false)), "sessionId")
+  vim.cmd("tabclose")
+end)
+
+T.test("doc/agentls.txt has a tag for every command, option and highlight group", function()
+  local dir = vim.fn.tempname()
+  vim.fn.mkdir(dir .. "/doc", "p")
+  local doc = vim.fn.fnamemodify(vim.env.AGENTLS_TEST_DIR, ":h") .. "/doc/agentls.txt"
+  vim.fn.writefile(vim.fn.readfile(doc), dir .. "/doc/agentls.txt")
+  vim.cmd("helptags " .. dir .. "/doc")
+  local tags = {}
+  for _, line in ipairs(vim.fn.readfile(dir .. "/doc/tags")) do
+    tags[line:match("^[^\t]+")] = true
+  end
+  local missing = {}
+  for name in pairs(vim.api.nvim_get_commands({})) do
+    if name:match("^Agent") and not tags[":" .. name] then
+      table.insert(missing, ":" .. name)
+    end
+  end
+  local defaults = require("agentls.config").defaults
+  for key, value in pairs(defaults) do
+    if not tags["agentls-option-" .. key] then
+      table.insert(missing, "agentls-option-" .. key)
+    end
+    if type(value) == "table" and not vim.islist(value) then
+      for sub in pairs(value) do
+        if not tags[("agentls-option-%s.%s"):format(key, sub)] then
+          table.insert(missing, ("agentls-option-%s.%s"):format(key, sub))
+        end
+      end
+    end
+  end
+  for group in pairs(require("agentls.highlights").groups) do
+    if not tags[group] then
+      table.insert(missing, group)
+    end
+  end
+  for _, m in ipairs(vim.api.nvim_get_keymap("n")) do
+    local plug = m.lhs:match("^<Plug>%((agentls%-[%w-]+)%)$")
+    if plug and not tags["<Plug>(" .. plug .. ")"] then
+      table.insert(missing, m.lhs)
+    end
+  end
+  T.eq(missing, {}, "tags missing from doc/agentls.txt")
 end)
 
 T.test(":checkhealth agentls runs clean", function()

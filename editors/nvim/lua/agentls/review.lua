@@ -30,7 +30,7 @@ end
 
 local function hint()
   local k = config.get().review.keys
-  return ("%%#AgentlsReviewHint# agentls review: ]c/[c hunks · %s accept hunk · %s reject hunk · %s accept file · %s reject file"):format(
+  return ("%%#AgentlsReviewHint# ]c/[c hunk · %s/%s accept/reject hunk · %s/%s file · :w keeps your edit"):format(
     k.accept_hunk,
     k.reject_hunk,
     k.accept,
