@@ -25,7 +25,7 @@ const dirty = new Set<number>();
 let frameRequested = false;
 
 /** Frame statistics since the last reset, read by the benchmark. */
-const stats = { frames: 0, totalMs: 0, worstMs: 0, chars: 0 };
+const stats = { frames: 0, totalMs: 0, worstMs: 0, chars: 0, deltaChars: 0 };
 (window as unknown as { agentlsStats: typeof stats }).agentlsStats = stats;
 
 interface EntryView { el: HTMLElement; update(e: Entry): void }
@@ -258,7 +258,10 @@ window.addEventListener('message', (ev: MessageEvent<ToWebview>) => {
       reset(msg);
       break;
     case 'ops':
-      for (const op of msg.ops) for (const id of model.apply(op)) dirty.add(id);
+      for (const op of msg.ops) {
+        if (op.kind === 'assistant_text_delta') stats.deltaChars += op.data.delta.length;
+        for (const id of model.apply(op)) dirty.add(id);
+      }
       hasSession = true;
       schedule();
       break;
