@@ -105,6 +105,7 @@ T.test("review: accept one hunk, reject the other with a reason, edit the second
   local signs = vim.api.nvim_buf_get_extmarks(0, -1, 0, -1, { details = true, type = "sign" })
   T.truthy(#signs >= 1 and vim.trim(signs[1][4].sign_text) == "✓", "the accepted hunk has a sign")
   vim.cmd("AgentRejectHunk leave six alone")
+  T.eq(r.files[1].proposed, { "one", "TWO", "three", "4 (typed)", "five", "six", "seven" }, "the rejected hunk left the proposal")
   -- The first file is decided: the second one is shown.
   r, index = review.current_review()
   T.eq(index, 2, "the second file is shown")
@@ -340,6 +341,26 @@ T.test("a closed review tab leaves the review pending; :AgentReview reopens it; 
   T.wait(5000, function()
     return not require("agentls").status():find("review", 1, true)
   end, "no review pending")
+end)
+
+T.test(":AgentCancel with a review open rejects it and closes the tab", function()
+  local patch = "*** Begin Patch\n*** Update File: second.txt\n@@\n alpha\n-Beta (mine)\n+B\n gamma\n*** End Patch"
+  H.push({ { { tool = "apply_patch", id = "p11", input = { patch = patch } } } })
+  vim.cmd("Agent once more")
+  T.wait(10000, function()
+    return #vim.api.nvim_list_tabpages() == 2
+  end, "the review tab")
+  vim.cmd("AgentCancel")
+  T.wait(10000, function()
+    return #vim.api.nvim_list_tabpages() == 1
+  end, "the tab to close")
+  T.wait(5000, function()
+    return not require("agentls").status():find("review", 1, true)
+  end, "no review pending")
+  T.wait(5000, function()
+    return H.chat_text():find("review closed: the turn ended before it was answered", 1, true) ~= nil
+  end, "the chat to say so")
+  T.eq(H.buf_text(vim.fn.bufnr(H.path("second.txt"))), "alpha\nBeta (mine)\ngamma\n", "the buffer is unchanged")
 end)
 
 T.test("the agent's diagnostics tool gets what vim.diagnostic holds", function()

@@ -273,7 +273,7 @@ on[E.user_input] = function(d)
   push({ op = "lines", lines = vim.list_extend({ "", "## You", "" }, vim.split(d.content or "", "\n", { plain = true })) })
 end
 on[E.text_start] = function(d)
-  push({ op = "lines", lines = { "", ("## agentls (%s)"):format(d.model or "model"), "" } })
+  push({ op = "lines", lines = { "", ("## agentls (%s)"):format(d.model or "model"), "", "" } })
 end
 on[E.text_delta] = function(d)
   push_stream("text", d.delta or "")

@@ -40,12 +40,14 @@ local function locate(lines, old, hint)
   return math.max(0, math.min(hint, #lines))
 end
 
---- Places the hunks of a file on `current`: returns the proposed lines, and sets each hunk's
---- `left` and `right` ranges ({start, end}, 0-based, end exclusive).
+--- Places the hunks of a file on `current`: returns the proposed lines (a rejected hunk keeps
+--- the current text), and sets each hunk's `left` and `right` ranges ({start, end}, 0-based,
+--- end exclusive).
 function M.place(current, hunks)
   local proposed, shift, copied = {}, 0, 0
   for _, h in ipairs(hunks) do
-    local old, new = M.lines(h.oldText), M.lines(h.newText)
+    local old = M.lines(h.oldText)
+    local new = h.decision == "rejected" and old or M.lines(h.newText)
     local at = math.max(locate(current, old, h.oldStart + shift), copied)
     shift = at - h.oldStart
     for i = copied + 1, at do
@@ -121,6 +123,9 @@ function M.decide_hunk(file, hunk, accepted, reason)
   hunk.reason = reason
   if file.decision == "edited" then
     return
+  end
+  if file.op ~= "delete" then
+    file.proposed = M.place(file.current, file.hunks)
   end
   for _, h in ipairs(file.hunks) do
     if not h.decision then

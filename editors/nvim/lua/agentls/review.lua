@@ -403,7 +403,16 @@ local function decide_hunk(accepted, reason)
     vim.notify("agentls: no hunk under the cursor", vim.log.levels.WARN)
     return
   end
+  local shown = f.proposed
   hunks.decide_hunk(f, h, accepted, reason)
+  if f.proposed ~= shown then
+    -- A rejected hunk leaves the proposal (an accepted one comes back): the diff shows what lands.
+    local bufnr = review.ui.bufs[index].right
+    local view = vim.fn.winsaveview()
+    vim.api.nvim_buf_set_lines(bufnr, 0, -1, false, f.proposed)
+    vim.bo[bufnr].modified = false
+    vim.fn.winrestview(view)
+  end
   render_signs(review, index)
   if not finish(review) then
     next_undecided(review, index)

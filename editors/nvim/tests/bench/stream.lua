@@ -82,7 +82,7 @@ local ok, err = pcall(function()
       header = i
     end
   end
-  local got = header and table.concat(vim.list_slice(lines, header + 1), "\n") or ""
+  local got = header and table.concat(vim.list_slice(lines, header + 2), "\n") or ""
   table.sort(latencies)
   local function pct(p)
     return latencies[math.max(1, math.ceil(#latencies * p))] or 0
