@@ -27,6 +27,14 @@ class JourneyFailed(AssertionError):
     """A check of a journey failed; the message says what was expected and what was seen."""
 
 
+NOTES: list[str] = []
+
+
+def note(message: str) -> None:
+    """Records what an editor did that the suite reports but does not fail on (printed by run.py)."""
+    NOTES.append(message)
+
+
 def check(condition: object, message: str) -> None:
     if not condition:
         raise JourneyFailed(message)

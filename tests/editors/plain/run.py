@@ -19,7 +19,7 @@ import traceback
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 from emacs_driver import EmacsDriver  # noqa: E402
-from harness import Journey, JourneyFailed  # noqa: E402
+from harness import NOTES, Journey, JourneyFailed  # noqa: E402
 from journeys import JOURNEYS  # noqa: E402
 from nvim_driver import NvimDriver  # noqa: E402
 
@@ -70,16 +70,19 @@ def main() -> int:
                     except Exception:  # noqa: BLE001
                         error = error or traceback.format_exc()
             seconds = time.monotonic() - began
+            notes = [f"       note: {line}" for line in NOTES]
+            NOTES.clear()
             if error is None:
                 passed += 1
-                print(f"ok     {label} ({seconds:.1f}s)", flush=True)
+                print(f"ok     {label} ({seconds:.1f}s)", *notes, sep="\n", flush=True)
                 if args.keep_all:
                     journey.keep(args.logs / label.replace("::", "-"))
             else:
                 failed += 1
                 evidence = args.logs / label.replace("::", "-")
                 journey.keep(evidence)
-                print(f"FAIL   {label} ({seconds:.1f}s): {error}\n       evidence: {evidence}", flush=True)
+                print(f"FAIL   {label} ({seconds:.1f}s): {error}\n       evidence: {evidence}", *notes, sep="\n",
+                      flush=True)
             journey.close()
     print(f"{passed} passed, {failed} failed", flush=True)
     return 1 if failed else 0
