@@ -169,7 +169,8 @@ function M.exec(client, command, args, callback)
     end
     return client.is_stopped()
   end
-  local ok = vim.wait(10000, function()
+  -- A client started a moment ago (the first :Agent in a project) is still initializing.
+  local ok = client.initialized or vim.wait(10000, function()
     return client.initialized or stopped()
   end, 10)
   if not ok or stopped() then

@@ -60,10 +60,7 @@ end
 local function position(bufnr, row, col, encoding)
   local line = vim.api.nvim_buf_get_lines(bufnr, row, row + 1, false)[1] or ""
   col = math.max(0, math.min(col, #line))
-  if encoding and encoding ~= "utf-8" then
-    col = vim.str_utfindex(line, encoding, col, false)
-  end
-  return { line = row, character = col }
+  return { line = row, character = vim.lsp.util.character_offset(bufnr, row, col, encoding or "utf-16") }
 end
 
 --- The context of a prompt: the current file, and the selection when there is one.

@@ -32,10 +32,7 @@ local function to_lsp(bufnr, diagnostics, encoding)
     local function pos(lnum, col)
       local line = vim.api.nvim_buf_get_lines(bufnr, lnum, lnum + 1, false)[1] or ""
       col = math.min(col or 0, #line)
-      if encoding ~= "utf-8" then
-        col = vim.str_utfindex(line, encoding, col, false)
-      end
-      return { line = lnum, character = col }
+      return { line = lnum, character = vim.lsp.util.character_offset(bufnr, lnum, col, encoding) }
     end
     table.insert(out, {
       range = { start = pos(d.lnum, d.col), ["end"] = pos(d.end_lnum or d.lnum, d.end_col or d.col) },
