@@ -1,9 +1,10 @@
-//! The command line: `serve` (default) | `exec` | `tool` | `doctor` | `sessions`.
+//! The command line: `serve` (default) | `exec` | `tool` | `doctor` | `sessions` | `demo`.
 //!
 //! This module parses flags, builds the configuration layer they contribute, sets up logging
 //! and hands off to the library. Only the CLI prints to stdout; in `serve` mode stdout is the
 //! LSP wire and nothing here writes to it.
 
+mod demo;
 mod doctor;
 mod exec;
 mod sessions;
@@ -44,6 +45,9 @@ pub enum Command {
         #[command(subcommand)]
         action: Option<SessionsAction>,
     },
+    /// Play a recorded session through the real server and tools on a sample project (no key,
+    /// no network).
+    Demo(DemoArgs),
 }
 
 /// Flags shared by commands that talk to a model.
@@ -100,6 +104,17 @@ pub struct DoctorArgs {
     pub ping: bool,
 }
 
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Make the sample project in this folder (new, empty, or from a previous demo) instead of
+    /// a new temporary one.
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Open the session in Neovim with the agentls plugin instead of printing it.
+    #[arg(long)]
+    pub nvim: bool,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum SessionsAction {
     List,
@@ -145,6 +160,7 @@ pub fn main() -> ExitCode {
         Command::Tool(args) => tool::run(&env, args),
         Command::Doctor(args) => doctor::run(&env, args),
         Command::Sessions { action } => sessions::run(&env, action),
+        Command::Demo(args) => demo::run(args),
     };
     match result {
         Ok(code) => code,

@@ -1,6 +1,8 @@
 //! Record and replay of model exchanges. A cassette is a JSONL file: one [`Exchange`] per line,
 //! in call order. Only neutral requests, responses, events and errors are written — never HTTP
-//! headers — so cassettes hold no API keys.
+//! headers — so cassettes hold no API keys. Replay plays exchanges in order and does not demand
+//! the same request (paths and dates differ between runs); a cassette written by hand may leave
+//! `request` out.
 
 use std::collections::VecDeque;
 use std::io::Write;
@@ -19,6 +21,8 @@ pub struct Exchange {
     /// `complete` or `stream`.
     pub mode: ExchangeMode,
     pub provider: String,
+    /// The request as recorded; empty in a cassette written by hand.
+    #[serde(default)]
     pub request: Request,
     /// Every event handed to the caller (streams) or the events equivalent to the response.
     #[serde(default)]
@@ -107,9 +111,10 @@ impl Player {
             path: self.path.display().to_string(),
             message: format!("all {} recorded exchanges were played; the run asked for more", self.total),
         })?;
-        if exchange.request.messages.len() != request.messages.len() {
+        let recorded = exchange.request.messages.len();
+        if recorded != 0 && recorded != request.messages.len() {
             tracing::warn!(
-                recorded = exchange.request.messages.len(),
+                recorded,
                 asked = request.messages.len(),
                 "replayed exchange was recorded for a different conversation length"
             );
