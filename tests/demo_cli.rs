@@ -158,3 +158,64 @@ fn demo_nvim_says_what_is_missing() {
     );
     assert!(!home.path().join("p").exists(), "nothing is created when Neovim is missing");
 }
+
+/// With `nvim` on PATH (here a stand-in that records how it was started) and the plugin found,
+/// `--nvim` starts Neovim on the sample file with an init that loads the plugin, runs this binary
+/// as the server with the replay settings, and sends the demo prompt once the client attaches.
+/// The real Neovim journey is `tests/fixtures/demo/nvim-check/` (it needs Neovim 0.11).
+#[test]
+fn demo_nvim_starts_neovim_with_the_plugin_and_the_demo_settings() {
+    let home = tempfile::tempdir().unwrap();
+    let bin = home.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let record = home.path().join("nvim-was-started.txt");
+    let fake = bin.join("nvim");
+    std::fs::write(
+        &fake,
+        format!("#!/bin/sh\n{{ echo \"args: $*\"; echo \"cwd: $(pwd)\"; env | grep -E '^(AGENTLS_|ANTHROPIC_)' | sort; }} > '{}'\n", record.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // An installed plugin (a pack of the user's Neovim), used unless this checkout has editors/nvim.
+    let installed = home.path().join("data/nvim/site/pack/agentls/start/agentls");
+    std::fs::create_dir_all(installed.join("lua/agentls")).unwrap();
+    std::fs::write(installed.join("lua/agentls/init.lua"), "return {}\n").unwrap();
+
+    let dir = home.path().join("p");
+    let out = Command::new(env!("CARGO_BIN_EXE_agentls"))
+        .args(["demo", "--nvim", "--dir"])
+        .arg(&dir)
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .env("HOME", home.path())
+        .env("XDG_DATA_HOME", home.path().join("data"))
+        .env("ANTHROPIC_API_KEY", "sk-ant-must-not-reach-the-server")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}\n{}", text(&out.stdout), text(&out.stderr));
+
+    let dir = dir.canonicalize().unwrap();
+    let marker = dir.join(".agentls-demo");
+    assert_eq!(
+        std::fs::read_to_string(&record).unwrap(),
+        format!(
+            "args: -u {m}/init.lua {d}/greet.py\ncwd: {d}\nAGENTLS_CONFIG={m}/config.toml\nAGENTLS_DATA_DIR={m}/data\n",
+            m = marker.display(),
+            d = dir.display()
+        )
+    );
+    let init = std::fs::read_to_string(marker.join("init.lua")).unwrap();
+    let source_plugin = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("editors/nvim");
+    let plugin = if source_plugin.join("lua/agentls/init.lua").is_file() { source_plugin } else { installed };
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_agentls"));
+    for expected in [
+        format!("vim.opt.runtimepath:prepend(\"{}\")", plugin.display()),
+        format!("cmd = {{ \"{}\", \"serve\", \"--stdio\" }},", exe.display()),
+        format!(
+            "settings = {{ [\"approval\"] = \"review\", [\"cassette\"] = \"{}/session.cassette.jsonl\", [\"provider\"] = \"replay\", [\"shell\"] = {{ [\"permission\"] = \"ask\" }} }},",
+            marker.display()
+        ),
+        "require(\"agentls.commands\").prompt(\"Add a --verbose flag to greet.py that says what the script is doing.\")".to_string(),
+    ] {
+        assert!(init.contains(&expected), "init.lua lacks {expected}:\n{init}");
+    }
+}

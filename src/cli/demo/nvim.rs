@@ -11,6 +11,11 @@ use serde_json::Value;
 use super::USER_PROMPT;
 use super::project::{EDITED, Project};
 
+/// Shown when the session starts: the review is the user's to make.
+const HINT: &str = "agentls demo: a recorded session. Allow the command it asks for; in the review, \
+    `ga`/`gr` accept or reject the hunk under the cursor (reject the greeting change and give a \
+    reason: the agent's last answer takes it up).";
+
 /// Where the plugin may be, in order: this binary's source checkout, then the places plugin
 /// managers install to.
 fn plugin_candidates() -> Vec<PathBuf> {
@@ -89,17 +94,23 @@ require("agentls").setup({{
   settings = {settings},
 }})
 vim.api.nvim_create_autocmd("LspAttach", {{
-  once = true,
-  callback = function()
+  callback = function(args)
+    local client = vim.lsp.get_client_by_id(args.data.client_id)
+    if not (client and client.name == "agentls") then
+      return
+    end
     vim.schedule(function()
-      require("agentls").prompt({prompt})
+      vim.notify({hint}, vim.log.levels.INFO)
+      require("agentls.commands").prompt({prompt})
     end)
+    return true -- once
   end,
 }})
 "#,
         plugin = lua(plugin.display().to_string()),
         exe = lua(exe.display().to_string()),
         prompt = lua(USER_PROMPT),
+        hint = lua(HINT),
     )
 }
 

@@ -12,7 +12,7 @@ use super::protocol::{ReviewFile, ToolCallEnd};
 /// Shell output lines shown under a tool line.
 const OUTPUT_LINES: usize = 6;
 /// The pause after each streamed delta on a terminal, so the stream can be seen arriving.
-const TERMINAL_PACE: Duration = Duration::from_millis(12);
+const TERMINAL_PACE: Duration = Duration::from_millis(30);
 
 #[derive(Clone, Copy)]
 enum Style {
