@@ -145,15 +145,22 @@ impl ServerProcess {
         }
     }
 
-    /// Kills the server (after a failure) and returns what it wrote to stderr.
-    pub async fn kill(mut self) -> String {
-        let _ = self.child.kill().await;
-        self.stderr_text().await
-    }
-
-    async fn stderr_text(&mut self) -> String {
+    /// Ends the server after a failure: `shutdown` first (it stops running tools and their
+    /// processes), killed when that does not work; returns what it wrote to stderr.
+    pub async fn abort(mut self) -> String {
+        let graceful = async {
+            self.request("shutdown", Value::Null).await?;
+            self.notify("exit", Value::Null).await
+        };
+        let _ = tokio::time::timeout(EXIT_GRACE, graceful).await;
+        if !matches!(tokio::time::timeout(EXIT_GRACE, self.child.wait()).await, Ok(Ok(_))) {
+            let _ = self.child.kill().await;
+        }
         match self.stderr.take() {
-            Some(task) => String::from_utf8_lossy(&task.await.unwrap_or_default()).trim().to_string(),
+            Some(task) => match tokio::time::timeout(EXIT_GRACE, task).await {
+                Ok(Ok(bytes)) => String::from_utf8_lossy(&bytes).trim().to_string(),
+                _ => String::new(),
+            },
             None => String::new(),
         }
     }

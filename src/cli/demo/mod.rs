@@ -80,7 +80,7 @@ async fn play(exe: &Path, project: &Project, printer: &mut Printer) -> Result<()
         Ok(tally) => tally,
         Err(problem) => {
             printer.end_text();
-            let stderr = server.kill().await;
+            let stderr = server.abort().await;
             return Err(failure(problem, &stderr, project));
         }
     };
