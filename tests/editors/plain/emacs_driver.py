@@ -176,6 +176,10 @@ class EmacsDriver:
         """Everything the user can read back: the *Messages* buffer."""
         return self.state()["messages"]
 
+    def progress_titles(self) -> list[str]:
+        """eglot 1.9 does not announce window.workDoneProgress: it gets no progress."""
+        return []
+
     def opened_documents(self) -> dict[str, str]:
         return {name: b["text"] for name, b in self.state()["buffers"].items()}
 

@@ -82,6 +82,8 @@ def apply(j: Journey, editor) -> None:
     check(editor.buffer_text("main.py") == EDITED, f"the buffer holds the edit: {editor.buffer_text('main.py')!r}")
     check(j.disk("main.py") == MAIN, "the disk is untouched")
     check(not result(j, 2, "e1")["is_error"], f"the model is told the edit applied: {result(j, 2, 'e1')}")
+    shown = editor.shown_messages() + "\n".join(editor.progress_titles())
+    check(str(j.root) not in shown, f"messages and progress titles name workspace-relative paths: {shown!r}")
 
 
 @journey(turns=[READ, [EDIT], [{"text": "fine, left it"}]])
@@ -295,6 +297,16 @@ def cancel_action(j: Journey, editor) -> None:
     editor.code_action(ACTION_LINE, ACTION)
     wait_shown(editor, "after the cancel", timeout=15)
     check(not j.path("late.txt").exists(), "the cancelled command did not finish")
+
+
+@journey(turns=[[{"text": "it subtracts"}]])
+def explain_at_cursor(j: Journey, editor) -> None:
+    """"agentls: explain" with the cursor on a line and nothing selected → the prompt carries the
+    lines around the cursor (not an empty or one-word context) with their line numbers."""
+    editor.code_action(7, "agentls: explain")
+    wait_shown(editor, "it subtracts")
+    request = j.provider.request_text(0)
+    check("return a - b" in request, f"the prompt carries the line under the cursor: {request[-600:]!r}")
 
 
 LONG = "".join(f"line {n:02d}: the answer goes on with enough words to make a long reply, {n * 7} units.\n"

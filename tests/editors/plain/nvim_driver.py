@@ -116,6 +116,10 @@ class NvimDriver:
         """Everything the user can read back: the message history (`:messages`)."""
         return self.state()["messages"]
 
+    def progress_titles(self) -> list[str]:
+        """Titles and messages of the $/progress Neovim received (shown by a statusline)."""
+        return [f"{p.get('title') or ''} {p.get('message') or ''}" for p in self.state()["progress"]]
+
     def opened_documents(self) -> dict[str, str]:
         return {name: b["text"] for name, b in self.state()["buffers"].items()}
 
