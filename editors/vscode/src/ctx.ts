@@ -148,7 +148,7 @@ export class Ctx implements ChatActions, vscode.Disposable {
     this.setServer(willRestart ? 'starting' : 'stopped');
     void this.reviews.abandonAll('the agentls server stopped; the changes it proposed were not applied and their reviews were closed.');
     const active = this.store.activeId;
-    if (active) this.store.apply(active, { kind: 'notice', level: 'error', text: willRestart ? 'The agentls server stopped and was restarted; the running turn was lost. Your next message starts a new session.' : 'The agentls server stopped. Run "agentls: Restart Server" to start it again.' });
+    if (active) this.store.apply(active, { kind: 'interrupted', text: willRestart ? 'The agentls server stopped and was restarted; the running turn was lost. Your next message starts a new session.' : 'The agentls server stopped. Run "agentls: Restart Server" to start it again.' });
     this.store.clear();
   }
 
@@ -272,7 +272,7 @@ export class Ctx implements ChatActions, vscode.Disposable {
     const items: Item[] = [
       { label: '$(add) New session', alwaysShow: true },
       ...sessions.map((s) => ({
-        label: `${s.open ? '$(circle-filled)' : '$(history)'} ${s.title ?? (this.store.model(s.sessionId).entries.find((e) => e.kind === 'user') as { text?: string } | undefined)?.text?.split('\n')[0] ?? s.sessionId.slice(0, 8)}`,
+        label: `${s.open ? '$(circle-filled)' : '$(history)'} ${s.title ?? this.store.firstPrompt(s.sessionId) ?? s.sessionId.slice(0, 8)}`,
         description: [s.model, s.open ? s.state : 'stored', s.created?.replace('T', ' ').slice(0, 16)].filter(Boolean).join(' · '),
         detail: vscode.Uri.parse(s.rootUri).fsPath,
         session: s,
@@ -288,15 +288,16 @@ export class Ctx implements ChatActions, vscode.Disposable {
       return;
     }
     const r = await this.exec<ResumeSessionResult>(ServerCommand.resumeSession, { sessionId: s.sessionId });
-    this.store.describe({ ...s, sessionId: r.sessionId, model: r.model });
-    const model = this.store.model(r.sessionId);
-    if (!model.entries.length) {
+    if (r.resumed) {
+      // The stored transcript is the truth: show it as the server has it.
+      this.store.reset(r.sessionId);
       if (this.supports(ServerCommand.history)) {
         const h = await this.exec<HistoryResult>(ServerCommand.history, { sessionId: r.sessionId });
         this.store.apply(r.sessionId, { kind: 'history', entries: h.entries });
       }
       this.store.apply(r.sessionId, { kind: 'notice', level: 'info', text: `Resumed a stored session${r.turns !== undefined ? ` (${r.turns} history entries)` : ''}.` });
     }
+    this.store.describe({ ...s, sessionId: r.sessionId, model: r.model });
     this.store.setActive(r.sessionId);
     await this.refreshHeader(r.sessionId).catch(() => undefined);
   }

@@ -56,19 +56,18 @@ export interface ConfigureParams {
   approval?: Approval;
 }
 
-/** `agentls.history` (added by the server after protocol version 1 shipped; optional). */
-export interface HistoryEntry {
-  role?: 'user' | 'assistant' | 'tool';
-  kind?: string;
-  text?: string;
-  content?: string;
-  toolName?: string;
-  tool_name?: string;
-  summary?: string;
-  status?: string;
-  output?: string;
-  [key: string]: unknown;
-}
+/** `agentls.history`: the conversation of an open or stored session. */
+export type HistoryEntry =
+  | { kind: 'user'; text: string; timestamp?: string }
+  | { kind: 'steering'; text: string; timestamp?: string }
+  | {
+      kind: 'assistant';
+      text: string;
+      reasoning?: string | null;
+      timestamp?: string;
+      toolCalls?: { callId: string; toolName: string; summary: string; arguments?: unknown }[];
+    }
+  | { kind: 'tool_result'; callId: string; toolName: string; output: string; isError: boolean; timestamp?: string };
 export interface HistoryResult { sessionId: string; entries: HistoryEntry[] }
 
 // ---- events (agentls/event) ----

@@ -133,15 +133,32 @@ test('a snapshot rebuilds the same model (the webview starts from one)', () => {
   assert.equal(card?.kind === 'tool' && card.review, 'accepted');
 });
 
-test('history entries of a resumed session become entries', () => {
+test('history entries of a resumed session become entries (agentls.history)', () => {
   const m = fold([{ kind: 'history', entries: [
-    { role: 'user', text: 'add a flag' },
-    { role: 'assistant', text: 'Added `--verbose`.' },
-    { role: 'tool', toolName: 'edit_file', summary: 'edit_file src/main.rs', status: 'ok', output: 'ok' },
+    { kind: 'user', text: 'add a flag', timestamp: '2026-11-20T10:02:11+00:00' },
+    { kind: 'assistant', text: 'I will read the CLI first.', reasoning: null, toolCalls: [{ callId: 'toolu_01', toolName: 'read_file', summary: 'read_file src/cli.py', arguments: { file_path: 'src/cli.py' } }] },
+    { kind: 'tool_result', callId: 'toolu_01', toolName: 'read_file', output: 'def main(): ...', isError: false },
+    { kind: 'steering', text: 'only the CLI' },
+    { kind: 'assistant', text: 'Added `--verbose`.', toolCalls: [{ callId: 'toolu_02', toolName: 'shell', summary: 'shell: false' }] },
+    { kind: 'tool_result', callId: 'toolu_02', toolName: 'shell', output: 'Exit code: 1', isError: true },
   ] }]);
   assert.deepEqual(visible(m.entries), [
     { user: 'add a flag', steering: false },
+    { assistant: 'I will read the CLI first.', streaming: false },
+    { tool: 'read_file', summary: 'read_file src/cli.py', status: 'ok', output: 'def main(): ...', review: undefined, timed: false },
+    { user: 'only the CLI', steering: true },
     { assistant: 'Added `--verbose`.', streaming: false },
-    { tool: 'edit_file', summary: 'edit_file src/main.rs', status: 'ok', output: 'ok', review: undefined, timed: false },
+    { tool: 'shell', summary: 'shell: false', status: 'error', output: 'Exit code: 1', review: undefined, timed: false },
+  ]);
+});
+
+test('a server that stops mid-turn leaves nothing running', () => {
+  const upTo = events.findIndex((e) => e.kind === 'tool_call_start' && e.data.call_id === 'toolu_s1');
+  const m = fold([...events.slice(0, upTo + 1), { kind: 'interrupted', text: 'The agentls server stopped.' }]);
+  assert.equal(m.header.busy, false);
+  assert.equal(m.header.currentTool, undefined);
+  assert.deepEqual(visible(m.entries.slice(-2)), [
+    { tool: 'shell', summary: 'shell: echo checked', status: 'cancelled', output: '', review: undefined, timed: false },
+    { notice: 'error', text: 'The agentls server stopped.' },
   ]);
 });

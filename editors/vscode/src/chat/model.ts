@@ -33,6 +33,8 @@ export type Entry = UserEntry | AssistantEntry | ToolEntry | NoticeEntry | TurnE
 export type LocalOp =
   | { kind: 'review_result'; callId: string; result: string }
   | { kind: 'notice'; level: NoticeEntry['level']; text: string }
+  /** The server stopped mid-turn: nothing still running will finish. */
+  | { kind: 'interrupted'; text: string }
   | { kind: 'history'; entries: HistoryEntry[] };
 
 export type ChatOp = AgentEvent | LocalOp;
@@ -187,6 +189,22 @@ export class ChatModel {
         return [this.notice('info', op.data.message)];
       case 'notice':
         return [this.notice(op.level, op.text)];
+      case 'interrupted': {
+        const ids = [-1];
+        const open = this.streaming();
+        if (open) {
+          open.streaming = false;
+          ids.push(open.id);
+        }
+        for (const t of this.tools.values()) {
+          if (t.status === 'running') {
+            t.status = 'cancelled';
+            ids.push(t.id);
+          }
+        }
+        this.header = { ...this.header, busy: false, currentTool: undefined };
+        return [...ids, this.notice('error', op.text)];
+      }
       case 'processing_end': {
         const open = this.streaming();
         if (open) open.streaming = false;
@@ -209,23 +227,33 @@ export class ChatModel {
   }
 
   private historyEntry(h: HistoryEntry): number[] {
-    const role = h.role ?? h.kind;
-    const text = String(h.text ?? h.content ?? '');
-    if (role === 'user') return [this.push<UserEntry>({ kind: 'user', text }).id];
-    if (role === 'assistant') {
-      return [this.push<AssistantEntry>({ kind: 'assistant', text, reasoning: String(h.reasoning ?? ''), streaming: false }).id];
+    switch (h.kind) {
+      case 'user':
+      case 'steering':
+        return [this.push<UserEntry>({ kind: 'user', text: h.text, ...(h.kind === 'steering' ? { steering: true } : {}) }).id];
+      case 'assistant': {
+        const ids: number[] = [];
+        if (h.text || h.reasoning) {
+          ids.push(this.push<AssistantEntry>({ kind: 'assistant', text: h.text, reasoning: h.reasoning ?? '', streaming: false }).id);
+        }
+        for (const call of h.toolCalls ?? []) {
+          const e = this.push<ToolEntry>({ kind: 'tool', callId: call.callId, toolName: call.toolName, summary: call.summary, status: 'cancelled', output: '', outputDropped: 0 });
+          this.tools.set(call.callId, e);
+          ids.push(e.id);
+        }
+        return ids;
+      }
+      case 'tool_result': {
+        let e = this.tools.get(h.callId);
+        if (!e) {
+          e = this.push<ToolEntry>({ kind: 'tool', callId: h.callId, toolName: h.toolName, summary: h.toolName, status: 'ok', output: '', outputDropped: 0 });
+          this.tools.set(h.callId, e);
+        }
+        e.status = h.isError ? 'error' : 'ok';
+        e.output = h.output;
+        return [e.id];
+      }
     }
-    if (role === 'tool') {
-      const status = (['ok', 'error', 'cancelled'] as const).find((s) => s === h.status) ?? 'ok';
-      const callId = String(h.callId ?? h.call_id ?? `history-${this.nextId}`);
-      const e = this.push<ToolEntry>({
-        kind: 'tool', callId, toolName: String(h.toolName ?? h.tool_name ?? 'tool'),
-        summary: String(h.summary ?? h.toolName ?? h.tool_name ?? ''), status, output: String(h.output ?? text), outputDropped: 0,
-      });
-      this.tools.set(callId, e);
-      return [e.id];
-    }
-    return [];
   }
 }
 

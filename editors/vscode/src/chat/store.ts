@@ -27,6 +27,21 @@ export class ChatStore {
     return m;
   }
 
+  /** The first thing the user asked in a session this window has seen, for the session picker. */
+  firstPrompt(sessionId: string): string | undefined {
+    const e = this.models.get(sessionId)?.entries.find((x) => x.kind === 'user');
+    return e?.kind === 'user' ? e.text.split('\n')[0] : undefined;
+  }
+
+  /** Starts a session's transcript over (before loading its stored history). */
+  reset(sessionId: string): ChatModel {
+    const old = this.models.get(sessionId);
+    const m = new ChatModel();
+    m.header = { ...(old?.header ?? {}), sessionId, busy: false, currentTool: undefined };
+    this.models.set(sessionId, m);
+    return m;
+  }
+
   activeModel(): ChatModel | undefined {
     return this.active ? this.model(this.active) : undefined;
   }

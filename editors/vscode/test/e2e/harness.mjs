@@ -3,7 +3,7 @@
 // chromium driven by playwright-core. Everything lives in a fresh directory per run.
 
 import { spawn, execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -120,6 +120,28 @@ export class CodeServer {
     this.proc.stderr.on('data', out);
     await until('code-server to listen', async () => (await fetch(`http://127.0.0.1:${this.port}/healthz`)).ok, 60_000, 250);
     return `http://127.0.0.1:${this.port}/?folder=${encodeURIComponent(workspace)}`;
+  }
+
+  /** Pids of the processes running `binary` under this code-server (the extension's server). */
+  childrenRunning(binary) {
+    const parent = (pid) => {
+      try {
+        return Number(readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[1]);
+      } catch {
+        return 0;
+      }
+    };
+    const underUs = (pid) => {
+      for (let p = pid, n = 0; p > 1 && n < 20; p = parent(p), n++) if (p === this.proc.pid) return true;
+      return false;
+    };
+    return readdirSync('/proc').filter((d) => /^\d+$/.test(d)).map(Number).filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0] === binary && underUs(pid);
+      } catch {
+        return false;
+      }
+    });
   }
 
   stop() {

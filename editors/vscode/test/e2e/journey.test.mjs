@@ -4,7 +4,8 @@
 // opens in the diff editor → accept one hunk, reject the other with a reason → the buffer holds
 // exactly the accepted change and the unsaved text, and the model's next request carries the
 // rejection and the reason → a shell command asks permission, "Allow once" runs it → Stop
-// during a long command cancels it. Screenshots go to $ARTEFACTS.
+// during a long command cancels it → the server dies with a review pending: it is restarted and
+// the review closed → the stored session resumes with its history. Screenshots go to $ARTEFACTS.
 
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
@@ -30,7 +31,7 @@ const turns = [
   [{ text: 'Now a quick check.' }, { tool: 'shell', id: 'toolu_s1', input: { command: 'echo permission-granted-run' } }],
   [{ text: 'All done: `two` is now **TWO**, and `seven` stays lowercase as you asked.\n\n```python\nprint("checked")\n```\n' }],
   [{ text: 'Running the long check.' }, { tool: 'shell', id: 'toolu_s2', input: { command: 'sleep 120' } }],
-  [{ text: 'Stopped.' }],
+  [{ text: 'One more change.' }, { tool: 'write_file', id: 'toolu_w2', input: { file_path: 'notes.txt', content: `${expected}eight\n` } }],
 ];
 
 let provider;
@@ -181,6 +182,9 @@ test('a shell command asks permission; Allow once runs it', async () => {
   await until('the final answer', async () => (await chatText()).includes('seven stays lowercase as you asked'), 30_000);
   const chat = await chatText();
   assert.ok(chat.includes('permission-granted-run'), 'the shell card shows the command');
+  const f = await chatFrame();
+  const answer = f.locator('.entry.assistant').last();
+  assert.equal(await answer.locator('pre.hljs .hljs-string').count(), 1, await answer.innerHTML());
 });
 
 test('the buffer holds exactly the accepted change and the unsaved text', async () => {
@@ -215,4 +219,37 @@ test('Stop during a long command cancels it', async () => {
   await until('the card cancelled', async () => ['cancelled', 'error'].includes(await card.getAttribute('data-status')), 15_000);
   await until('the turn ended as cancelled', async () => (await f.locator('.entry.turn-end').last().innerText()).startsWith('cancelled'), 15_000);
   await shot('chat-stopped');
+});
+
+test('the server dies with a review pending: it is restarted and the review is closed', async () => {
+  const f = await chatFrame();
+  await f.locator('#prompt').fill('Add an eighth line.');
+  await f.locator('#prompt').press('Enter');
+  await until('the second review', () => page.locator('.monaco-diff-editor').first().isVisible(), 30_000);
+  const [pid, ...more] = codeServer.childrenRunning(env('AGENTLS_BIN'));
+  assert.ok(pid && more.length === 0, `one agentls server under code-server: ${[pid, ...more]}`);
+  process.kill(pid, 'SIGKILL');
+  await until('the review closed', async () => !(await page.locator('.monaco-diff-editor').first().isVisible()), 20_000);
+  await until('the user told', () => page.locator('.notification-toast', { hasText: 'reviews were closed' }).first().isVisible(), 20_000);
+  await until('a new server', () => {
+    const now = codeServer.childrenRunning(env('AGENTLS_BIN'));
+    return now.length === 1 && now[0] !== pid;
+  }, 30_000);
+  await until('the status bar back to idle', async () => (await page.locator('.statusbar-item').allInnerTexts()).some((t) => t.trim() === 'agentls'), 30_000);
+  assert.equal(readFileSync(join(ws, 'notes.txt'), 'utf8'), expected, 'nothing of the closed review was applied');
+  const f2 = await chatFrame();
+  assert.equal(await f2.locator('.entry.tool', { hasText: 'write_file' }).last().getAttribute('data-status'), 'cancelled', 'the interrupted call is not left running');
+  await shot('server-restarted');
+});
+
+test('the stored session resumes with its history', async () => {
+  await palette('agentls: Switch Session');
+  const item = page.locator('.quick-input-list .monaco-list-row', { hasText: 'Capitalise two and seven' }).first();
+  await item.waitFor({ state: 'visible', timeout: 20_000 });
+  await item.click();
+  await until('the history in the chat', async () => {
+    const t = await chatText();
+    return t.includes('Resumed a stored session') && t.includes('Capitalise two and seven') && t.includes('seven stays lowercase as you asked');
+  }, 20_000);
+  await shot('session-resumed');
 });
