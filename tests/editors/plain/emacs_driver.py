@@ -101,6 +101,9 @@ class EmacsDriver:
         self._wait_minibuffer("Goto line")
         self.type(str(line))
         self.keys("Enter")
+        self._pick_code_action(title)
+
+    def _pick_code_action(self, title: str) -> None:
         self.keys("M-x")
         self._wait_minibuffer("M-x")
         self.type("eglot-code-actions")
@@ -110,6 +113,12 @@ class EmacsDriver:
         self.keys("Tab", "Enter")
         wait_until("the code action menu to close",
                    lambda: not ((m := self.state()["minibuffer"]) and "Pick an action" in (m.get("prompt") or "")), 10)
+
+    def code_action_on_lines(self, first: int, last: int, title: str) -> None:
+        """Selects lines ``first``..``last`` (the region ends at column 0 of the next line), then
+        M-x eglot-code-actions and the action whose title starts with ``title``."""
+        self.eval(f'(agentls-probe-select-lines "{self.journey.path(self.current)}" {first} {last})')
+        self._pick_code_action(title)
 
     def answer(self, title: str | None) -> None:
         """Types ``title`` at the open prompt and RET; ``None`` is C-g."""

@@ -309,6 +309,17 @@ def explain_at_cursor(j: Journey, editor) -> None:
     check("return a - b" in request, f"the prompt carries the line under the cursor: {request[-600:]!r}")
 
 
+@journey(turns=[[{"text": "it adds"}]])
+def explain_selection(j: Journey, editor) -> None:
+    """"agentls: explain" on lines 1-3 selected linewise (Neovim: V, to the end of line 3; Emacs:
+    a region ending at column 0 of line 4) → the prompt says lines 1-3, not 1-4."""
+    editor.code_action_on_lines(1, 3, "agentls: explain")
+    wait_shown(editor, "it adds")
+    request = j.provider.request_text(0)
+    check("lines 1-3" in request and "def add(a, b):" in request,
+          f"the prompt names lines 1-3 with their text: {request[-400:]!r}")
+
+
 LONG = "".join(f"line {n:02d}: the answer goes on with enough words to make a long reply, {n * 7} units.\n"
                for n in range(1, 41))
 

@@ -62,6 +62,13 @@ class NvimDriver:
         wait_until(f"the code action menu offering {title!r}",
                    lambda: any(t.startswith(title) for t in self.state()["actions_offered"]), 10)
 
+    def code_action_on_lines(self, first: int, last: int, title: str) -> None:
+        """Selects lines ``first``..``last`` (1-based) with V and picks the code action starting
+        with ``title`` (Neovim sends the range to the end of the last line)."""
+        self.call("code_action", title=title, lines=[first, last])
+        wait_until(f"the code action menu offering {title!r}",
+                   lambda: any(t.startswith(title) for t in self.state()["actions_offered"]), 10)
+
     def answer(self, title: str | None) -> None:
         """Picks ``title`` in the open prompt; ``None`` is Escape."""
         if not self.call("answer", title=title):

@@ -70,3 +70,13 @@
       (with-current-buffer events
         (write-region (point-min) (point-max) file nil 'silent))))
   t)
+
+(defun agentls-probe-select-lines (file first last)
+  "Selects lines FIRST..LAST of FILE's buffer as a user would with C-SPC and motion: the region
+ends at the start of line LAST + 1."
+  (with-current-buffer (find-buffer-visiting file)
+    (goto-char (point-min))
+    (forward-line (1- first))
+    (push-mark (point) t t)
+    (forward-line (1+ (- last first))))
+  t)

@@ -101,7 +101,14 @@ end
 function handlers.code_action(args)
   want_action = args.title
   actions_offered = {}
-  vim.lsp.buf.code_action()
+  if args.lines then
+    -- lines selected with V, as code_action computes a V selection: to the last column of the last line
+    local first, last = args.lines[1], args.lines[2]
+    local last_line = vim.api.nvim_buf_get_lines(0, last - 1, last, true)[1]
+    vim.lsp.buf.code_action({ range = { start = { first, 0 }, ['end'] = { last, math.max(#last_line - 1, 0) } } })
+  else
+    vim.lsp.buf.code_action()
+  end
   return true
 end
 
