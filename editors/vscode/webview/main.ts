@@ -28,7 +28,8 @@ let frameRequested = false;
 const stats = { frames: 0, totalMs: 0, worstMs: 0, chars: 0, deltaChars: 0 };
 (window as unknown as { agentlsStats: typeof stats }).agentlsStats = stats;
 
-interface EntryView { el: HTMLElement; update(e: Entry): void }
+/** `update` returns true when it left work for the next frame. */
+interface EntryView { el: HTMLElement; update(e: Entry): boolean | void }
 
 function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, text?: string): HTMLElementTagNameMap[K] {
   const e = document.createElement(tag);
@@ -67,15 +68,15 @@ function assistantView(): EntryView {
     el: root,
     update(e) {
       if (e.kind !== 'assistant') return;
-      const before = e.text.length;
-      stream.update(e.text, !e.streaming);
-      stats.chars = Math.max(stats.chars, before);
+      const more = stream.update(e.text, !e.streaming);
+      stats.chars = Math.max(stats.chars, e.text.length);
       root.classList.toggle('streaming', e.streaming);
       if (e.reasoning.length !== shownReasoning) {
         reasoning.hidden = !e.reasoning;
         reasoningText.textContent = e.reasoning;
         shownReasoning = e.reasoning.length;
       }
+      return more;
     },
   };
 }
@@ -203,6 +204,7 @@ function render(): void {
   frameRequested = false;
   const t0 = performance.now();
   const nearBottom = transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 80;
+  const again: number[] = [];
   for (const id of dirty) {
     if (id === -1) {
       renderHeader();
@@ -216,9 +218,11 @@ function render(): void {
       views.set(id, view);
       transcript.append(view.el);
     }
-    view.update(entry);
+    if (view.update(entry)) again.push(id);
   }
   dirty.clear();
+  for (const id of again) dirty.add(id);
+  if (again.length) schedule();
   empty.hidden = model.entries.length > 0;
   if (nearBottom) transcript.scrollTop = transcript.scrollHeight;
   const dt = performance.now() - t0;

@@ -98,19 +98,30 @@ export class StreamingMarkdown {
     host.append(this.done, this.tail);
   }
 
-  update(text: string, final: boolean): void {
+  /**
+   * Renders what changed; at most about `budget` characters of finished blocks per call, so one
+   * frame stays short after a burst. Returns whether work is left for another frame.
+   */
+  update(text: string, final: boolean, budget = 32_768): boolean {
     if (!text.startsWith(this.source.slice(0, this.committed))) {
       this.done.replaceChildren();
       this.committed = 0;
     }
     this.source = text;
-    const boundary = final ? text.length : blockBoundary(text, this.committed);
+    let boundary = final ? text.length : blockBoundary(text, this.committed);
+    if (boundary - this.committed > budget) {
+      const within = blockBoundary(text.slice(0, this.committed + budget), this.committed);
+      if (within > this.committed) boundary = within;
+    }
     if (boundary > this.committed) {
       this.done.append(renderMarkdown(text.slice(this.committed, boundary)));
       this.committed = boundary;
     }
+    const more = this.committed < (final ? text.length : blockBoundary(text, this.committed));
+    if (more) return true;
     const rest = text.slice(this.committed);
     if (rest) this.tail.replaceChildren(renderMarkdown(rest));
     else this.tail.replaceChildren();
+    return false;
   }
 }

@@ -130,6 +130,8 @@ test(`chat view under ${RATE} deltas/s for ${SECONDS} s`, async () => {
   await f.locator('#prompt').fill('Stream a lot of text.');
   await f.locator('#prompt').press('Enter');
   await until('the turn end', () => f.locator('.entry.turn-end').first().isVisible(), (SECONDS + 60) * 1000, 250);
+  const lastWord = `w${TOTAL - 1}`;
+  await until('the last word shown', () => f.locator('.entry.assistant').first().evaluate((e, w) => e.textContent.includes(w), lastWord), 60_000, 200);
   const shownAt = Date.now();
   const webview = await f.evaluate(stopFrames);
   const workbench = await page.evaluate(stopFrames);
