@@ -102,7 +102,7 @@ export class StreamingMarkdown {
    * Renders what changed; at most about `budget` characters of finished blocks per call, so one
    * frame stays short after a burst. Returns whether work is left for another frame.
    */
-  update(text: string, final: boolean, budget = 32_768): boolean {
+  update(text: string, final: boolean, budget = 8_192): boolean {
     if (!text.startsWith(this.source.slice(0, this.committed))) {
       this.done.replaceChildren();
       this.committed = 0;

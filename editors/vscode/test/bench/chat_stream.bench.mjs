@@ -125,6 +125,14 @@ test(`chat view under ${RATE} deltas/s for ${SECONDS} s`, async () => {
   await page.keyboard.press('Enter');
   const f = await chatFrame();
   await f.locator('#prompt').waitFor({ state: 'visible' });
+  // The same measurement with nothing streaming, as a baseline on this (shared, loaded) machine.
+  await f.evaluate(recordFrames);
+  await page.evaluate(recordFrames);
+  await new Promise((r) => setTimeout(r, 5000));
+  const idleWebview = await f.evaluate(stopFrames);
+  const idleWorkbench = await page.evaluate(stopFrames);
+  await f.evaluate(() => { window.__benchStop = false; });
+  await page.evaluate(() => { window.__benchStop = false; });
   await f.evaluate(recordFrames);
   await page.evaluate(recordFrames);
   await f.locator('#prompt').fill('Stream a lot of text.');
@@ -136,7 +144,7 @@ test(`chat view under ${RATE} deltas/s for ${SECONDS} s`, async () => {
   const webview = await f.evaluate(stopFrames);
   const workbench = await page.evaluate(stopFrames);
   const stats = await f.evaluate(() => ({ ...window.agentlsStats }));
-  const words = (await f.locator('.entry.assistant').first().innerText()).split(/\s+/).filter(Boolean);
+  const words = (await f.locator('.entry.assistant .markdown').first().evaluate((e) => e.textContent)).split(/\s+/).filter(Boolean);
   await page.screenshot({ path: join(artefacts, 'bench-chat.png') });
   assert.equal(stats.deltaChars, expectedChars, 'every streamed character reached the webview');
   assert.equal(words.length, expectedWords.length, 'every word is shown');
@@ -154,6 +162,7 @@ test(`chat view under ${RATE} deltas/s for ${SECONDS} s`, async () => {
     webviewRender: { frames: stats.frames, meanMs: Math.round((stats.totalMs / Math.max(1, stats.frames)) * 100) / 100, worstMs: Math.round(stats.worstMs * 10) / 10 },
     webviewFrameGaps: webview,
     workbenchFrameGaps: workbench,
+    idleBaseline: { webviewFrameGaps: idleWebview, workbenchFrameGaps: idleWorkbench },
     activationToInitializeMs: activation ? Number(activation[1]) : null,
     bundleBytes: { extension: statSync(join(dist, 'extension.js')).size, webview: statSync(join(dist, 'webview.js')).size, vsix: statSync(env('VSIX')).size },
   };
