@@ -234,10 +234,27 @@ local function flush()
   M.stats.max_ms = math.max(M.stats.max_ms, ms)
 end
 
+local last_flush = 0 -- ms (hrtime: the loop's cached time stands still while events run)
+
+local function now_ms()
+  return vim.uv.hrtime() / 1e6
+end
+
 local function schedule_flush()
+  local interval = config.get().chat.flush_ms
   if not flush_pending then
     flush_pending = true
-    vim.defer_fn(flush, config.get().chat.flush_ms)
+    last_flush = now_ms()
+    vim.defer_fn(function()
+      last_flush = now_ms()
+      flush()
+    end, interval)
+  elseif now_ms() - last_flush >= 2 * interval and not vim.in_fast_event() then
+    -- Events arriving without a pause starve the timer (Neovim runs queued events before
+    -- timers): apply the batch from here so the chat keeps up. The timer still fires later.
+    last_flush = now_ms()
+    flush()
+    flush_pending = true
   end
 end
 
