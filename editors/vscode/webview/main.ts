@@ -112,7 +112,9 @@ function toolView(): EntryView {
     if (shownDropped === e.outputDropped && shownLen > 0 && text.length >= shownLen && text.length <= SHOWN_OUTPUT) {
       if (text.length > shownLen) pre.append(document.createTextNode(text.slice(shownLen)));
     } else {
-      const start = Math.max(0, text.length - SHOWN_OUTPUT);
+      let start = Math.max(0, text.length - SHOWN_OUTPUT);
+      const nl = start ? text.indexOf('\n', start) : -1;
+      if (nl >= 0 && nl - start < 4096) start = nl + 1;
       const hidden = start + e.outputDropped;
       note.textContent = hidden ? `${formatBytes(hidden)} of earlier output not shown` : '';
       pre.textContent = text.slice(start);

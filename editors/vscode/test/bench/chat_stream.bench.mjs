@@ -32,9 +32,34 @@ let streamStarted = 0;
 let streamEnded = 0;
 
 /** A fake Anthropic Messages endpoint that streams TOTAL deltas at RATE per second. */
+/** 1,148,895 bytes of output (the server streams up to 1 MiB of it). */
+const BIG_OUTPUT = 1_148_895;
+const bigCommand = 'seq 1 180000';
+let requestCount = 0;
+
+/** A whole (short) response: text, or one tool call. */
+function shortResponse(res, block) {
+  const usage = { input_tokens: 10, output_tokens: 1 };
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  res.write(sse('message_start', { type: 'message_start', message: { id: 'msg_b', type: 'message', role: 'assistant', model: 'claude-test', content: [], stop_reason: null, stop_sequence: null, usage } }));
+  if (block.text) {
+    res.write(sse('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }));
+    res.write(sse('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: block.text } }));
+  } else {
+    res.write(sse('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: block.id, name: block.tool, input: {} } }));
+    res.write(sse('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: JSON.stringify(block.input) } }));
+  }
+  res.write(sse('content_block_stop', { type: 'content_block_stop', index: 0 }));
+  res.write(sse('message_delta', { type: 'message_delta', delta: { stop_reason: block.text ? 'end_turn' : 'tool_use', stop_sequence: null }, usage }));
+  res.end(sse('message_stop', { type: 'message_stop' }));
+}
+
 const provider = createServer((req, res) => {
   req.resume();
   req.on('end', async () => {
+    requestCount++;
+    if (requestCount === 2) return shortResponse(res, { tool: 'shell', id: 'toolu_big', input: { command: bigCommand } });
+    if (requestCount > 2) return shortResponse(res, { text: 'That was a lot of output.' });
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     const usage = { input_tokens: 10, output_tokens: 1 };
     res.write(sse('message_start', { type: 'message_start', message: { id: 'msg_bench', type: 'message', role: 'assistant', model: 'claude-test', content: [], stop_reason: null, stop_sequence: null, usage } }));
@@ -96,6 +121,7 @@ before(async () => {
     settings: {
       'agentls.server.path': env('AGENTLS_BIN'),
       'agentls.model': 'claude-test',
+      'agentls.shell.allow': ['seq'],
       'workbench.startupEditor': 'none',
       'security.workspace.trust.enabled': false,
       'git.enabled': false,
@@ -112,6 +138,7 @@ before(async () => {
 });
 
 after(async () => {
+  if (page) await page.screenshot({ path: join(artefacts, 'bench-final.png') }).catch(() => undefined);
   await browser?.close().catch(() => undefined);
   codeServer?.stop();
   provider.close();
@@ -166,8 +193,36 @@ test(`chat view under ${RATE} deltas/s for ${SECONDS} s`, async () => {
     activationToInitializeMs: activation ? Number(activation[1]) : null,
     bundleBytes: { extension: statSync(join(dist, 'extension.js')).size, webview: statSync(join(dist, 'webview.js')).size, vsix: statSync(env('VSIX')).size },
   };
-  writeFileSync(join(artefacts, 'bench.json'), `${JSON.stringify(result, null, 2)}\n`);
-  console.log(`BENCH ${JSON.stringify(result)}`);
+  results.stream = result;
+});
+
+const results = {};
+
+test('a 1 MiB shell output streams into its card without freezing the editor', async () => {
+  const f = await chatFrame();
+  await f.evaluate(() => { window.__benchStop = false; });
+  await page.evaluate(() => { window.__benchStop = false; });
+  await f.evaluate(recordFrames);
+  await page.evaluate(recordFrames);
+  const t0 = Date.now();
+  await f.locator('#prompt').fill('Print a lot.');
+  await f.locator('#prompt').press('Enter');
+  await until('the second turn end', async () => (await f.locator('.entry.turn-end').count()) === 2, 120_000, 250);
+  const doneMs = Date.now() - t0;
+  const webview = await f.evaluate(stopFrames);
+  const workbench = await page.evaluate(stopFrames);
+  const card = f.locator('.entry.tool', { hasText: 'seq 1 180000' });
+  assert.equal(await card.getAttribute('data-status'), 'ok');
+  const label = await card.locator('.tool-output summary').innerText();
+  assert.match(label, /Output \(1\.[01] MiB/, label);
+  const openStart = Date.now();
+  await card.locator('.tool-output summary').click();
+  await until('the output shown', () => card.locator('pre').evaluate((e) => e.textContent.length >= 256 * 1024));
+  const openMs = Date.now() - openStart;
+  await page.screenshot({ path: join(artefacts, 'bench-shell-output.png') });
+  results.shellOutput = { bytes: BIG_OUTPUT, turnMs: doneMs, webviewFrameGaps: webview, workbenchFrameGaps: workbench, expandOutputMs: openMs };
+  writeFileSync(join(artefacts, 'bench.json'), `${JSON.stringify(results, null, 2)}\n`);
+  console.log(`BENCH ${JSON.stringify(results)}`);
 });
 
 function findFile(dir, name) {
