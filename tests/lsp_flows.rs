@@ -743,3 +743,37 @@ async fn a_plain_client_sees_the_whole_answer() {
         "the full text is logged too"
     );
 }
+
+#[tokio::test]
+async fn a_permission_question_follows_the_events_of_its_call() {
+    let fx = Fixture::new(plugin_capabilities()).await;
+    fx.mock.push(Turn::new().text("Let me look for it first.").tool_call(
+        "s1",
+        "shell",
+        json!({"command": "echo order"}),
+    ));
+    fx.mock.push(Turn::new().text("Done."));
+    let id = fx.session(json!({"profile": "openai"})).await;
+    fx.prompt(&id, "run it").await;
+    let ask = fx.client.next_notification("agentls/permission").await;
+    let messages = fx.client.all_messages();
+    let position = |pred: &dyn Fn(&Value) -> bool| messages.iter().position(|m| pred(m));
+    let asked = position(&|m| m["method"] == "agentls/permission").expect("asked");
+    let started = position(&|m| {
+        m["method"] == "agentls/event"
+            && m["params"]["kind"] == "tool_call_start"
+            && m["params"]["data"]["call_id"] == "s1"
+    })
+    .expect("the call's tool_call_start was sent before its question");
+    let text = position(&|m| m["method"] == "agentls/event" && m["params"]["kind"] == "assistant_text_delta")
+        .expect("the text before the call was sent");
+    assert!(text < started && started < asked, "text {text}, start {started}, question {asked}");
+    fx.client
+        .command(
+            "agentls.resolvePermission",
+            json!({"requestId": ask["requestId"], "decision": "allow_once"}),
+        )
+        .await
+        .expect("answer");
+    fx.client.next_event(&id, "processing_end").await;
+}

@@ -11,11 +11,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::pending::PendingAnswers;
-use serde_json::json;
+use serde_json::{Value, json};
 use tower_lsp_server::ls_types::MessageType;
 
 use super::capabilities::ClientProfile;
-use super::outbound::{Outbound, OutboundError, PermissionNotification, spoken};
+use super::outbound::{Outbound, OutboundError, spoken};
 use crate::config::ShellPermission;
 use crate::store::PermissionRules;
 use crate::store::permissions::{prefix_allows, rule_for};
@@ -47,9 +47,12 @@ impl PermissionBroker {
     }
 
     /// Decides whether `request` may run, asking the user when the policy says so.
+    /// Decides whether `request` may run; a plugin client is asked through `announce` (which
+    /// sends the `agentls/permission` payload).
     pub async fn decide(
         &self,
         outbound: &Outbound,
+        announce: impl FnOnce(Value),
         profile: &ClientProfile,
         session_id: &str,
         policy: &PermissionPolicy,
@@ -73,7 +76,7 @@ impl PermissionBroker {
             return PermissionDecision::AllowOnce;
         }
         let decision = if profile.plugin {
-            self.ask_plugin(outbound, session_id, &request).await
+            self.ask_plugin(outbound, announce, session_id, &request).await
         } else {
             ask_plain(outbound, &request).await
         };
@@ -90,22 +93,21 @@ impl PermissionBroker {
     async fn ask_plugin(
         &self,
         outbound: &Outbound,
+        announce: impl FnOnce(Value),
         session_id: &str,
         request: &PermissionRequest,
     ) -> PermissionDecision {
         let request_id = uuid::Uuid::new_v4().to_string();
         let rx = self.pending.register(&request_id, session_id, ());
-        outbound
-            .notify::<PermissionNotification>(json!({
-                "requestId": request_id,
-                "sessionId": session_id,
-                "callId": request.call_id,
-                "toolName": request.tool_name,
-                "command": request.command,
-                "cwd": request.cwd,
-                "options": ["allow_once", "allow_always", "deny"],
-            }))
-            .await;
+        announce(json!({
+            "requestId": request_id,
+            "sessionId": session_id,
+            "callId": request.call_id,
+            "toolName": request.tool_name,
+            "command": request.command,
+            "cwd": request.cwd,
+            "options": ["allow_once", "allow_always", "deny"],
+        }));
         match self.pending.wait(&request_id, rx, outbound.deadlines.human).await {
             Some(decision) => decision,
             None => unanswered(outbound, request).await,

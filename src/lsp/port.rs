@@ -28,14 +28,24 @@ use crate::workspace::{
     PortError,
 };
 
+/// A question for a plugin client, sent by the session's event pump so that it follows the
+/// events before it (its call's `tool_call_start`).
+#[derive(Debug)]
+pub enum Announcement {
+    /// An `agentls/review` payload (its `callId` is filled in by the pump).
+    Review(serde_json::Value),
+    /// An `agentls/permission` payload.
+    Permission(serde_json::Value),
+}
+
 pub struct LspEditorPort {
     session_id: String,
     state: Weak<ServerState>,
     pub handle: OnceLock<SessionHandle>,
     policy: PermissionPolicy,
-    /// Review announcements go through the session's event pump, so they follow the
-    /// `tool_call_start` of their call and carry its id.
-    announce: tokio::sync::mpsc::UnboundedSender<serde_json::Value>,
+    /// Review and permission announcements go through the session's event pump, so they
+    /// follow the `tool_call_start` of their call (reviews also carry its id).
+    announce: tokio::sync::mpsc::UnboundedSender<Announcement>,
 }
 
 fn gone() -> PortError {
@@ -52,7 +62,7 @@ impl LspEditorPort {
         session_id: String,
         state: Weak<ServerState>,
         policy: PermissionPolicy,
-        announce: tokio::sync::mpsc::UnboundedSender<serde_json::Value>,
+        announce: tokio::sync::mpsc::UnboundedSender<Announcement>,
     ) -> Self {
         Self { session_id, state, handle: OnceLock::new(), policy, announce }
     }
@@ -90,7 +100,7 @@ impl LspEditorPort {
             Approval::Auto => ReviewDecision::Accept { files: Default::default(), feedback: None },
             Approval::Review if profile.plugin => {
                 let announce = |payload| {
-                    let _ = self.announce.send(payload);
+                    let _ = self.announce.send(Announcement::Review(payload));
                 };
                 state.reviews.ask_plugin(&state.outbound, announce, &self.session_id, &change).await
             }
@@ -244,8 +254,17 @@ impl EditorPort for LspEditorPort {
             };
         };
         let profile = state.profile();
-        let decide =
-            state.permissions.decide(&state.outbound, &profile, &self.session_id, &self.policy, request);
+        let announce = |payload| {
+            let _ = self.announce.send(Announcement::Permission(payload));
+        };
+        let decide = state.permissions.decide(
+            &state.outbound,
+            announce,
+            &profile,
+            &self.session_id,
+            &self.policy,
+            request,
+        );
         let decision = tokio::select! {
             decision = std::panic::AssertUnwindSafe(decide).catch_unwind() => decision,
             () = self.turn_cancelled() => {

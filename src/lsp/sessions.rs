@@ -24,9 +24,9 @@ use tower_lsp_server::ls_types::{
 };
 
 use super::convert;
-use super::outbound::{EventNotification, ReviewNotification};
+use super::outbound::{EventNotification, PermissionNotification, ReviewNotification};
 use super::permission::PermissionPolicy;
-use super::port::LspEditorPort;
+use super::port::{Announcement, LspEditorPort};
 use super::server::ServerState;
 use crate::config::{Config, LoadOptions, ShellPermission, resolve_provider};
 use crate::exec::{LocalExecutionEnvironment, LocalOptions};
@@ -268,7 +268,11 @@ struct Pump {
 }
 
 impl Pump {
-    async fn run(mut self, mut events: UnboundedReceiver<Event>, mut reviews: UnboundedReceiver<Value>) {
+    async fn run(
+        mut self,
+        mut events: UnboundedReceiver<Event>,
+        mut questions: UnboundedReceiver<Announcement>,
+    ) {
         loop {
             let event = tokio::select! {
                 biased;
@@ -276,13 +280,21 @@ impl Pump {
                     Some(event) => event,
                     None => break,
                 },
-                Some(mut review) = reviews.recv() => {
-                    // Every event emitted before the review (its tool_call_start) goes first.
+                Some(question) = questions.recv() => {
+                    // Every event emitted before the question (its call's tool_call_start) goes
+                    // first.
                     while let Ok(event) = events.try_recv() {
                         self.handle(event).await;
                     }
-                    review["callId"] = json!(self.call_of(&review));
-                    self.state.outbound.notify::<ReviewNotification>(review).await;
+                    match question {
+                        Announcement::Review(mut review) => {
+                            review["callId"] = json!(self.call_of(&review));
+                            self.state.outbound.notify::<ReviewNotification>(review).await;
+                        }
+                        Announcement::Permission(permission) => {
+                            self.state.outbound.notify::<PermissionNotification>(permission).await;
+                        }
+                    }
                     continue;
                 }
             };
