@@ -363,6 +363,58 @@ T.test(":AgentCancel with a review open rejects it and closes the tab", function
   T.eq(H.buf_text(vim.fn.bufnr(H.path("second.txt"))), "alpha\nBeta (mine)\ngamma\n", "the buffer is unchanged")
 end)
 
+T.test("a review of a create, a delete and a rename marks them; the file list rejects the whole review", function()
+  vim.fn.writefile({ "bye" }, H.path("gone.txt"))
+  vim.fn.writefile({ "alpha", "beta" }, H.path("old.txt"))
+  local patch = table.concat({
+    "*** Begin Patch",
+    "*** Add File: added.txt",
+    "+new file",
+    "*** Delete File: gone.txt",
+    "*** Update File: old.txt",
+    "*** Move to: moved.txt",
+    "@@",
+    "-alpha",
+    "+ALPHA",
+    " beta",
+    "*** End Patch",
+  }, "\n")
+  H.push({ { { tool = "apply_patch", id = "p12", input = { patch = patch } } }, { { text = "as you wish" } } })
+  local before = #H.requests()
+  vim.cmd("Agent reorganise")
+  T.wait(10000, function()
+    return #vim.api.nvim_list_tabpages() == 2
+  end, "the review tab")
+  local r = require("agentls.review").current_review()
+  local list = vim.api.nvim_buf_get_lines(r.ui.list_buf, 0, -1, false)
+  local marks = vim.tbl_map(function(l)
+    return l:sub(3, 3) .. " " .. l:match("%] +(.*)$")
+  end, list)
+  table.sort(marks)
+  T.eq(marks, { "A added.txt", "D gone.txt", "R old.txt → moved.txt" }, "the file list")
+  -- A delete shows the file on the left and nothing (read-only) on the right.
+  for i, f in ipairs(r.files) do
+    if f.op == "delete" then
+      require("agentls.review").show_file(r, i)
+      T.eq(vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(r.ui.left_win), 0, -1, false), { "bye" }, "left of a delete")
+      T.truthy(not vim.bo[vim.api.nvim_win_get_buf(r.ui.right_win)].modifiable, "a delete cannot be edited")
+    end
+  end
+  H.stub_ui(nil, function()
+    return "keep the layout"
+  end)
+  vim.api.nvim_set_current_win(r.ui.list_win)
+  vim.api.nvim_feedkeys("gR", "x", false)
+  T.wait(10000, function()
+    return #H.requests() >= before + 2
+  end, "the model to be told")
+  T.truthy(H.request_has(before + 2, "keep the layout"), "the reason reaches the model")
+  T.truthy(H.request_has(before + 2, "rejected"), "rejected")
+  T.eq(vim.fn.filereadable(H.path("added.txt")), 0, "nothing created")
+  T.eq(H.disk("gone.txt"), "bye\n", "nothing deleted")
+  T.eq(vim.fn.filereadable(H.path("moved.txt")), 0, "nothing moved")
+end)
+
 T.test("the agent's diagnostics tool gets what vim.diagnostic holds", function()
   vim.cmd.edit(H.path("notes.txt"))
   local ns = vim.api.nvim_create_namespace("journey")
@@ -394,8 +446,12 @@ T.test("a visual selection is sent as the prompt's context", function()
   T.truthy(H.request_has(before + 1, "WO\nth"), "the selected text: " .. H.request_text(before + 1):sub(-400))
 end)
 
-T.test("the chat: toggles, opens as a float by option, folds command output", function()
+T.test("the chat: toggles, opens as a float by option, folds command output and reasoning", function()
   local chat = require("agentls.chat")
+  -- The fake provider streams no reasoning: this event is handed to the chat directly.
+  local session = require("agentls.state").session(H.client().id).id
+  chat.on_event({ sessionId = session, kind = "assistant_reasoning_delta", data = { delta = "thinking hard\nstep two" } })
+  chat.flush()
   if chat.is_open() then
     vim.cmd("AgentChat")
   end
@@ -406,14 +462,19 @@ T.test("the chat: toggles, opens as a float by option, folds command output", fu
   T.eq(vim.api.nvim_win_get_buf(win), chat.buf(), "the chat is focused")
   T.truthy(vim.api.nvim_win_get_config(win).relative ~= "", "a float")
   local lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+  local folds = {}
   for i, l in ipairs(lines) do
-    if l:find("⋮ output of shell", 1, true) then
-      T.eq(chat.foldexpr(i), ">1", "the output header starts a fold")
-      T.eq(chat.foldexpr(i + 1), "1", "the output is inside it")
-      T.truthy(vim.fn.foldclosed(i) ~= -1, "and it is closed")
-      break
+    for _, header in ipairs({ "⋮ output of shell", "> _reasoning_" }) do
+      if l:find(header, 1, true) and not folds[header] then
+        folds[header] = true
+        T.eq(chat.foldexpr(i), ">1", header .. " starts a fold")
+        T.eq(chat.foldexpr(i + 1), "1", "what follows " .. header .. " is inside it")
+        T.truthy(vim.fn.foldclosed(i) ~= -1, "and it is closed")
+      end
     end
   end
+  T.eq(folds, { ["⋮ output of shell"] = true, ["> _reasoning_"] = true }, "both folds seen")
+  T.contains(table.concat(lines, "\n"), "thinking hard\nstep two")
   vim.cmd("AgentChat")
   T.truthy(not chat.is_open(), "toggled off")
   require("agentls.config").set(vim.tbl_deep_extend("force", require("agentls.config").get(), { chat = { layout = "split" } }))

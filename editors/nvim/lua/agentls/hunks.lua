@@ -88,7 +88,13 @@ function M.review(client_id, params, read)
   for _, f in ipairs(params.files or {}) do
     local current = f.op == "create" and {} or read(f.uri)
     local hunks = vim.deepcopy(f.hunks or {})
-    local proposed = f.op == "delete" and {} or M.place(current, hunks)
+    local proposed = M.place(current, hunks)
+    if f.op == "delete" then
+      proposed = {}
+      for _, h in ipairs(hunks) do
+        h.right = { 0, 0 }
+      end
+    end
     table.insert(review.files, {
       uri = f.uri,
       path = f.path,
