@@ -23,6 +23,14 @@ let hasSession = false;
 const views = new Map<number, EntryView>();
 const dirty = new Set<number>();
 let frameRequested = false;
+/** Follow new output unless the user scrolled up to read (a resize of the view keeps following). */
+let stickToBottom = true;
+transcript.addEventListener('scroll', () => {
+  stickToBottom = transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 40;
+});
+new ResizeObserver(() => {
+  if (stickToBottom) transcript.scrollTop = transcript.scrollHeight;
+}).observe(transcript);
 
 /** Frame statistics since the last reset, read by the benchmark. */
 const stats = { frames: 0, totalMs: 0, worstMs: 0, chars: 0, deltaChars: 0 };
@@ -205,7 +213,6 @@ function renderHeader(): void {
 function render(): void {
   frameRequested = false;
   const t0 = performance.now();
-  const nearBottom = transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 80;
   const again: number[] = [];
   for (const id of dirty) {
     if (id === -1) {
@@ -226,7 +233,7 @@ function render(): void {
   for (const id of again) dirty.add(id);
   if (again.length) schedule();
   empty.hidden = model.entries.length > 0;
-  if (nearBottom) transcript.scrollTop = transcript.scrollHeight;
+  if (stickToBottom) transcript.scrollTop = transcript.scrollHeight;
   const dt = performance.now() - t0;
   stats.frames++;
   stats.totalMs += dt;
@@ -250,6 +257,7 @@ function reset(msg: Extract<ToWebview, { type: 'reset' }>): void {
   hasSession = !!msg.snapshot;
   views.clear();
   transcript.replaceChildren();
+  stickToBottom = true;
   serverState.textContent = msg.serverState;
   serverState.hidden = !msg.serverState;
   dirty.add(-1);

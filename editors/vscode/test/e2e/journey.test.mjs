@@ -8,7 +8,7 @@
 // the review closed → the stored session resumes with its history. Screenshots go to $ARTEFACTS.
 
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { CodeServer, env, FakeProvider, freshDir, launchBrowser, until } from './harness.mjs';
@@ -19,6 +19,7 @@ const ws = join(run, 'workspace');
 mkdirSync(ws);
 const disk = 'one\ntwo\nthree\nfour\nfive\nsix\nseven\n';
 writeFileSync(join(ws, 'notes.txt'), disk);
+writeFileSync(join(ws, 'bad.json'), '{"a": 1 "b": 2}\n');
 const typed = 'unsaved line';
 const buffer = `${disk}${typed}\n`;
 const proposal = 'one\nTWO\nthree\nfour\nfive\nsix\nSEVEN\nunsaved line\n';
@@ -32,6 +33,11 @@ const turns = [
   [{ text: 'All done: `two` is now **TWO**, and `seven` stays lowercase as you asked.\n\n```python\nprint("checked")\n```\n' }],
   [{ text: 'Running the long check.' }, { tool: 'shell', id: 'toolu_s2', input: { command: 'sleep 120' } }],
   [{ text: 'One more change.' }, { tool: 'write_file', id: 'toolu_w2', input: { file_path: 'notes.txt', content: `${expected}eight\n` } }],
+  [{ text: 'The selected lines say one and TWO.' }],
+  [{ tool: 'diagnostics', id: 'toolu_d1', input: { path: 'bad.json' } }],
+  [{ text: 'bad.json has a syntax error.' }],
+  [{ tool: 'write_file', id: 'toolu_w3', input: { file_path: 'added.txt', content: 'hello from agentls\n' } }],
+  [{ text: 'Created added.txt.' }],
 ];
 
 let provider;
@@ -252,4 +258,46 @@ test('the stored session resumes with its history', async () => {
     return t.includes('Resumed a stored session') && t.includes('Capitalise two and seven') && t.includes('seven stays lowercase as you asked');
   }, 20_000);
   await shot('session-resumed');
+});
+
+/** The text of the model's latest request. */
+const lastRequest = () => JSON.stringify(provider.requests().at(-1));
+
+test('Ask About Selection sends the selected lines as context', async () => {
+  const before = provider.requests().length;
+  const editor = await openFile('notes.txt');
+  await editor.locator('.view-lines').click();
+  await page.keyboard.press('Control+Home');
+  await page.keyboard.press('Shift+ArrowDown');
+  await page.keyboard.press('Shift+ArrowDown');
+  await palette('agentls: Ask About Selection');
+  await inputBox('What do these lines say?');
+  await until('the answer', async () => (await chatText()).includes('The selected lines say one and TWO.'), 30_000);
+  assert.equal(provider.requests().length, before + 1);
+  const prompt = provider.requests().at(-1).messages.at(-1).content.at(-1).text;
+  assert.ok(prompt.startsWith('What do these lines say?\n\nContext: notes.txt, lines 1-2 (as in the editor):\n```\none\nTWO\n'), prompt);
+});
+
+test('the diagnostics tool gets the editor\'s problems', async () => {
+  await openFile('bad.json');
+  await until('a problem reported by the JSON language features', async () => /1/.test(await page.locator('[id="status.problems"]').innerText()), 30_000);
+  const f = await chatFrame();
+  await f.locator('#prompt').fill('What is wrong with bad.json?');
+  await f.locator('#prompt').press('Enter');
+  await until('the answer', async () => (await chatText()).includes('bad.json has a syntax error.'), 30_000);
+  const request = lastRequest();
+  assert.match(request, /bad\.json:1:\d+: error: /, request.slice(-800));
+});
+
+test('a new file is reviewed against an empty side and created when accepted', async () => {
+  const f = await chatFrame();
+  await f.locator('#prompt').fill('Add a greeting file.');
+  await f.locator('#prompt').press('Enter');
+  await until('the new-file diff', () => page.locator('.tab.active', { hasText: 'added.txt (agentls: new file)' }).isVisible(), 30_000);
+  await shot('review-new-file');
+  await page.locator('.monaco-diff-editor .codelens-decoration a', { hasText: 'Accept new file' }).first().click();
+  await until('the answer', async () => (await chatText()).includes('Created added.txt.'), 30_000);
+  assert.ok(existsSync(join(ws, 'added.txt')), 'the editor created the file');
+  const card = f.locator('.entry.tool', { hasText: 'added.txt' }).last();
+  assert.equal(await card.locator('.tool-review').innerText(), 'accepted');
 });
