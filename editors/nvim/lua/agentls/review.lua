@@ -16,8 +16,8 @@ local owners = {} ---@type table<integer, {review: string, file: integer?, side:
 local OPS = { create = "A", modify = "M", delete = "D", rename = "R" }
 
 local function read(uri)
-  local bufnr = vim.uri_to_bufnr(uri)
-  if vim.api.nvim_buf_is_loaded(bufnr) then
+  local bufnr = require("agentls.server_requests").loaded_buf(uri)
+  if bufnr then
     return vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)
   end
   local path = vim.uri_to_fname(uri)

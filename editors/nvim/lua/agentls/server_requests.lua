@@ -2,12 +2,15 @@
 -- `agentls/diagnostics` reports what vim.diagnostic holds.
 local M = {}
 
-local function loaded_buf(uri)
-  local bufnr = vim.uri_to_bufnr(uri)
-  if vim.api.nvim_buf_is_loaded(bufnr) then
+--- The loaded buffer of `uri`, if any (looked up, never created).
+function M.loaded_buf(uri)
+  local bufnr = vim.fn.bufnr(vim.uri_to_fname(uri))
+  if bufnr > 0 and vim.api.nvim_buf_is_loaded(bufnr) then
     return bufnr
   end
 end
+
+local loaded_buf = M.loaded_buf
 
 --- {uris} → vim.NIL once every loaded buffer among them is written; an error names the first
 --- that could not be (the server then writes the files itself).
