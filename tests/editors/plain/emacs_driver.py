@@ -28,7 +28,7 @@ class EmacsDriver:
         self.state_file = journey.tmp / "emacs-state.json"
         env = {
             **journey.server_env,
-            "AGENTLS_PLAIN_BIN": agentls,
+            **journey.wire_env(agentls),
             "AGENTLS_PLAIN_OPTIONS": json.dumps(journey.options),
             "AGENTLS_PLAIN_EMACS_SOCKET_DIR": str(self.server_dir),
             "TERM": "xterm-256color",

@@ -157,6 +157,11 @@ class Journey:
         }
         self.options = {"model": "claude-test", **(options or {})}
 
+    def wire_env(self, agentls: str) -> dict[str, str]:
+        """The editor starts the server through wire-tee.sh, which keeps a wire trace in tmp."""
+        return {"AGENTLS_PLAIN_BIN": str(HERE / "wire-tee.sh"), "AGENTLS_WIRE_BIN": agentls,
+                "AGENTLS_WIRE_DIR": str(self.tmp)}
+
     def path(self, relative: str) -> pathlib.Path:
         return self.root / relative
 

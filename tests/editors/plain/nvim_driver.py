@@ -25,7 +25,7 @@ class NvimDriver:
         env = {
             **os.environ,
             **journey.server_env,
-            "AGENTLS_PLAIN_BIN": agentls,
+            **journey.wire_env(agentls),
             "AGENTLS_PLAIN_OPTIONS": json.dumps(journey.options),
         }
         self.transcript = open(journey.tmp / "nvim.out", "w")
