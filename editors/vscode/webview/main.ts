@@ -25,8 +25,18 @@ const dirty = new Set<number>();
 let frameRequested = false;
 /** Follow new output unless the user scrolled up to read (a resize of the view keeps following). */
 let stickToBottom = true;
+// Only the user's own scrolling up stops following (layout changes also fire scroll events).
+transcript.addEventListener('wheel', (ev) => {
+  if (ev.deltaY < 0) stickToBottom = false;
+}, { passive: true });
+transcript.addEventListener('keydown', (ev) => {
+  if (['PageUp', 'ArrowUp', 'Home'].includes(ev.key)) stickToBottom = false;
+});
+transcript.addEventListener('pointerdown', (ev) => {
+  if (ev.target === transcript) stickToBottom = false;
+});
 transcript.addEventListener('scroll', () => {
-  stickToBottom = transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 40;
+  if (transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 40) stickToBottom = true;
 });
 new ResizeObserver(() => {
   if (stickToBottom) transcript.scrollTop = transcript.scrollHeight;

@@ -167,6 +167,7 @@ test('accept the first hunk, reject the second with a reason', async () => {
   const accept = page.locator('.monaco-diff-editor .codelens-decoration a', { hasText: /^Accept$/ });
   await accept.first().click();
   await until('hunk 1 marked accepted', () => page.locator('.monaco-diff-editor .codelens-decoration', { hasText: 'Accepted (hunk 1 of 2)' }).isVisible(), 10_000);
+  await shot('diff-hunk-accepted');
   const reject = page.locator('.monaco-diff-editor .codelens-decoration a', { hasText: /^Reject$/ });
   await reject.first().click();
   const input = page.locator('.quick-input-widget input');
