@@ -56,14 +56,16 @@ def server_env(tmp_path: pathlib.Path, provider: FakeProvider) -> dict[str, str]
 
 
 @pytest_asyncio.fixture
-async def start_editor(binary, server_env, workspace):
+async def start_editor(binary, server_env, workspace, provider):
     """``await start_editor("vscode", plugin=False, options={...})`` → a connected :class:`Editor`."""
     started: list[Editor] = []
 
     async def start(name: str, env: dict[str, str] | None = None, **kwargs) -> Editor:
         options = {"model": "claude-test", **kwargs.pop("options", {})}
         command = [str(binary), "serve", "--stdio"]
-        editor = await Editor.start(name, command, {**server_env, **(env or {})}, workspace, options=options, **kwargs)
+        editor = await Editor.start(
+            name, command, {**server_env, **(env or {})}, workspace, options=options, provider=provider, **kwargs
+        )
         started.append(editor)
         return editor
 

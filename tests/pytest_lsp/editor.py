@@ -123,6 +123,11 @@ class Editor:
         # Seconds an applied edit waits before its didChange is sent (Neovim debounces 150 ms,
         # eglot waits for 0.5 s of idle time); None sends it before answering, like VS Code.
         self.change_delay: float | None = None
+        # Set by :meth:`start`: whether the client announced ``experimental.agentls``, the raw
+        # capabilities it announced, and the fake provider the server talks to (for turn ends).
+        self.plugin = False
+        self.capabilities: dict[str, Any] = {}
+        self.provider: Any = None
         self._raw_ids = 0
         self._stopped = False
         self._install()
@@ -200,11 +205,13 @@ class Editor:
         options: dict[str, Any] | None = None,
         tweak: Callable[[dict[str, Any]], None] | None = None,
         settings: dict[str, Any] | None = None,
+        provider: Any = None,
     ) -> Editor:
         """Starts the server with the recorded capabilities of ``name``; ``plugin`` adds the
         ``experimental.agentls`` capability our editor plugins announce; ``tweak`` edits the
         raw capabilities (to derive a client without one feature); ``settings`` is what the
-        editor answers to ``workspace/configuration`` for the ``agentls`` section."""
+        editor answers to ``workspace/configuration`` for the ``agentls`` section; ``provider``
+        is the fake provider the server calls (see :meth:`turn_end`)."""
         config = ClientServerConfig(server_command=command, server_env=env)
         client = await config.start()
         if settings is not None:
@@ -217,6 +224,9 @@ class Editor:
             capabilities["experimental"] = {**(capabilities["experimental"] or {}), "agentls": {"protocolVersion": 1}}
         if tweak:
             tweak(capabilities)
+        editor.plugin = plugin
+        editor.capabilities = capabilities
+        editor.provider = provider
         params = {
             "processId": os.getpid(),
             "clientInfo": recorded.get("clientInfo"),
@@ -363,6 +373,10 @@ class Editor:
     def params(self, method: str) -> list[dict[str, Any]]:
         return [m.get("params") for m in self.messages(method)]
 
+    def shown_messages(self) -> list[str]:
+        """The texts of every ``window/showMessage`` so far."""
+        return [p["message"] for p in self.params("window/showMessage")]
+
     def events(self, session_id: str | None = None, kind: str | None = None) -> list[dict[str, Any]]:
         return [
             e
@@ -399,3 +413,71 @@ class Editor:
             return matching[nth] if len(matching) > nth else None
 
         return await self.wait_for(f"event {kind} #{nth} of {session_id}", find)
+
+    # -- the end of a turn, as each client can see it -----------------------------------------
+
+    @property
+    def work_done_progress(self) -> bool:
+        return bool((self.capabilities.get("window") or {}).get("workDoneProgress"))
+
+    def _turn_progress_ends(self, session_id: str) -> dict[int, dict[str, Any]]:
+        """Input number → the ``end`` value of that turn's ``$/progress``."""
+        prefix = f"agentls/turn/{session_id}/"
+        ends = {}
+        for p in self.params("$/progress"):
+            token = p["token"]
+            if isinstance(token, str) and token.startswith(prefix) and p["value"]["kind"] == "end":
+                ends[int(token[len(prefix) :])] = p["value"]
+        return ends
+
+    def ended_turns(self, session_id: str) -> int:
+        """How many turns of the session this client has seen end so far (plugin and progress
+        clients only: a client without either has no per-turn signal)."""
+        if self.plugin:
+            return len(self.events(session_id, "processing_end"))
+        if self.work_done_progress:
+            return len(self._turn_progress_ends(session_id))
+        raise AssertionError(f"{self.name}: a client without agentls/event or progress cannot count turns")
+
+    async def turn_end(self, session_id: str, nth: int = 0) -> dict[str, Any]:
+        """Waits until the ``nth`` (from 0) turn of the session has ended, by what this client
+        gets: the ``processing_end`` event for a plugin client; for a plain client the ``end``
+        of the turn's ``$/progress`` (token ``agentls/turn/<sessionId>/<nth + 1>``) when it
+        announces ``window.workDoneProgress``, else ``agentls.listSessions`` until the session
+        is not ``processing`` and the fake provider has served every scripted response.
+
+        Returns ``{"reason", "text"}``: the reason from the event or the progress end message
+        (None when polled), the final answer from the event (None for plain clients, which get
+        it as a message). A plain client must not have received any ``agentls/event``."""
+        if self.plugin:
+            end = await self.event(session_id, "processing_end", nth)
+            return {"reason": end["data"]["reason"], "text": end["data"]["text"]}
+        if self.work_done_progress:
+            token = nth + 1
+            value = await self.wait_for(
+                f"the $/progress end of turn {token} of {session_id}",
+                lambda: self._turn_progress_ends(session_id).get(token),
+            )
+            ended = {"reason": value.get("message"), "text": None}
+        else:
+            assert self.provider is not None, "polling for a turn end needs the fake provider"
+
+            async def settled() -> bool:
+                if self.provider.unserved() > 0:
+                    return False
+                listed = await self.command("agentls.listSessions", {})
+                [entry] = [s for s in listed["sessions"] if s["sessionId"] == session_id]
+                return entry["state"] != "processing"
+
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + WAIT_SECONDS
+            while not await settled():
+                if loop.time() > deadline:
+                    raise AssertionError(
+                        f"{self.name}: timed out waiting for the end of a turn of {session_id}"
+                        f" ({self.provider.unserved()} scripted responses not served)"
+                    )
+                await asyncio.sleep(0.05)
+            ended = {"reason": None, "text": None}
+        assert self.messages("agentls/event") == [], f"{self.name}: a plain client got agentls/event"
+        return ended

@@ -117,6 +117,11 @@ class FakeProvider:
         with self._lock:
             self._turns.extend(turns)
 
+    def unserved(self) -> int:
+        """How many scripted turns no request has taken yet."""
+        with self._lock:
+            return len(self._turns)
+
     def requests(self) -> list[dict[str, Any]]:
         with self._lock:
             return list(self._requests)
@@ -129,6 +134,24 @@ class FakeProvider:
     def saw(self, index: int, text: str) -> bool:
         """Whether the ``index``-th request contains ``text`` anywhere (in any message or field)."""
         return json.dumps(text, ensure_ascii=False)[1:-1] in self.request_text(index)
+
+    def tool_result(self, call_id: str) -> dict[str, Any]:
+        """What the model got for the tool call ``call_id``: ``{"text", "is_error"}`` from the
+        first request that carries its ``tool_result`` (raises when none does)."""
+        for body in self.requests():
+            for message in body.get("messages", []):
+                content = message.get("content")
+                for block in content if isinstance(content, list) else []:
+                    if block.get("type") == "tool_result" and block.get("tool_use_id") == call_id:
+                        inner = block.get("content")
+                        if isinstance(inner, list):
+                            inner = "".join(part.get("text", "") for part in inner)
+                        return {"text": inner or "", "is_error": bool(block.get("is_error"))}
+        raise AssertionError(f"no request carries a tool_result for {call_id!r}")
+
+    def tool_names(self, index: int) -> list[str]:
+        """The names of the tools offered to the model in the ``index``-th request."""
+        return [tool["name"] for tool in self.requests()[index].get("tools", [])]
 
     def _next_turn(self, body: dict[str, Any]) -> Turn | None:
         with self._lock:

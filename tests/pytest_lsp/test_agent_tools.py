@@ -11,13 +11,15 @@ from fake_provider import Turn
 @pytest.mark.parametrize("name,plugin", [("neovim-0.7", False), ("vscode", True), ("eglot", False)])
 async def test_changed_files_are_saved_before_a_shell_command(start_editor, provider, workspace, name, plugin):
     path = workspace / "notes.txt"
-    path.write_text("alpha\nbeta\n")
+    path.write_text("alpha\nbeta\ngamma\ndelta\nepsilon\n")
     untouched = workspace / "other.txt"
     untouched.write_text("on disk\n")
     editor = await start_editor(name, plugin=plugin, options={"approval": "auto", "shell": {"permission": "allow"}})
     editor.open(path)
     editor.open(untouched)
     editor.type_text(untouched, "on disk", "unsaved typing")
+    # The user's own unsaved change in the file the agent edits, a few lines away from the agent's.
+    editor.type_text(path, "epsilon", "epsilon typed")
     provider.push(
         Turn().tool_call("r1", "read_file", {"file_path": "notes.txt"}),
         Turn().tool_call("e1", "edit_file", {"file_path": "notes.txt", "old_string": "beta", "new_string": "BETA"}),
@@ -25,15 +27,26 @@ async def test_changed_files_are_saved_before_a_shell_command(start_editor, prov
         Turn().text("ok"),
     )
     session = (await editor.command("agentls.prompt", {"text": "edit and check"}))["sessionId"]
-    shell = await editor.event(session, "tool_call_end", 2)
-    assert "BETA" in shell["data"]["output"], "the shell saw the agent's edit"
-    assert "on disk" in shell["data"]["output"], "a buffer the agent did not touch is not written"
-    assert path.read_text() == "alpha\nBETA\n" and untouched.read_text() == "on disk\n"
+    await editor.turn_end(session)
+    shell = provider.tool_result("s1")
+    assert not shell["is_error"], shell
+    assert "BETA" in shell["text"], "the shell saw the agent's edit"
+    assert "on disk" in shell["text"], "a buffer the agent did not touch is not written"
+    assert untouched.read_text() == "on disk\n"
+    assert editor.text(path) == "alpha\nBETA\ngamma\ndelta\nepsilon typed\n", "the buffer holds both changes"
     saves = editor.params("agentls/saveDocuments")
     if plugin:
+        # The plugin saves the buffer it was asked for, with everything in it.
         assert saves and saves[0]["uris"] == [file_uri(path)]
+        assert path.read_text() == "alpha\nBETA\ngamma\ndelta\nepsilon typed\n"
     else:
+        # The server writes the agent's change replayed on the disk text: the user's unsaved
+        # change stays in the buffer only, and nothing had to be asked.
         assert saves == []
+        assert path.read_text() == "alpha\nBETA\ngamma\ndelta\nepsilon\n"
+        assert "epsilon typed" not in shell["text"] and "epsilon" in shell["text"]
+        assert editor.messages("window/showMessageRequest") == []
+        assert editor.messages("agentls/event") == []
 
 
 async def test_the_diagnostics_tool_asks_a_plugin_client(start_editor, provider, workspace):
@@ -53,6 +66,7 @@ async def test_the_diagnostics_tool_asks_a_plugin_client(start_editor, provider,
     assert "diagnostics" in started["data"]["tools"]
     await editor.command("agentls.prompt", {"sessionId": session, "text": "what is wrong?"})
     end = await editor.event(session, "tool_call_end")
+    assert "diagnostics" in provider.tool_names(0)
     assert end["data"]["output"] == f"{lib}:1:16: error: mismatched types (rustc)"
     [asked] = editor.params("agentls/diagnostics")
     assert asked == {"uri": file_uri(lib)}
@@ -60,6 +74,10 @@ async def test_the_diagnostics_tool_asks_a_plugin_client(start_editor, provider,
 
 async def test_a_plain_client_has_no_diagnostics_tool(start_editor, provider, workspace):
     editor = await start_editor("neovim-0.11")
-    session = (await editor.command("agentls.newSession", {}))["sessionId"]
-    started = await editor.event(session, "session_start")
-    assert "diagnostics" not in started["data"]["tools"]
+    provider.push(Turn().text("Nothing to check."))
+    session = (await editor.command("agentls.prompt", {"text": "any errors?"}))["sessionId"]
+    await editor.turn_end(session)
+    tools = provider.tool_names(0)
+    assert "read_file" in tools, tools
+    assert "diagnostics" not in tools, tools
+    assert editor.messages("agentls/event") == []

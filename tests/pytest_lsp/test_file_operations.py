@@ -74,7 +74,7 @@ async def test_plain_vscode_confirms_every_operation_in_its_preview(start_editor
     session = (await editor.command("agentls.newSession", {"profile": "openai"}))["sessionId"]
     provider.push(Turn().tool_call("p1", "apply_patch", {"patch": PATCH}), Turn().text("done"))
     await editor.command("agentls.prompt", {"sessionId": session, "text": "reorganise"})
-    await editor.event(session, "processing_end")
+    await editor.turn_end(session)
     [apply] = editor.params("workspace/applyEdit")
     edit = apply["edit"]
     assert edit["changeAnnotations"]["agentls"]["needsConfirmation"] is True
@@ -85,3 +85,5 @@ async def test_plain_vscode_confirms_every_operation_in_its_preview(start_editor
             assert all(e["annotationId"] == "agentls" for e in op["edits"]), op
     assert editor.messages("window/showMessageRequest") == []
     assert not (workspace / "gone.txt").exists()
+    assert not provider.tool_result("p1")["is_error"]
+    assert editor.messages("agentls/event") == []

@@ -19,11 +19,15 @@ def null_id_errors(editor: Editor) -> list[dict]:
 async def still_serves(editor: Editor, provider, text: str = "still here") -> None:
     listed = await editor.raw_command("agentls.listSessions", {})
     assert "sessions" in listed["result"]
+    ended = {s["sessionId"]: editor.ended_turns(s["sessionId"]) for s in listed["result"]["sessions"] if s["open"]}
     provider.push(Turn().text(text))
-    ended = len(editor.events(kind="processing_end"))
     session = (await editor.command("agentls.prompt", {"text": "are you there?"}))["sessionId"]
-    end = await editor.event(session, "processing_end", ended)
-    assert end["data"]["text"] == text
+    end = await editor.turn_end(session, ended.get(session, 0))
+    if editor.plugin:
+        assert end["text"] == text
+    else:
+        assert end["reason"] == "completed", end
+        await editor.wait_for("the answer as a message", lambda: f"agentls: {text}" in editor.shown_messages())
 
 
 async def test_malformed_frames_and_messages_get_errors_and_the_server_keeps_serving(start_editor, provider):
@@ -135,10 +139,10 @@ async def test_an_editor_that_never_answers_apply_edit(start_editor, provider, w
         Turn().text("gave up"),
     )
     session = (await editor.command("agentls.prompt", {"text": "edit"}))["sessionId"]
-    result = await editor.event(session, "tool_call_end", 1)
-    assert result["data"]["status"] == "error"
-    assert "did not answer `workspace/applyEdit`" in result["data"]["error"], result
-    await editor.event(session, "processing_end")
+    await editor.turn_end(session)
+    result = provider.tool_result("e1")
+    assert result["is_error"], result
+    assert "did not answer `workspace/applyEdit`" in result["text"], result
     assert editor.text(path) == "one\n" and path.read_text() == "one\n"
     editor.hold_edits.set_result(None)
     await still_serves(editor, provider)

@@ -21,14 +21,16 @@ async def test_plain_client_is_asked_with_buttons(start_editor, provider, worksp
         Turn().text("done"),
     )
     session = (await editor.command("agentls.prompt", {"text": "run"}))["sessionId"]
-    await editor.event(session, "processing_end")
+    await editor.turn_end(session)
     questions = editor.params("window/showMessageRequest")
     assert len(questions) == 2, "the third command matches the stored rule and is not asked"
     assert [a["title"] for a in questions[0]["actions"]] == ["Allow once", "Always allow", "Deny"]
     assert "echo denied-run" in questions[0]["message"] and questions[0]["type"] == 2
-    ends = editor.events(session, "tool_call_end")
-    assert ends[0]["data"]["status"] == "error" and "denied" in ends[0]["data"]["error"]
-    assert "allowed-run" in ends[1]["data"]["output"] and "allowed-run again" in ends[2]["data"]["output"]
+    denied, allowed, again = (provider.tool_result(c) for c in ("s1", "s2", "s3"))
+    assert denied["is_error"] and "denied" in denied["text"], denied
+    assert not allowed["is_error"] and "allowed-run" in allowed["text"], allowed
+    assert not again["is_error"] and "allowed-run again" in again["text"], again
+    assert editor.messages("agentls/event") == []
     rules = json.loads((tmp_path / "data" / "permissions.json").read_text())
     assert "echo allowed-run" in json.dumps(rules)
 

@@ -20,7 +20,8 @@ async def test_turn_and_tool_progress_is_created_begun_and_ended(start_editor, p
     editor: Editor = await start_editor(name)
     provider.push(Turn().tool_call("r1", "read_file", {"file_path": "a.txt"}), Turn().text("It says alpha."))
     session = (await editor.command("agentls.prompt", {"text": "read a.txt"}))["sessionId"]
-    await editor.event(session, "processing_end")
+    ended = await editor.turn_end(session)
+    assert ended["reason"] == "completed", ended
     created = [p["token"] for p in editor.params("window/workDoneProgress/create")]
     assert f"agentls/turn/{session}/1" in created
     assert f"agentls/tool/{session}/r1" in created
@@ -38,6 +39,9 @@ async def test_turn_and_tool_progress_is_created_begun_and_ended(start_editor, p
     assert begins[f"agentls/turn/{session}/1"]["message"] == "read a.txt"
     assert begins[f"agentls/tool/{session}/r1"]["title"].startswith("read_file"), begins
     assert all(b["cancellable"] for b in begins.values())
+    end_messages = {p["token"]: p["value"].get("message") for p in progress if p["value"]["kind"] == "end"}
+    assert end_messages == {f"agentls/turn/{session}/1": "completed", f"agentls/tool/{session}/r1": "ok"}
+    assert editor.messages("agentls/event") == []
 
 
 @pytest.mark.parametrize("name,plugin", [("eglot-1.9", False), ("vscode", True)])
@@ -48,11 +52,16 @@ async def test_no_progress_for_a_client_without_work_done_progress(start_editor,
     editor = await start_editor(name, plugin=plugin, tweak=tweak)
     provider.push(Turn().tool_call("r1", "read_file", {"file_path": "a.txt"}), Turn().text("alpha"))
     session = (await editor.command("agentls.prompt", {"text": "read a.txt"}))["sessionId"]
-    await editor.event(session, "processing_end")
+    await editor.turn_end(session)
     await editor.command("agentls.listSessions", {})
     assert editor.messages("window/workDoneProgress/create") == []
     assert editor.messages("$/progress") == []
-    assert [e["kind"] for e in editor.events(session)].count("tool_call_end") == 1, "events still flow"
+    assert "alpha" in provider.tool_result("r1")["text"], "the turn ran"
+    if plugin:
+        assert [e["kind"] for e in editor.events(session)].count("tool_call_end") == 1, "events still flow"
+    else:
+        assert editor.messages("agentls/event") == [], "a plain client gets no agentls/event"
+        await editor.wait_for("the answer", lambda: "agentls: alpha" in editor.shown_messages())
 
 
 async def test_cancelling_the_turn_progress_interrupts_the_turn(start_editor, provider, workspace):

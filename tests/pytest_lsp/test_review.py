@@ -146,7 +146,7 @@ async def test_plain_review_asks_the_way_the_client_can(start_editor, provider, 
     )
     reply = await editor.command("agentls.prompt", {"text": "shout three"})
     session = reply["sessionId"]
-    await editor.event(session, "processing_end")
+    await editor.turn_end(session)
     assert editor.text(path) == SEVEN.replace("three", "THREE")
     applies = editor.params("workspace/applyEdit")
     [apply] = applies
@@ -170,11 +170,13 @@ async def test_plain_review_asks_the_way_the_client_can(start_editor, provider, 
             diff = path_of(shown.uri).read_text()
             assert "-three\n+THREE\n" in diff
             assert len(questions) == 2, "asked again after showing the diff"
-    # The final answer reaches a plain client as a message.
+    assert not provider.tool_result("e1")["is_error"]
+    # The final answer reaches a plain client as a message, and no agentls/event does.
     shown = await editor.wait_for(
         "showMessage", lambda: [m for m in editor.params("window/showMessage") if "Edited." in m["message"]]
     )
-    assert shown[0]["type"] == 3
+    assert shown[0]["type"] == 3 and shown[0]["message"] == "agentls: Edited."
+    assert editor.messages("agentls/event") == []
 
 
 @pytest.mark.parametrize("name", CLIENTS)
@@ -191,14 +193,15 @@ async def test_plain_review_rejected_tells_the_model(start_editor, provider, wor
         Turn().text("Fine."),
     )
     session = (await editor.command("agentls.prompt", {"text": "shout five"}))["sessionId"]
-    result = await editor.event(session, "tool_call_end", 1)
-    assert result["data"]["status"] == "error"
-    await editor.event(session, "processing_end")
+    await editor.turn_end(session)
+    result = provider.tool_result("e1")
+    assert result["is_error"], result
     assert editor.text(path) == SEVEN
     assert path.read_text() == SEVEN
     expected = "the user unticked the change" if name == "vscode" else "the user rejected the change in the editor"
-    assert expected in result["data"]["error"], result
+    assert expected in result["text"], result
     assert provider.saw(2, expected)
+    assert editor.messages("agentls/event") == []
 
 
 @pytest.mark.parametrize("name", ["vscode", "neovim-0.7"])

@@ -106,17 +106,24 @@ async def test_plain_client_code_actions_run_the_agent(start_editor, provider, w
     assert [a["kind"] for a in actions] == ["quickfix", "quickfix", ""]
     command = actions[1]["command"]
     assert command["command"] == "agentls.prompt"
-    provider.push(Turn().text("Added the comment."))
+    answer = "Added the comment.\nIt says what `f` is for.\nNothing else changed."
+    provider.push(Turn().text(answer))
     queued = await editor.raw_request(
         "workspace/executeCommand", {"command": command["command"], "arguments": command["arguments"]}
     )
     session = queued["result"]["sessionId"]
-    await editor.event(session, "processing_end")
+    await editor.turn_end(session)
     assert provider.saw(0, "add a doc comment") and provider.saw(0, "src/lib.rs")
-    await editor.wait_for(
+    # The whole answer, every line of it, as a message and in the log.
+    shown = await editor.wait_for(
         "the answer as a message",
         lambda: [m for m in editor.params("window/showMessage") if "Added the comment." in m["message"]],
     )
+    assert [(m["type"], m["message"]) for m in shown] == [(3, f"agentls: {answer}")]
+    logged = [m["message"] for m in editor.params("window/logMessage") if "Added the comment." in m["message"]]
+    assert logged == [f"agentls: {answer}"]
+    assert editor.messages("window/showDocument") == [], "a short answer opens no document"
+    assert editor.messages("agentls/event") == []
 
 
 async def test_configure_and_command_output_are_streamed_as_events(start_editor, provider, workspace):
@@ -141,23 +148,39 @@ async def test_cancel_stops_a_running_command_and_the_session_stays_usable(
     start_editor, provider, workspace, name, plugin
 ):
     editor = await start_editor(name, plugin=plugin, options={"shell": {"permission": "allow"}})
-    provider.push(Turn().tool_call("s1", "shell", {"command": "echo started; sleep 60; echo finished"}))
+    marker = workspace / "started.marker"
+    command = "echo started; touch started.marker; sleep 60; echo finished"
+    provider.push(Turn().tool_call("s1", "shell", {"command": command}))
     session = (await editor.command("agentls.prompt", {"text": "run the long thing"}))["sessionId"]
-    await editor.wait_for(
-        "the command's first output",
-        lambda: "started" in "".join(e["data"]["delta"] for e in editor.events(session, "tool_call_output_delta")),
-    )
+    if plugin:
+        await editor.wait_for(
+            "the command's first output",
+            lambda: "started" in "".join(e["data"]["delta"] for e in editor.events(session, "tool_call_output_delta")),
+        )
+    else:
+        await editor.wait_for("the command to start", marker.exists)
     cancelled = await editor.command("agentls.cancel", {"sessionId": session})
     assert cancelled == {"sessionId": session, "cancelled": True}
-    end = await editor.event(session, "processing_end")  # well before the 60 s sleep ends
-    assert end["data"]["reason"] == "cancelled", end
-    call = await editor.event(session, "tool_call_end")
-    assert call["data"]["status"] == "cancelled", call
-    assert "finished" not in (call["data"].get("output") or call["data"].get("error") or "")
+    end = await editor.turn_end(session)  # well before the 60 s sleep ends
+    assert end["reason"] == "cancelled", end
+    if plugin:
+        call = await editor.event(session, "tool_call_end")
+        assert call["data"]["status"] == "cancelled", call
+        assert "finished" not in (call["data"].get("output") or call["data"].get("error") or "")
+    else:
+        tool = f"agentls/tool/{session}/s1"
+        ends = [p["value"] for p in editor.params("$/progress") if p["token"] == tool and p["value"]["kind"] == "end"]
+        assert [e.get("message") for e in ends] == ["cancelled"], ends
     provider.push(Turn().text("ready again"))
     await editor.command("agentls.prompt", {"sessionId": session, "text": "still there?"})
-    again = await editor.event(session, "processing_end", 1)
-    assert again["data"]["text"] == "ready again"
+    again = await editor.turn_end(session, 1)
+    if plugin:
+        assert again["text"] == "ready again"
+    else:
+        assert again["reason"] == "completed", again
+        await editor.wait_for("the answer", lambda: "agentls: ready again" in editor.shown_messages())
+    result = provider.tool_result("s1")
+    assert result["is_error"] and "finished" not in result["text"], result
 
 
 async def test_two_sessions_run_at_once(start_editor, provider, workspace):
