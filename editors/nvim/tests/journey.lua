@@ -358,7 +358,7 @@ T.test(":AgentCancel with a review open rejects it and closes the tab", function
     return not require("agentls").status():find("review", 1, true)
   end, "no review pending")
   T.wait(5000, function()
-    return H.chat_text():find("review closed: the turn ended before it was answered", 1, true) ~= nil
+    return H.chat_text():find("review closed unanswered: the turn was cancelled or the review timed out", 1, true) ~= nil
   end, "the chat to say so")
   T.eq(H.buf_text(vim.fn.bufnr(H.path("second.txt"))), "alpha\nBeta (mine)\ngamma\n", "the buffer is unchanged")
 end)

@@ -28,7 +28,9 @@ local function handlers()
       state.note_event(ctx.client_id, event)
       require("agentls.chat").on_event(event)
       if event.kind == protocol.event.tool_end then
-        require("agentls.review").on_call_end(event.sessionId, (event.data or {}).call_id)
+        local call_id = (event.data or {}).call_id
+        state.remove_permissions_of_call(event.sessionId, call_id)
+        require("agentls.review").on_call_end(event.sessionId, call_id)
       end
     end,
     [M_.review] = function(_, params, ctx)

@@ -519,7 +519,7 @@ end
 function M.on_call_end(session_id, call_id)
   local review = state.review_of_call(session_id, call_id)
   if review and not review.resolving then
-    require("agentls.chat").note({ "review closed: the turn ended before it was answered" }, "AgentlsWarning")
+    require("agentls.chat").note({ "review closed unanswered: the turn was cancelled or the review timed out" }, "AgentlsWarning")
     vim.schedule(function()
       forget(review)
     end)

@@ -120,6 +120,15 @@ function M.remove_permission(id)
   permissions[id] = nil
 end
 
+--- Forgets the questions of a tool call that ended (the server denied them on a cancel).
+function M.remove_permissions_of_call(session_id, call_id)
+  for id, p in pairs(permissions) do
+    if p.sessionId == session_id and p.callId == call_id then
+      permissions[id] = nil
+    end
+  end
+end
+
 function M.permissions()
   return vim.tbl_values(permissions)
 end
