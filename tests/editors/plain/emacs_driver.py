@@ -19,6 +19,8 @@ class EmacsDriver:
     name = "emacs"
     # C-g at a question sends no answer at all: only the server's deadline ends it.
     dismissal_answers = False
+    # eglot 1.9 does not announce window.showDocument.
+    shows_documents = False
 
     def __init__(self, agentls: str, journey: Journey, first_file: str) -> None:
         self.journey = journey
@@ -170,9 +172,10 @@ class EmacsDriver:
         return [p for p in self.state()["prompts"] if "Server reports" in p["message"]]
 
     def open_prompt(self) -> dict | None:
-        minibuffer = self.state()["minibuffer"]
+        state = self.state()
+        minibuffer = state["minibuffer"]
         if minibuffer and "Server reports" in (minibuffer.get("prompt") or ""):
-            return {"message": minibuffer["prompt"]}
+            return {"message": minibuffer["prompt"], "titles": state["prompts"][-1]["titles"]}
         return None
 
     def buffer_text(self, relative: str) -> str:

@@ -98,6 +98,27 @@ def reject(j: Journey, editor) -> None:
     check(outcome["is_error"] and "reject" in outcome["text"].lower(), f"the model is told it was rejected: {outcome}")
 
 
+@journey(turns=[READ, [EDIT], [{"text": "applied after a look"}]])
+def show_diff(j: Journey, editor) -> None:
+    """Show diff (where the editor can open documents) opens the change as a unified diff with
+    workspace-relative headers and asks again; elsewhere only Apply and Reject are offered."""
+    editor.code_action(ACTION_LINE, ACTION)
+    prompt = wait_prompt(editor, "agentls proposes changes")
+    if not editor.shows_documents:
+        check(prompt["titles"] == ["Apply", "Reject"], f"the choices: {prompt['titles']}")
+    else:
+        check(prompt["titles"] == ["Apply", "Reject", "Show diff"], f"the choices: {prompt['titles']}")
+        editor.answer("Show diff")
+        diff = wait_until("the diff opened in the editor", lambda: next(
+            (text for name, text in editor.opened_documents().items() if name.endswith(".diff")), None), 10)
+        check("--- a/main.py" in diff and "+++ b/main.py" in diff and "-    pass" in diff
+              and "+    return a + b" in diff, f"the diff: {diff!r}")
+        wait_until("the question asked again", lambda: len(editor.prompts()) == 2 and editor.open_prompt(), 10)
+    editor.answer("Apply")
+    wait_shown(editor, "applied after a look")
+    check(editor.buffer_text("main.py") == EDITED, f"the buffer holds the edit: {editor.buffer_text('main.py')!r}")
+
+
 @journey(turns=[[tool("s1", "shell", command="echo ran > ran.txt")], [{"text": "the command ran"}]])
 def permission(j: Journey, editor) -> None:
     """A shell command is asked; Allow once → it ran."""

@@ -17,6 +17,7 @@ class NvimDriver:
     name = "nvim"
     # Escape at a question answers it (null): the server rejects at once.
     dismissal_answers = True
+    shows_documents = True
 
     def __init__(self, nvim: str, agentls: str, journey: Journey) -> None:
         self.nvim = nvim

@@ -6,12 +6,17 @@
 (require 'json)
 
 (defvar agentls-probe--start (float-time))
-(defvar agentls-probe--prompts nil "Minibuffer prompts opened, newest first: (PROMPT OPENED ANSWERED).")
+(defvar agentls-probe--prompts nil
+  "Minibuffer prompts opened, newest first: (PROMPT OPENED ANSWERED CHOICES).")
 
 (defun agentls-probe--ms () (round (* 1000 (- (float-time) agentls-probe--start))))
 
 (add-hook 'minibuffer-setup-hook
-          (lambda () (push (list (minibuffer-prompt) (agentls-probe--ms) nil) agentls-probe--prompts)))
+          (lambda ()
+            (push (list (minibuffer-prompt) (agentls-probe--ms) nil
+                        (and (listp minibuffer-completion-table)
+                             (all-completions "" minibuffer-completion-table)))
+                  agentls-probe--prompts)))
 (add-hook 'minibuffer-exit-hook
           (lambda ()
             (let ((open (seq-find (lambda (p) (null (nth 2 p))) agentls-probe--prompts)))
@@ -34,7 +39,8 @@
   (let ((state
          (list :now_ms (agentls-probe--ms)
                :prompts (vconcat (mapcar (lambda (p) (list :message (nth 0 p) :opened_ms (nth 1 p)
-                                                             :answered_ms (nth 2 p)))
+                                                             :answered_ms (nth 2 p)
+                                                             :titles (vconcat (nth 3 p))))
                                          (reverse agentls-probe--prompts)))
                :minibuffer (if (active-minibuffer-window)
                                (with-current-buffer (window-buffer (active-minibuffer-window))
