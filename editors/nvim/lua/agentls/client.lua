@@ -56,8 +56,7 @@ local function client_config()
   capabilities.experimental.agentls = protocol.client_capability()
   return {
     name = M.name,
-    cmd = o.cmd,
-    cmd_env = o.cmd_env,
+    cmd = require("agentls.transport").cmd(o.cmd, o.cmd_env),
     capabilities = capabilities,
     init_options = dict(o.settings),
     settings = { agentls = dict(o.settings) },
