@@ -290,15 +290,26 @@ test('the diagnostics tool gets the editor\'s problems', async () => {
   assert.match(request, /bad\.json:1:\d+: error: /, request.slice(-800));
 });
 
-test('a new file is reviewed against an empty side and created when accepted', async () => {
+test('a new file is reviewed against an empty side and created when accepted (title button Accept File)', async () => {
   const f = await chatFrame();
   await f.locator('#prompt').fill('Add a greeting file.');
   await f.locator('#prompt').press('Enter');
   await until('the new-file diff', () => page.locator('.tab.active', { hasText: 'added.txt (agentls: new file)' }).isVisible(), 30_000);
   await shot('review-new-file');
-  await page.locator('.monaco-diff-editor .codelens-decoration a', { hasText: 'Accept new file' }).first().click();
+  await until('the new-file lens', () => page.locator('.monaco-diff-editor .codelens-decoration a', { hasText: 'Accept new file' }).first().isVisible(), 10_000);
+  await page.locator('.editor-actions .action-label[aria-label="Accept File"]').first().click();
   await until('the answer', async () => (await chatText()).includes('Created added.txt.'), 30_000);
   assert.ok(existsSync(join(ws, 'added.txt')), 'the editor created the file');
   const card = f.locator('.entry.tool', { hasText: 'added.txt' }).last();
   assert.equal(await card.locator('.tool-review').innerText(), 'accepted');
+});
+
+test('Set Reasoning Effort changes the session and the chat header shows it', async () => {
+  await palette('agentls: Set Reasoning Effort');
+  const high = page.locator('.quick-input-list .monaco-list-row', { hasText: 'high' }).first();
+  await high.waitFor({ state: 'visible' });
+  await high.click();
+  const f = await chatFrame();
+  await until('the header', async () => (await f.locator('#effort').innerText()) === 'effort: high', 10_000);
+  await until('the notice', async () => (await chatText()).includes('reasoning effort high'), 10_000);
 });
