@@ -120,6 +120,9 @@ class Editor:
         self.editor_diagnostics: list[dict[str, Any]] = []
         # While set and not done, workspace/applyEdit is not answered (an editor that hangs).
         self.hold_edits: asyncio.Future[None] | None = None
+        # While set and not done, window/showMessageRequest is not answered (a user who walked away,
+        # or C-g in Emacs, which sends no answer).
+        self.hold_questions: asyncio.Future[None] | None = None
         # Seconds an applied edit waits before its didChange is sent (Neovim debounces 150 ms,
         # eglot waits for 0.5 s of idle time); None sends it before answering, like VS Code.
         self.change_delay: float | None = None
@@ -156,8 +159,11 @@ class Editor:
             return self._apply_edit(raw)
 
         @client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
-        def show_message_request(ls, params):
-            title = self.answer_message(self._last("window/showMessageRequest")["params"])
+        async def show_message_request(ls, params):
+            raw = self._last("window/showMessageRequest")["params"]
+            if self.hold_questions is not None:
+                await self.hold_questions
+            title = self.answer_message(raw)
             return None if title is None else types.MessageActionItem(title=title)
 
         for method in ("agentls/event", "agentls/review", "agentls/permission"):

@@ -1,5 +1,7 @@
 """What the agent's tools get from the editor: files saved before a shell command (asked of a
-plugin, written by the server for a plain client), and the editor's diagnostics (plugin only)."""
+plugin; for a plain client the server writes the agent's changes only, or asks before writing the
+whole buffer when they share lines with the user's unsaved ones), and the editor's diagnostics
+(plugin only)."""
 
 from __future__ import annotations
 
@@ -80,4 +82,39 @@ async def test_a_plain_client_has_no_diagnostics_tool(start_editor, provider, wo
     tools = provider.tool_names(0)
     assert "read_file" in tools, tools
     assert "diagnostics" not in tools, tools
+    assert editor.messages("agentls/event") == []
+
+
+@pytest.mark.parametrize("name,answer", [("neovim-0.11", "Save buffer"), ("eglot-1.9", "Don't save")])
+async def test_a_plain_client_is_asked_when_its_unsaved_change_and_the_agents_share_a_line(
+    start_editor, provider, workspace, name, answer
+):
+    path = workspace / "notes.txt"
+    path.write_text("alpha\nbeta\ngamma\n")
+    editor = await start_editor(name, options={"approval": "auto", "shell": {"permission": "allow"}})
+    editor.open(path)
+    # The user's unsaved change is on the line the agent then edits: the two cannot be separated.
+    editor.type_text(path, "beta", "beta and more")
+    editor.answer_message = lambda params: answer
+    edit = {"file_path": "notes.txt", "old_string": "beta and more", "new_string": "BETA and more"}
+    provider.push(
+        Turn().tool_call("r1", "read_file", {"file_path": "notes.txt"}),
+        Turn().tool_call("e1", "edit_file", edit),
+        Turn().tool_call("s1", "shell", {"command": "cat notes.txt"}),
+        Turn().text("ok"),
+    )
+    session = (await editor.command("agentls.prompt", {"text": "edit and check"}))["sessionId"]
+    await editor.turn_end(session)
+    [question] = editor.params("window/showMessageRequest")
+    assert question["type"] == 2 and [a["title"] for a in question["actions"]] == ["Save buffer", "Don't save"]
+    assert "notes.txt" in question["message"], question
+    buffer = "alpha\nBETA and more\ngamma\n"
+    assert editor.text(path) == buffer
+    shell = provider.tool_result("s1")
+    if answer == "Save buffer":
+        assert path.read_text() == buffer, "the whole buffer was written"
+        assert "BETA and more" in shell["text"], shell
+    else:
+        assert path.read_text() == "alpha\nbeta\ngamma\n", "nothing was written"
+        assert "alpha\nbeta\ngamma" in shell["text"] and "may see older contents" in shell["text"], shell
     assert editor.messages("agentls/event") == []

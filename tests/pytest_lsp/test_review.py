@@ -5,6 +5,8 @@ flows (change annotations with ``needsConfirmation`` where announced, else
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from editor import Editor, file_uri, path_of
 from fake_provider import FakeProvider, Turn
@@ -202,6 +204,39 @@ async def test_plain_review_rejected_tells_the_model(start_editor, provider, wor
     assert expected in result["text"], result
     assert provider.saw(2, expected)
     assert editor.messages("agentls/event") == []
+
+
+@pytest.mark.parametrize("name", ["neovim-0.11", "eglot-1.9"])
+async def test_an_unanswered_plain_review_is_rejected_at_the_deadline(start_editor, provider, workspace, name):
+    path = workspace / "notes.txt"
+    path.write_text(SEVEN)
+    editor = await start_editor(name, env={"AGENTLS_QUESTION_TIMEOUT_MS": "700"})
+    editor.open(path)
+    editor.hold_questions = asyncio.get_running_loop().create_future()
+    provider.push(
+        Turn().tool_call("r1", "read_file", {"file_path": "notes.txt"}),
+        Turn().tool_call("e1", "edit_file", {"file_path": "notes.txt", "old_string": "five", "new_string": "FIVE"}),
+        Turn().text("Left it."),
+    )
+    session = (await editor.command("agentls.prompt", {"text": "shout five"}))["sessionId"]
+    await editor.turn_end(session)
+    [question] = editor.params("window/showMessageRequest")
+    assert question["message"].startswith("agentls proposes changes"), question
+    result = provider.tool_result("e1")
+    assert result["is_error"] and "did not answer the review within 700 ms" in result["text"], result
+    warning = (
+        "agentls: the proposed change to notes.txt got no answer within 700 ms; it was rejected and the agent was told"
+    )
+    assert {"type": 2, "message": warning} in editor.params("window/showMessage")
+    await editor.wait_for("the answer", lambda: "agentls: Left it." in editor.shown_messages())
+    # The user answers [Apply] long after: nothing is applied.
+    editor.answer_message = lambda params: "Apply"
+    editor.hold_questions.set_result(None)
+    provider.push(Turn().text("Still here."))
+    await editor.command("agentls.prompt", {"sessionId": session, "text": "anything else?"})
+    await editor.turn_end(session, 1)
+    assert editor.params("workspace/applyEdit") == []
+    assert editor.text(path) == SEVEN and path.read_text() == SEVEN
 
 
 @pytest.mark.parametrize("name", ["vscode", "neovim-0.7"])

@@ -1,12 +1,13 @@
 """Sessions through the real binary: resume after a restart from the stored transcript, steering
-mid-turn, a conflicting user edit during review, and code actions of plain clients."""
+mid-turn, a conflicting user edit during review, code actions of plain clients and how their
+answers (short and long) reach them, cancelling a running command."""
 
 from __future__ import annotations
 
 import asyncio
 
 import pytest
-from editor import file_uri
+from editor import file_uri, path_of
 from fake_provider import Turn
 
 
@@ -208,3 +209,32 @@ async def test_two_sessions_run_at_once(start_editor, provider, workspace):
         await asyncio.sleep(0.05)
     gone = await editor.raw_command("agentls.prompt", {"sessionId": first, "text": "hello?"})
     assert gone["error"]["data"] == "sessionId"
+
+
+@pytest.mark.parametrize("name", ["neovim-0.11", "neovim-0.7"])
+async def test_a_long_answer_reaches_a_plain_client_whole(start_editor, provider, workspace, tmp_path, name):
+    # More than 12 lines: opened as a document where the client can show one (Neovim 0.11),
+    # else every line in the message (Neovim 0.7 has no window/showDocument).
+    editor = await start_editor(name)
+    answer = "\n".join(f"Line {i} of the answer." for i in range(1, 21))
+    provider.push(Turn().text(answer))
+    session = (await editor.command("agentls.prompt", {"text": "explain at length"}))["sessionId"]
+    await editor.turn_end(session)
+    shown = await editor.wait_for(
+        "the answer as a message", lambda: [m for m in editor.shown_messages() if "Line 1 of the answer." in m]
+    )
+    logged = [p["message"] for p in editor.params("window/logMessage") if "Line 1 of the answer." in p["message"]]
+    assert logged == [f"agentls: {answer}"], "the log has all of it"
+    if name == "neovim-0.11":
+        [opened] = editor.params("window/showDocument")
+        written = path_of(opened["uri"])
+        assert written == tmp_path / "data" / "answers" / f"agentls-answer-{session}-1.md", opened
+        assert written.read_text().rstrip("\n") == answer
+        [message] = shown
+        assert message.startswith("agentls: Line 1 of the answer."), message
+        assert message.endswith(f"(the whole answer is open in {written})"), message
+        assert "Line 20" not in message, "the message is short; the document has the answer"
+    else:
+        assert editor.messages("window/showDocument") == []
+        assert shown == [f"agentls: {answer}"], "every line in the message"
+    assert editor.messages("agentls/event") == []
