@@ -19,7 +19,7 @@ class NvimDriver:
     dismissal_answers = True
     shows_documents = True
 
-    def __init__(self, nvim: str, agentls: str, journey: Journey) -> None:
+    def __init__(self, nvim: str, agentls: str, journey: Journey, init: str = "init.lua") -> None:
         self.nvim = nvim
         self.journey = journey
         self.socket = str(journey.tmp / "nvim.sock")
@@ -31,7 +31,7 @@ class NvimDriver:
         }
         self.transcript = open(journey.tmp / "nvim.out", "w")
         self.process = subprocess.Popen(
-            [nvim, "--headless", "--listen", self.socket, "-n", "-i", "NONE", "-u", str(NVIM_DIR / "init.lua"),
+            [nvim, "--headless", "--listen", self.socket, "-n", "-i", "NONE", "-u", str(NVIM_DIR / init),
              "--cmd", f"luafile {NVIM_DIR / 'probe.lua'}"],
             cwd=journey.root, env=env, stdin=subprocess.DEVNULL, stdout=self.transcript, stderr=subprocess.STDOUT,
         )

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Runs the plain-LSP journeys (journeys.py) in real editors against the real agentls binary.
 
-    run.py --agentls BIN [--nvim NVIM] [--editors nvim,emacs] [--logs DIR] [-k SUBSTRING] [--keep-all]
+    run.py --agentls BIN [--nvim NVIM] [--editors nvim,emacs,nvim-start] [--logs DIR] [-k SUBSTRING] [--keep-all]
+
+PLAIN_KEEP=1 in the environment keeps every journey's temporary directory.
 
 Prints one line per journey and editor, keeps the evidence of each failure (server log, model
 requests, editor output) under --logs, and ends with `N passed, N failed`."""
@@ -24,9 +26,15 @@ from journeys import JOURNEYS  # noqa: E402
 from nvim_driver import NvimDriver  # noqa: E402
 
 
+# The editors and the journeys each runs: `nvim-start` is Neovim with the vim.lsp.start form of
+# the configuration (the one Neovim 0.10 needs), checked on the happy path only.
+EDITORS = {"nvim": None, "emacs": None, "nvim-start": ("apply", "reject", "permission")}
+
+
 def start(editor: str, args: argparse.Namespace, journey: Journey):
-    if editor == "nvim":
-        driver = NvimDriver(args.nvim, args.agentls, journey)
+    if editor in ("nvim", "nvim-start"):
+        init = "init.lua" if editor == "nvim" else "init-start.lua"
+        driver = NvimDriver(args.nvim, args.agentls, journey, init)
         driver.open("main.py")
         return driver
     return EmacsDriver(args.agentls, journey, "main.py")
@@ -36,7 +44,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--agentls", required=True)
     parser.add_argument("--nvim", default="nvim")
-    parser.add_argument("--editors", default="nvim,emacs")
+    parser.add_argument("--editors", default=",".join(EDITORS))
     parser.add_argument("--logs", type=pathlib.Path, default=pathlib.Path("target/editors/plain-logs"))
     parser.add_argument("-k", dest="only", default="")
     parser.add_argument("--keep-all", action="store_true", help="keep the evidence of passing journeys too")
@@ -50,7 +58,7 @@ def main() -> int:
     for editor in args.editors.split(","):
         for name, spec in JOURNEYS.items():
             label = f"{editor}::{name}"
-            if args.only and args.only not in label:
+            if args.only and args.only not in label or EDITORS[editor] and name not in EDITORS[editor]:
                 continue
             journey = Journey(f"{editor}-{name}", spec.files, spec.turns, spec.env, spec.options)
             began = time.monotonic()
