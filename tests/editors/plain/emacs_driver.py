@@ -5,7 +5,6 @@ didChange from an idle timer, which never fires in --batch). The suite types lik
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import subprocess
 import time

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from harness import Journey, check, note, tool, wait_until
+from harness import Editor, Journey, check, note, tool, wait_until
 
 MAIN = "def add(a, b):\n    # agent: return the sum\n    pass\n\n\ndef sub(a, b):\n    return a - b\n"
 EDITED = MAIN.replace("    pass\n", "    return a + b\n")
@@ -29,7 +29,7 @@ QUESTION_TIMEOUT_MS = 3000
 
 @dataclass
 class Spec:
-    run: Callable[[Journey, object], None]
+    run: Callable[[Journey, Editor], None]
     files: dict[str, str]
     turns: list[list[dict]]
     env: dict[str, str] = field(default_factory=dict)
@@ -41,18 +41,18 @@ JOURNEYS: dict[str, Spec] = {}
 
 def journey(files: dict[str, str] | None = None, turns: list[list[dict]] | None = None,
             env: dict[str, str] | None = None, options: dict | None = None):
-    def register(run: Callable[[Journey, object], None]) -> Callable[[Journey, object], None]:
+    def register(run: Callable[[Journey, Editor], None]) -> Callable[[Journey, Editor], None]:
         JOURNEYS[run.__name__] = Spec(run, files or {"main.py": MAIN}, turns or [], env or {}, options or {})
         return run
     return register
 
 
-def wait_prompt(editor, contains: str, timeout: float = 20) -> dict:
+def wait_prompt(editor: Editor, contains: str, timeout: float = 20) -> dict:
     return wait_until(f"a prompt containing {contains!r}",
                       lambda: (p := editor.open_prompt()) and contains in p["message"] and p, timeout)
 
 
-def wait_shown(editor, text: str, timeout: float = 20) -> str:
+def wait_shown(editor: Editor, text: str, timeout: float = 20) -> str:
     return wait_until(f"{text!r} shown to the user", lambda: text in editor.shown_messages() and editor.shown_messages(),
                       timeout)
 
@@ -72,7 +72,7 @@ def result(j: Journey, request: int, call_id: str) -> dict:
 
 
 @journey(turns=[READ, [EDIT], [{"text": "done: added the sum"}]])
-def apply(j: Journey, editor) -> None:
+def apply(j: Journey, editor: Editor) -> None:
     """A code action runs the agent; Apply → the buffer holds the edit, the disk is untouched."""
     editor.code_action(ACTION_LINE, ACTION)
     prompt = wait_prompt(editor, "agentls proposes changes")
@@ -87,7 +87,7 @@ def apply(j: Journey, editor) -> None:
 
 
 @journey(turns=[READ, [EDIT], [{"text": "fine, left it"}]])
-def reject(j: Journey, editor) -> None:
+def reject(j: Journey, editor: Editor) -> None:
     """Reject → the buffer is unchanged and the model's next request carries the rejection."""
     editor.code_action(ACTION_LINE, ACTION)
     wait_prompt(editor, "agentls proposes changes")
@@ -99,7 +99,7 @@ def reject(j: Journey, editor) -> None:
 
 
 @journey(turns=[READ, [EDIT], [{"text": "applied after a look"}]])
-def show_diff(j: Journey, editor) -> None:
+def show_diff(j: Journey, editor: Editor) -> None:
     """Show diff (where the editor can open documents) opens the change as a unified diff with
     workspace-relative headers and asks again; elsewhere only Apply and Reject are offered."""
     editor.code_action(ACTION_LINE, ACTION)
@@ -120,7 +120,7 @@ def show_diff(j: Journey, editor) -> None:
 
 
 @journey(turns=[[tool("s1", "shell", command="echo ran > ran.txt")], [{"text": "the command ran"}]])
-def permission(j: Journey, editor) -> None:
+def permission(j: Journey, editor: Editor) -> None:
     """A shell command is asked; Allow once → it ran."""
     editor.code_action(ACTION_LINE, ACTION)
     prompt = wait_prompt(editor, "agentls wants to run")
@@ -133,7 +133,7 @@ def permission(j: Journey, editor) -> None:
 
 @journey(files={"main.py": MAIN, "AGENTS.md": "Answer in haiku.\n"},
          turns=[[{"text": "first answer"}], [{"text": "second answer"}]])
-def reload(j: Journey, editor) -> None:
+def reload(j: Journey, editor: Editor) -> None:
     """AGENTS.md changed on disk between two prompts → the next request carries the new text."""
     editor.code_action(ACTION_LINE, ACTION)
     wait_shown(editor, "first answer")
@@ -148,7 +148,7 @@ def reload(j: Journey, editor) -> None:
 
 @journey(turns=[READ, [tool("e1", "edit_file", file_path="main.py", old_string="    return nothing\n",
                             new_string="    return a + b\n")], [{"text": "could not edit"}]])
-def bad_edit(j: Journey, editor) -> None:
+def bad_edit(j: Journey, editor: Editor) -> None:
     """edit_file with an old_string that is not in the file → the model gets an error, no question,
     the buffer is untouched."""
     editor.code_action(ACTION_LINE, ACTION)
@@ -172,7 +172,7 @@ TWO_EDITED = ("def add(a, b):\n    # agent: fill in add and sub\n    total = a +
      tool("e2", "edit_file", file_path="main.py", old_string="    return None  # sub\n", new_string="    return a - b\n")],
     [tool("r2", "read_file", file_path="main.py")],
     [{"text": "both filled in"}]])
-def two_edits_auto(j: Journey, editor) -> None:
+def two_edits_auto(j: Journey, editor: Editor) -> None:
     """Two edit_file calls to one file in one response, approval auto → both edits exactly once,
     both reported applied, and a read right after sees them."""
     editor.code_action(ACTION_LINE, "agentls: fill in add and sub")
@@ -185,7 +185,7 @@ def two_edits_auto(j: Journey, editor) -> None:
     check(not editor.prompts(), f"approval auto asks nothing: {editor.prompts()}")
 
 
-def one_at_a_time(editor, answers: list[tuple[str, str]], think: float = 0.0) -> list[dict]:
+def one_at_a_time(editor: Editor, answers: list[tuple[str, str]], think: float = 0.0) -> list[dict]:
     """Answers the questions in order; each must open only after the previous one was answered."""
     for contains, answer in answers:
         wait_prompt(editor, contains)
@@ -202,7 +202,7 @@ def one_at_a_time(editor, answers: list[tuple[str, str]], think: float = 0.0) ->
 
 
 @journey(turns=[READ, [EDIT, tool("s1", "shell", command="cat main.py > copy.txt")], [{"text": "copied"}]])
-def edit_then_shell(j: Journey, editor) -> None:
+def edit_then_shell(j: Journey, editor: Editor) -> None:
     """edit_file and shell in one response → the questions come one at a time in call order and
     the command copies the EDITED file."""
     editor.code_action(ACTION_LINE, ACTION)
@@ -228,7 +228,7 @@ def report_save_question(saved: dict) -> None:
 
 
 @journey(turns=[READ, [EDIT], [tool("s1", "shell", command="cat main.py > seen.txt")], [{"text": "looked"}]])
-def save_before_shell(j: Journey, editor) -> None:
+def save_before_shell(j: Journey, editor: Editor) -> None:
     """An edit, then a command reading the file → the command sees the agent's edit, not the
     user's unrelated unsaved edit; saving afterwards raises no "changed on disk" conflict."""
     editor.insert_lines(7, [USER_NOTE])
@@ -247,7 +247,7 @@ def save_before_shell(j: Journey, editor) -> None:
 
 
 @journey(turns=[READ, [EDIT], [tool("s1", "shell", command="cat main.py > seen.txt")], [{"text": "looked"}]])
-def save_after_shell(j: Journey, editor) -> None:
+def save_after_shell(j: Journey, editor: Editor) -> None:
     """The common case: no unsaved edits of the user's. The command sees the agent's edit and the
     user's next save raises no "changed on disk" conflict."""
     editor.code_action(ACTION_LINE, ACTION)
@@ -260,7 +260,7 @@ def save_after_shell(j: Journey, editor) -> None:
 
 
 @journey(turns=[READ, [EDIT, tool("s1", "shell", command="cat main.py > copy.txt")], [{"text": "took my time"}]])
-def slow_answer(j: Journey, editor) -> None:
+def slow_answer(j: Journey, editor: Editor) -> None:
     """The user answers each question after ~3 s → the turn completes and later messages are
     still processed (eglot 1.9's parser broke here)."""
     editor.code_action(ACTION_LINE, ACTION)
@@ -269,14 +269,14 @@ def slow_answer(j: Journey, editor) -> None:
     check(j.path("copy.txt").exists() and j.disk("copy.txt") == EDITED, "the command ran on the edited file")
 
 
-def told_rejected(editor) -> bool:
+def told_rejected(editor: Editor) -> bool:
     return bool(re.search(r"agentls.*(no answer|not answered|unanswered|timed out|rejected)", editor.shown_messages(),
                           re.IGNORECASE))
 
 
 @journey(env={"AGENTLS_QUESTION_TIMEOUT_MS": str(QUESTION_TIMEOUT_MS)},
          turns=[READ, [EDIT], [{"text": "ok, not applied"}]])
-def dismiss_prompt(j: Journey, editor) -> None:
+def dismiss_prompt(j: Journey, editor: Editor) -> None:
     """Escape (Neovim: answers null) / C-g (eglot: answers nothing) at the review question → the
     turn does not hang: the change is rejected (at once, or at the question deadline, and then
     the user is told) and the turn ends."""
@@ -292,7 +292,7 @@ def dismiss_prompt(j: Journey, editor) -> None:
 
 @journey(env={"AGENTLS_QUESTION_TIMEOUT_MS": str(QUESTION_TIMEOUT_MS)},
          turns=[READ, [EDIT], [{"text": "nobody answered"}], [{"text": "still alive"}]])
-def unanswered_prompt(j: Journey, editor) -> None:
+def unanswered_prompt(j: Journey, editor: Editor) -> None:
     """The user walks away from the question → at the deadline the change is rejected, the user is
     told, the turn ends; answering Apply afterwards changes nothing, and the next prompt works."""
     editor.code_action(ACTION_LINE, ACTION)
@@ -309,7 +309,7 @@ def unanswered_prompt(j: Journey, editor) -> None:
 
 @journey(options={"shell": {"permission": "allow"}},
          turns=[[tool("s1", "shell", command="sleep 30; echo late > late.txt")], [{"text": "after the cancel"}]])
-def cancel_action(j: Journey, editor) -> None:
+def cancel_action(j: Journey, editor: Editor) -> None:
     """While a turn runs, the code action "agentls: cancel the running turn" cancels it; the
     session then takes the next prompt."""
     editor.code_action(ACTION_LINE, ACTION)
@@ -321,7 +321,7 @@ def cancel_action(j: Journey, editor) -> None:
 
 
 @journey(turns=[[{"text": "it subtracts"}]])
-def explain_at_cursor(j: Journey, editor) -> None:
+def explain_at_cursor(j: Journey, editor: Editor) -> None:
     """"agentls: explain" with the cursor on a line and nothing selected → the prompt carries the
     lines around the cursor (not an empty or one-word context) with their line numbers."""
     editor.code_action(7, "agentls: explain")
@@ -331,7 +331,7 @@ def explain_at_cursor(j: Journey, editor) -> None:
 
 
 @journey(turns=[[{"text": "it adds"}]])
-def explain_selection(j: Journey, editor) -> None:
+def explain_selection(j: Journey, editor: Editor) -> None:
     """"agentls: explain" on lines 1-3 selected linewise (Neovim: V, to the end of line 3; Emacs:
     a region ending at column 0 of line 4) → the prompt says lines 1-3, not 1-4."""
     editor.code_action_on_lines(1, 3, "agentls: explain")
@@ -346,7 +346,7 @@ LONG = "".join(f"line {n:02d}: the answer goes on with enough words to make a lo
 
 
 @journey(turns=[[{"text": LONG}]])
-def long_answer(j: Journey, editor) -> None:
+def long_answer(j: Journey, editor: Editor) -> None:
     """A ~3,400-character answer over 40 lines: every line reaches the user with default settings
     (the message history, or a document the server opened)."""
     check(len(LONG) > 3000, "the answer is long")
