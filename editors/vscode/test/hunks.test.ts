@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { composeText, hunkRanges, locateHunks, ReviewState, splitLines } from '../src/review/hunks';
+import { composeText, hunkRanges, locateHunks, outcome, ReviewState, splitLines } from '../src/review/hunks';
 import type { ReviewFile, ReviewParams } from '../src/lsp_ext';
 
 const recorded = JSON.parse(readFileSync(join(__dirname, '../../test/fixtures/recorded_session.json'), 'utf8')) as {
@@ -173,4 +173,20 @@ test('several files: the undecided ones are listed in order', () => {
   const s = state([notes, created, deleted], [base, '', 'x\n']);
   s.decideFile(1, 'accepted');
   assert.deepEqual(s.undecidedFiles(), [0, 2]);
+});
+
+test('the outcome the chat card shows', () => {
+  const partly = state();
+  partly.decideHunk(0, 0, 'accepted');
+  partly.decideHunk(0, 1, 'rejected');
+  assert.equal(outcome(partly), 'partly accepted (1/2 hunks accepted)');
+  const all = state();
+  all.acceptAll();
+  assert.equal(outcome(all), 'accepted');
+  const none = state();
+  none.rejectAll();
+  assert.equal(outcome(none), 'rejected');
+  const edited = state();
+  edited.decideFile(0, 'accepted', { editedText: 'mine\n' });
+  assert.equal(outcome(edited), 'accepted with your edits');
 });

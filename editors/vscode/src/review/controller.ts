@@ -7,7 +7,7 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { ResolveReviewParams, ReviewFile, ReviewParams } from '../lsp_ext';
-import { ReviewState, wholeFileOnly, type Decision } from './hunks';
+import { outcome, ReviewState, wholeFileOnly, type Decision } from './hunks';
 import { ProposalFs, REVIEW_SCHEME } from './memfs';
 
 export interface HunkRef { reviewId: string; file: number; hunk?: number }
@@ -429,13 +429,4 @@ async function askReason(title: string): Promise<string | undefined> {
     placeHolder: 'e.g. keep the old name, it is part of the public API',
     ignoreFocusOut: true,
   });
-}
-
-/** The chat card's review result. */
-export function outcome(s: ReviewState): string {
-  const summaries = s.files.map((_, i) => s.fileSummary(i));
-  if (summaries.every((x) => x === 'rejected')) return 'rejected';
-  if (summaries.every((x) => x === 'accepted')) return 'accepted';
-  if (s.files.length === 1) return summaries[0].startsWith('accepted') ? summaries[0] : `partly accepted (${summaries[0]})`;
-  return 'partly accepted';
 }

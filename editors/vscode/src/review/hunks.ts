@@ -262,3 +262,12 @@ function nonEmpty(s: string | undefined): string | undefined {
 export function lineCounts(file: ReviewFile): { added: number; removed: number } {
   return file.hunks.reduce((acc, h) => ({ added: acc.added + h.newLines, removed: acc.removed + h.oldLines }), { added: 0, removed: 0 });
 }
+
+/** The review's outcome as the chat's tool card shows it. */
+export function outcome(s: ReviewState): string {
+  const summaries = s.files.map((_, i) => s.fileSummary(i));
+  if (summaries.every((x) => x === 'rejected')) return 'rejected';
+  if (summaries.every((x) => x === 'accepted')) return 'accepted';
+  if (s.files.length === 1) return summaries[0].startsWith('accepted') ? summaries[0] : `partly accepted (${summaries[0]})`;
+  return 'partly accepted';
+}
