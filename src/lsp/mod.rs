@@ -117,7 +117,11 @@ where
     let (server_output, from_server) = tokio::io::duplex(PIPE_BYTES);
     let (replies_tx, replies_rx) = tokio::sync::mpsc::unbounded_channel();
     let guard = tokio::spawn(transport::guard_input(input, to_server, replies_tx));
-    let writer = tokio::spawn(transport::merge_output(from_server, replies_rx, output));
+    // Plain clients get a pause after each response (eglot 1.9: see `merge_output`); plugin
+    // clients, which stream, get none.
+    let writer_state = state.clone();
+    let pause_after_response = move || writer_state.is_initialized() && !writer_state.profile().plugin;
+    let writer = tokio::spawn(transport::merge_output(from_server, replies_rx, output, pause_after_response));
     Server::new(server_input, server_output, socket).serve(OrderedSync::new(service, state.clone())).await;
     guard.abort();
     let _ = writer.await;

@@ -417,19 +417,41 @@ where
     let _ = to_server.shutdown().await;
 }
 
+/// How long the output pauses after a response, for clients that need it (see [`merge_output`]).
+pub const PAUSE_AFTER_RESPONSE: std::time::Duration = std::time::Duration::from_millis(30);
+
 /// Writes the server's frames and the guard's replies to `output`, whole frames at a time.
-pub async fn merge_output<S, O>(from_server: S, mut replies: mpsc::UnboundedReceiver<Vec<u8>>, mut output: O)
-where
+///
+/// When `pause_after_response()` says so, nothing is written for [`PAUSE_AFTER_RESPONSE`] after a
+/// response, so that the response ends the chunk the client reads: Emacs 28's jsonrpc.el (eglot
+/// 1.9) stops parsing a chunk at the response it was waiting for, and whatever followed in the
+/// same chunk waits, unparsed, until more output arrives — the user's answer could sit there
+/// for good.
+pub async fn merge_output<S, O>(
+    from_server: S,
+    mut replies: mpsc::UnboundedReceiver<Vec<u8>>,
+    mut output: O,
+    pause_after_response: impl Fn() -> bool,
+) where
     S: AsyncRead + Unpin,
     O: AsyncWrite + Unpin,
 {
     let mut reader = FrameReader::new(from_server);
     let mut replies_open = true;
+    let mut paused_until: Option<tokio::time::Instant> = None;
     loop {
         let bytes = tokio::select! {
             biased;
             frame = reader.next() => match frame {
-                Ok(Some(Frame::Body(body) | Frame::Short { body, .. })) => frame_bytes(body),
+                Ok(Some(Frame::Body(body) | Frame::Short { body, .. })) => {
+                    if let Some(until) = paused_until.take() {
+                        tokio::time::sleep_until(until).await;
+                    }
+                    if is_response(&body) && pause_after_response() {
+                        paused_until = Some(tokio::time::Instant::now() + PAUSE_AFTER_RESPONSE);
+                    }
+                    frame_bytes(body)
+                }
                 Ok(Some(Frame::Malformed(problem))) => {
                     tracing::error!("the framework wrote a malformed frame: {problem}");
                     continue;
@@ -452,6 +474,19 @@ where
         let _ = output.write_all(&bytes).await;
     }
     let _ = output.flush().await;
+}
+
+/// Whether `body` is a JSON-RPC response (it has an `id` and no `method`).
+fn is_response(body: &[u8]) -> bool {
+    use serde::de::IgnoredAny;
+    #[derive(serde::Deserialize)]
+    struct Shape {
+        #[serde(default)]
+        method: Option<IgnoredAny>,
+        #[serde(default)]
+        id: Option<IgnoredAny>,
+    }
+    serde_json::from_slice::<Shape>(body).is_ok_and(|m| m.method.is_none() && m.id.is_some())
 }
 
 fn frame_bytes(body: Vec<u8>) -> Vec<u8> {
@@ -575,5 +610,58 @@ mod tests {
         let wrong = check_body(br#"{"jsonrpc":"1.0","id":4,"method":"x"}"#).unwrap_err();
         assert_eq!((wrong["id"].clone(), wrong["error"]["code"].clone()), (json!(4), json!(-32600)));
         assert!(check_body(b"[1,2]").is_err());
+    }
+
+    /// Records when each frame was written (tokio's clock).
+    struct Timed(std::sync::Arc<std::sync::Mutex<Vec<(tokio::time::Instant, Vec<u8>)>>>);
+
+    impl tokio::io::AsyncWrite for Timed {
+        fn poll_write(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            buf: &[u8],
+        ) -> std::task::Poll<std::io::Result<usize>> {
+            self.0.lock().unwrap().push((tokio::time::Instant::now(), buf.to_vec()));
+            std::task::Poll::Ready(Ok(buf.len()))
+        }
+        fn poll_flush(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    async fn write_times(pause: bool) -> Vec<std::time::Duration> {
+        let mut input = Vec::new();
+        input.extend(frame(br#"{"jsonrpc":"2.0","id":5,"result":{"sessionId":"s"}}"#));
+        input.extend(frame(
+            br#"{"jsonrpc":"2.0","method":"window/showMessage","params":{"type":3,"message":"a"}}"#,
+        ));
+        input.extend(frame(
+            br#"{"jsonrpc":"2.0","method":"window/logMessage","params":{"type":3,"message":"b"}}"#,
+        ));
+        let writes = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (_tx, rx) = mpsc::unbounded_channel();
+        let start = tokio::time::Instant::now();
+        merge_output(&input[..], rx, Timed(writes.clone()), move || pause).await;
+        let writes = writes.lock().unwrap();
+        writes.iter().map(|(at, _)| at.duration_since(start)).collect()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_response_ends_its_chunk_for_clients_that_need_it() {
+        let paused = write_times(true).await;
+        assert_eq!(paused.len(), 3);
+        assert!(paused[1] >= paused[0] + PAUSE_AFTER_RESPONSE, "{paused:?}");
+        assert_eq!(paused[2], paused[1], "only a response makes the output pause");
+        let unpaused = write_times(false).await;
+        assert_eq!(unpaused, [unpaused[0]; 3], "no pause for other clients");
     }
 }
