@@ -70,8 +70,28 @@ local function client_config()
   }
 end
 
+local told_missing = false
+
+-- Whether the server command exists; says so once when it does not.
+local function server_found()
+  local cmd = config.get().cmd[1]
+  if vim.fn.executable(cmd) == 1 then
+    return true
+  end
+  if not told_missing then
+    told_missing = true
+    -- Scheduled: an error message inside a FileType autocommand would abort it.
+    vim.schedule_wrap(vim.notify)(
+      ("agentls: `%s` was not found; install it (`cargo install --locked --path .` in the agentls repository) or set `cmd` in setup(). :checkhealth agentls tells more."):format(cmd),
+      vim.log.levels.ERROR
+    )
+  end
+  return false
+end
+
 local function attachable(bufnr)
-  return vim.api.nvim_buf_is_valid(bufnr)
+  return server_found()
+    and vim.api.nvim_buf_is_valid(bufnr)
     and vim.bo[bufnr].buftype == ""
     and vim.api.nvim_buf_get_name(bufnr) ~= ""
     and not vim.api.nvim_buf_get_name(bufnr):match("^%a+://")
@@ -150,6 +170,9 @@ function M.current()
   c = id and vim.lsp.get_client_by_id(id) or vim.lsp.get_clients({ name = M.name })[1]
   if c then
     return c
+  end
+  if not server_found() then
+    return nil
   end
   local cfg = client_config()
   cfg.root_dir = vim.fn.getcwd()

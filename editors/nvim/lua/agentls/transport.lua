@@ -111,7 +111,7 @@ function M.start(argv, env, cwd, dispatchers)
   end)
   if not handle then
     close_pipes()
-    error(("agentls: could not start %s: %s"):format(argv[1], tostring(spawn_err)))
+    error(("agentls: could not start %s: %s"):format(argv[1], tostring(spawn_err)), 0)
   end
 
   local function send(message)
