@@ -162,3 +162,16 @@ test('a server that stops mid-turn leaves nothing running', () => {
     { notice: 'error', text: 'The agentls server stopped.' },
   ]);
 });
+
+test('reasoning streams beside the answer and ends with it', () => {
+  const ev = (kind: string, data: object): ChatOp => ({ sessionId: 's', kind, timestamp: '', data }) as ChatOp;
+  const m = fold([
+    ev('assistant_text_start', { model: 'm' }),
+    ev('assistant_reasoning_delta', { delta: 'Think ' }),
+    ev('assistant_reasoning_delta', { delta: 'first.' }),
+    ev('assistant_text_delta', { delta: 'Answer.' }),
+    ev('assistant_text_end', { text: 'Answer.', reasoning: 'Think first.', usage: { input_tokens: 3, output_tokens: 4 } }),
+  ]);
+  const a = m.entries[0];
+  assert.deepEqual(a.kind === 'assistant' && { text: a.text, reasoning: a.reasoning, streaming: a.streaming }, { text: 'Answer.', reasoning: 'Think first.', streaming: false });
+});

@@ -38,6 +38,8 @@ const turns = [
   [{ text: 'bad.json has a syntax error.' }],
   [{ tool: 'write_file', id: 'toolu_w3', input: { file_path: 'added.txt', content: 'hello from agentls\n' } }],
   [{ text: 'Created added.txt.' }],
+  [{ text: 'Waiting.' }, { tool: 'shell', id: 'toolu_s3', input: { command: 'sleep 6' } }],
+  [{ text: 'Steered: hello.' }],
 ];
 
 let provider;
@@ -312,4 +314,18 @@ test('Set Reasoning Effort changes the session and the chat header shows it', as
   const f = await chatFrame();
   await until('the header', async () => (await f.locator('#effort').innerText()) === 'effort: high', 10_000);
   await until('the notice', async () => (await chatText()).includes('reasoning effort high'), 10_000);
+});
+
+test('while a turn runs, the chat box steers it', async () => {
+  const f = await chatFrame();
+  await f.locator('#prompt').fill('Wait a bit.');
+  await f.locator('#prompt').press('Enter');
+  const card = f.locator('.entry.tool', { hasText: 'sleep 6' });
+  await until('the running sleep', async () => (await card.getAttribute('data-status')) === 'running', 30_000);
+  assert.equal(await f.locator('#send').innerText(), 'Steer');
+  await f.locator('#prompt').fill('Also say hello.');
+  await f.locator('#prompt').press('Enter');
+  await until('the steering shown', () => f.locator('.entry.user', { hasText: 'You (steering)' }).last().isVisible(), 20_000);
+  await until('the answer', async () => (await chatText()).includes('Steered: hello.'), 30_000);
+  assert.ok(lastRequest().includes('Also say hello.'), 'the steering reached the model');
 });
