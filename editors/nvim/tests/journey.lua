@@ -474,6 +474,19 @@ T.test("the chat: toggles, opens as a float by option, folds command output and 
     end
   end
   T.eq(folds, { ["⋮ output of shell"] = true, ["> _reasoning_"] = true }, "both folds seen")
+  -- The whole output of a command is inside its fold (plugin-run and the 7 lines of notes.txt).
+  local output_header
+  for i, l in ipairs(lines) do
+    if l:find("⋮ output of shell: echo plugin-run", 1, true) then
+      output_header = i
+    end
+  end
+  T.truthy(output_header, "the output of the first command")
+  T.eq(vim.list_slice(lines, output_header + 1, output_header + 2), { "plugin-run", "one" }, "the output")
+  T.truthy(
+    vim.fn.foldclosedend(output_header) >= output_header + 8,
+    ("the fold covers it all: %d..%d"):format(output_header, vim.fn.foldclosedend(output_header))
+  )
   T.contains(table.concat(lines, "\n"), "thinking hard\nstep two")
   vim.cmd("AgentChat")
   T.truthy(not chat.is_open(), "toggled off")

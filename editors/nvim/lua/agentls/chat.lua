@@ -64,31 +64,30 @@ local function buffer_is_empty()
   return line_count() == 1 and vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1] == ""
 end
 
--- Appends text at the end of the buffer; newlines in it start new lines.
+-- Fold levels are set before the lines exist: Neovim evaluates 'foldexpr' as lines change.
+
+-- Appends text at the end of the buffer; newlines in it start new lines (at fold `level`).
 local function append_text(text, level)
   local row, last = last_line()
   local pieces = vim.split(text, "\n", { plain = true })
-  vim.api.nvim_buf_set_text(buf, row, #last, row, #last, pieces)
   if level then
     for l = row + 2, row + #pieces do
       levels[l] = level
     end
   end
+  vim.api.nvim_buf_set_text(buf, row, #last, row, #last, pieces)
 end
 
--- Appends whole lines after the last one (which is kept unless it is empty and the buffer's first).
-local function append_lines(lines)
-  if buffer_is_empty() then
-    vim.api.nvim_buf_set_lines(buf, 0, 1, false, lines)
-    return 0
-  end
+-- Appends whole lines after the last one (which is replaced when it is empty); `fold` gives
+-- the fold level of each new line. Returns the 0-based row of the first.
+local function append_lines(lines, fold)
   local row, last = last_line()
-  if last == "" then
-    vim.api.nvim_buf_set_lines(buf, row, row + 1, false, lines)
-    return row
+  local first = last == "" and row or row + 1
+  for i = 1, #lines do
+    levels[first + i] = fold and fold[i] or nil -- a replaced empty line may have been in a fold
   end
-  vim.api.nvim_buf_set_lines(buf, row + 1, row + 1, false, lines)
-  return row + 1
+  vim.api.nvim_buf_set_lines(buf, first, row + 1, false, lines)
+  return first
 end
 
 local function mark(row, group, sign)
@@ -106,9 +105,7 @@ local function enter_block(kind, key, header)
   end
   block = { kind = kind, key = key }
   if header then
-    local row = append_lines({ header, "" })
-    levels[row + 1] = ">1"
-    levels[row + 2] = "1"
+    local row = append_lines({ header, "" }, { ">1", "1" })
     mark(row, kind == "reasoning" and "AgentlsReasoning" or "AgentlsOutput")
   else
     local _, last = last_line()
