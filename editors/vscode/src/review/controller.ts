@@ -72,7 +72,7 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
   }
 
   async add(review: ReviewParams): Promise<void> {
-    const key = review.reviewId.replace(/[^A-Za-z0-9-]/g, '').slice(0, 12) || 'review';
+    const key = `proposal-${review.reviewId.replace(/[^A-Za-z0-9]/g, '').slice(0, 8) || 'review'}`;
     const bases: string[] = [];
     const left: vscode.Uri[] = [];
     const right: vscode.Uri[] = [];
