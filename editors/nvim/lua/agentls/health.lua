@@ -48,7 +48,9 @@ function M.check()
   end
   if doctor.code == 0 then
     h.ok(("provider: %s"):format(field("provider") or "?"))
-    h.ok(("model: %s"):format(field("model") or "?"))
+    local model = o.settings.model
+    h.ok(model and ("model: %s (from setup's settings; the configuration files say %s)"):format(model, field("model") or "?")
+      or ("model: %s"):format(field("model") or "?"))
     local key = field("key variable")
     if key then
       h.ok("key: " .. key)
