@@ -256,6 +256,13 @@ T.test("model, effort and approval go to the session; approval auto applies at o
       table.insert(progress, { kind = value.kind, title = value.title, message = value.message })
     end,
   })
+  local status_events = 0
+  vim.api.nvim_create_autocmd("User", {
+    pattern = "AgentlsStatus",
+    callback = function()
+      status_events = status_events + 1
+    end,
+  })
   vim.cmd("AgentModel claude-other")
   vim.cmd("AgentEffort high")
   vim.cmd("AgentApproval auto")
@@ -263,6 +270,7 @@ T.test("model, effort and approval go to the session; approval auto applies at o
     return H.chat_text():find("_model claude-other · effort high · approval auto_", 1, true) ~= nil
   end, "the settings confirmed in the chat")
   T.contains(require("agentls").status(), "claude-other", "status() shows the model")
+  T.truthy(status_events > 0, "statuslines are told (User AgentlsStatus)")
   local patch = "*** Begin Patch\n*** Update File: NOTES\n@@\n-no filetype\n+NO FILETYPE\n*** End Patch"
   H.push({ { { tool = "apply_patch", id = "p9", input = { patch = patch } } }, { { text = "applied" } } })
   local before = #H.requests()

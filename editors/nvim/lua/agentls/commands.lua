@@ -238,7 +238,7 @@ local function configure(key, value)
   with_session(function(c, s)
     client.exec(c, C.configure, { sessionId = s.id, [key] = value }, function(err, res)
       if not err and res then
-        s.model = res.model or s.model
+        state.update_session(c.id, { model = res.model or s.model })
         vim.notify(("agentls: %s set to %s"):format(key, value), vim.log.levels.INFO)
       end
     end)

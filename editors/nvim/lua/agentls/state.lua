@@ -15,6 +15,22 @@ local reviews = {} ---@type table<string, table>
 local review_order = {} ---@type string[]
 local permissions = {} ---@type table<string, table>
 
+local status_pending = false
+
+--- Tells statuslines that status() changed: `User AgentlsStatus`, then a status line redraw
+--- (at most once per main-loop turn).
+local function status_changed()
+  if status_pending then
+    return
+  end
+  status_pending = true
+  vim.schedule(function()
+    status_pending = false
+    vim.api.nvim_exec_autocmds("User", { pattern = "AgentlsStatus", modeline = false })
+    vim.cmd("redrawstatus!")
+  end)
+end
+
 function M.client_started(client_id, root)
   clients[client_id] = clients[client_id] or { root = root }
   active_client = active_client or client_id
@@ -49,6 +65,18 @@ end
 function M.set_session(client_id, session)
   if clients[client_id] then
     clients[client_id].session = session
+    status_changed()
+  end
+end
+
+--- Changes fields of the client's current session (e.g. its model after agentls.configure).
+function M.update_session(client_id, fields)
+  local c = clients[client_id]
+  if c and c.session then
+    for k, v in pairs(fields) do
+      c.session[k] = v
+    end
+    status_changed()
   end
 end
 
@@ -67,6 +95,7 @@ function M.note_event(client_id, event)
   if not (c and c.session and c.session.id == event.sessionId) then
     return
   end
+  local before = tostring(c.session.state) .. "\0" .. tostring(c.session.model)
   local kind, data = event.kind, event.data or {}
   if kind == "user_input" or kind == "assistant_text_start" or kind == "tool_call_start" then
     c.session.state = "processing"
@@ -77,11 +106,15 @@ function M.note_event(client_id, event)
   elseif kind == "session_start" then
     c.session.model = data.model or c.session.model
   end
+  if tostring(c.session.state) .. "\0" .. tostring(c.session.model) ~= before then
+    status_changed()
+  end
 end
 
 function M.add_review(review)
   reviews[review.id] = review
   table.insert(review_order, review.id)
+  status_changed()
 end
 
 function M.review(id)
@@ -93,6 +126,7 @@ function M.remove_review(id)
   review_order = vim.tbl_filter(function(r)
     return r ~= id
   end, review_order)
+  status_changed()
 end
 
 --- Pending reviews, oldest first.
@@ -114,10 +148,12 @@ end
 
 function M.add_permission(p)
   permissions[p.requestId] = p
+  status_changed()
 end
 
 function M.remove_permission(id)
   permissions[id] = nil
+  status_changed()
 end
 
 --- Forgets the questions of a tool call that ended (the server denied them on a cancel).
