@@ -89,13 +89,19 @@ function M.client_of_session(session_id)
   end
 end
 
+-- Streamed pieces change nothing here (and come 10,000 a second).
+local STREAMED = { assistant_text_delta = true, assistant_reasoning_delta = true, tool_call_output_delta = true }
+
 --- Follows a session's events: what it is doing, and its model after `agentls.configure`.
 function M.note_event(client_id, event)
+  if STREAMED[event.kind] then
+    return
+  end
   local c = clients[client_id]
   if not (c and c.session and c.session.id == event.sessionId) then
     return
   end
-  local before = tostring(c.session.state) .. "\0" .. tostring(c.session.model)
+  local state_before, model_before = c.session.state, c.session.model
   local kind, data = event.kind, event.data or {}
   if kind == "user_input" or kind == "assistant_text_start" or kind == "tool_call_start" then
     c.session.state = "processing"
@@ -106,7 +112,7 @@ function M.note_event(client_id, event)
   elseif kind == "session_start" then
     c.session.model = data.model or c.session.model
   end
-  if tostring(c.session.state) .. "\0" .. tostring(c.session.model) ~= before then
+  if c.session.state ~= state_before or c.session.model ~= model_before then
     status_changed()
   end
 end
