@@ -23,7 +23,7 @@ export function findServer(setting: string | undefined, env: NodeJS.ProcessEnv =
   if (configured) {
     const expanded = configured.startsWith('~/') ? path.join(os.homedir(), configured.slice(2)) : configured;
     if (executable(expanded)) return { path: expanded };
-    return { error: `The agentls server was not found at \`${configured}\` (setting agentls.server.path).` };
+    return { error: `The agentls server was not found at "${configured}" (setting agentls.server.path).` };
   }
   const name = process.platform === 'win32' ? 'agentls.exe' : 'agentls';
   for (const dir of (env.PATH ?? '').split(path.delimiter)) {
@@ -31,5 +31,5 @@ export function findServer(setting: string | undefined, env: NodeJS.ProcessEnv =
   }
   const cargo = path.join(env.CARGO_HOME ?? path.join(os.homedir(), '.cargo'), 'bin', name);
   if (executable(cargo)) return { path: cargo };
-  return { error: 'The agentls server is not installed (no `agentls` on PATH and agentls.server.path is empty).' };
+  return { error: 'The agentls server is not installed (no agentls on PATH, and the setting agentls.server.path is empty).' };
 }
