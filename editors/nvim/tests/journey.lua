@@ -371,6 +371,31 @@ T.test(":AgentCancel with a review open rejects it and closes the tab", function
   T.eq(H.buf_text(vim.fn.bufnr(H.path("second.txt"))), "alpha\nBeta (mine)\ngamma\n", "the buffer is unchanged")
 end)
 
+T.test("a review whose server stops is closed with a message", function()
+  local patch = "*** Begin Patch\n*** Update File: second.txt\n@@\n alpha\n-Beta (mine)\n+Bx\n gamma\n*** End Patch"
+  H.push({ { { tool = "apply_patch", id = "p13", input = { patch = patch } } } })
+  vim.cmd("Agent yet again")
+  T.wait(10000, function()
+    return #vim.api.nvim_list_tabpages() == 2
+  end, "the review tab")
+  local old = H.client().id
+  vim.lsp.stop_client(old, true)
+  T.wait(10000, function()
+    return #vim.api.nvim_list_tabpages() == 1
+  end, "the tab to close")
+  T.wait(5000, function()
+    return H.chat_text():find("review closed: the server stopped", 1, true) ~= nil
+  end, "the chat to say so")
+  T.eq(require("agentls").status(), "", "no session, no review")
+  -- The next file opened starts a new server.
+  vim.cmd.edit(H.path("notes.txt"))
+  vim.cmd("edit")
+  T.wait(10000, function()
+    local c = H.client()
+    return c and c.id ~= old and c.initialized
+  end, "a new server")
+end)
+
 T.test("a review of a create, a delete and a rename marks them; the file list rejects the whole review", function()
   vim.fn.writefile({ "bye" }, H.path("gone.txt"))
   vim.fn.writefile({ "alpha", "beta" }, H.path("old.txt"))

@@ -66,6 +66,9 @@ local function client_config()
     end,
     on_exit = function(_, _, client_id)
       state.client_stopped(client_id)
+      if package.loaded["agentls.review"] then
+        require("agentls.review").on_client_exit(client_id)
+      end
     end,
   }
 end

@@ -526,4 +526,16 @@ function M.on_call_end(session_id, call_id)
   end
 end
 
+--- The server of some reviews stopped: they can no longer be answered.
+function M.on_client_exit(client_id)
+  for _, review in ipairs(state.reviews()) do
+    if review.client_id == client_id then
+      require("agentls.chat").note({ "review closed: the server stopped before it was answered" }, "AgentlsWarning")
+      vim.schedule(function()
+        forget(review)
+      end)
+    end
+  end
+end
+
 return M
