@@ -468,10 +468,9 @@ T.test("a visual selection is sent as the prompt's context", function()
     return "explain this"
   end)
   local before = #H.requests()
+  -- What a user's `xmap <leader>a <Plug>(agentls-ask)` does.
   vim.api.nvim_win_set_cursor(0, { 2, 1 })
-  vim.cmd("normal! vj")
-  vim.cmd("normal! \27")
-  require("agentls.commands").ask_visual()
+  vim.api.nvim_feedkeys(vim.keycode("vj<Plug>(agentls-ask)"), "x", false)
   T.wait(10000, function()
     return #H.requests() > before
   end, "the request")
