@@ -172,8 +172,8 @@ const DONT_SAVE: &str = "Don't save";
 
 /// Writes the agent's changes to `paths` for an editor that does not save them itself: the disk
 /// text with the server's edits of each file replayed on it, so the user's other unsaved changes
-/// stay in the buffer. Where the two cannot be told apart (the agent edited next to lines the
-/// user changed and has not saved), the user is asked before the whole buffer is written.
+/// stay in the buffer. Where the two cannot be told apart (the agent edited lines the user changed
+/// and has not saved), the user is asked before the whole buffer is written.
 async fn write_agent_changes(state: &ServerState, paths: &[PathBuf]) -> Result<(), PortError> {
     for path in paths {
         let shown = state.shown_path(path);
@@ -195,15 +195,15 @@ async fn write_agent_changes(state: &ServerState, paths: &[PathBuf]) -> Result<(
             Ok(None) => continue, // no edit of the agent's is waiting in the editor
             Err(_) => {
                 let question = format!(
-                    "agentls is about to run a command. Its edit of {shown} is next to unsaved changes of yours: \
-                     save the whole buffer (your changes too) so that the command sees the edit?"
+                    "agentls is about to run a command. Its edit of {shown} touches lines you changed and have not \
+                     saved: save the whole buffer (your changes too) so that the command sees the edit?"
                 );
                 match state.outbound.ask(MessageType::WARNING, question, &[SAVE_BUFFER, DONT_SAVE]).await {
                     Ok(Some(answer)) if answer == SAVE_BUFFER => held.to_string(),
                     _ => {
                         return Err(PortError(format!(
-                            "{shown} was not saved: your edit is next to unsaved changes of the user's, who chose \
-                             not to save them"
+                            "{shown} was not saved: your edit touches lines the user changed and has not saved, and \
+                             the user chose not to save them"
                         )));
                     }
                 }

@@ -529,7 +529,7 @@ impl Pump {
             outbound.when_quiet().await;
             match outbound.request::<ShowDocument>(show).await {
                 Ok(result) if result.success => {
-                    let first = one_line(answer, 120);
+                    let first = one_line(answer.lines().next().unwrap_or_default(), 120);
                     let message =
                         format!("agentls: {first}\n(the whole answer is open in {})", path.display());
                     outbound.tell(MessageType::INFO, message).await;
