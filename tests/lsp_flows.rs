@@ -757,7 +757,7 @@ async fn a_permission_question_follows_the_events_of_its_call() {
     fx.prompt(&id, "run it").await;
     let ask = fx.client.next_notification("agentls/permission").await;
     let messages = fx.client.all_messages();
-    let position = |pred: &dyn Fn(&Value) -> bool| messages.iter().position(|m| pred(m));
+    let position = |pred: &dyn Fn(&Value) -> bool| messages.iter().position(pred);
     let asked = position(&|m| m["method"] == "agentls/permission").expect("asked");
     let started = position(&|m| {
         m["method"] == "agentls/event"

@@ -612,8 +612,11 @@ mod tests {
         assert!(check_body(b"[1,2]").is_err());
     }
 
-    /// Records when each frame was written (tokio's clock).
-    struct Timed(std::sync::Arc<std::sync::Mutex<Vec<(tokio::time::Instant, Vec<u8>)>>>);
+    /// What was written, and when (tokio's clock).
+    type WriteLog = std::sync::Arc<std::sync::Mutex<Vec<(tokio::time::Instant, Vec<u8>)>>>;
+
+    /// Records when each frame was written.
+    struct Timed(WriteLog);
 
     impl tokio::io::AsyncWrite for Timed {
         fn poll_write(
