@@ -65,6 +65,32 @@ function H.chat_text()
   return table.concat(vim.api.nvim_buf_get_lines(chat.buf(), 0, -1, false), "\n")
 end
 
+--- What the screen shows now (the headless editor keeps its grid): one string per row.
+function H.screen()
+  vim.cmd("redraw!")
+  local rows = {}
+  for r = 1, vim.o.lines do
+    local cells = {}
+    for c = 1, vim.o.columns do
+      cells[c] = vim.fn.screenstring(r, c)
+    end
+    rows[r] = table.concat(cells)
+  end
+  return table.concat(rows, "\n")
+end
+
+--- Redraws every few milliseconds until the returned function is called, as a UI would.
+function H.keep_redrawing()
+  local timer = vim.uv.new_timer()
+  timer:start(5, 5, vim.schedule_wrap(function()
+    vim.cmd("redraw")
+  end))
+  return function()
+    timer:stop()
+    timer:close()
+  end
+end
+
 function H.client()
   return vim.lsp.get_clients({ name = "agentls" })[1]
 end

@@ -10,6 +10,8 @@ local function events_done(n)
   return #H.requests() >= n
 end
 
+vim.o.columns, vim.o.lines = 180, 50
+
 T.test("one client per project root, announcing experimental.agentls, attached to every buffer", function()
   vim.cmd.edit(H.path("notes.txt"))
   notes_buf = vim.api.nvim_get_current_buf()
@@ -98,6 +100,10 @@ T.test("review: accept one hunk, reject the other with a reason, edit the second
   T.truthy(vim.wo[r.ui.left_win].diff and vim.wo[r.ui.right_win].diff, "diff mode")
   T.eq(vim.api.nvim_buf_get_lines(0, 0, -1, false), { "one", "TWO", "three", "4 (typed)", "five", "SIX", "seven" }, "proposed")
   T.contains(vim.wo[r.ui.right_win].winbar, "ga/gr accept/reject hunk", "the key hint")
+  local screen = H.screen()
+  T.contains(screen, "> M [pending]    notes.txt", "the file list on screen")
+  T.contains(screen, "]c/[c hunk · ga/gr accept/reject hunk", "the hint on screen")
+  T.contains(screen, "current: notes.txt", "the left side's title on screen")
 
   vim.api.nvim_win_set_cursor(0, { 2, 0 })
   vim.cmd("AgentAcceptHunk")
@@ -144,10 +150,23 @@ T.test("permission through vim.ui.select; saveDocuments writes exactly the agent
   local asked = H.stub_ui(H.choose("Allow once"))
   H.push({ { { tool = "shell", id = "s1", input = { command = "echo plugin-run; cat notes.txt" } } }, { { text = "ran" } } })
   local before = #H.requests()
+  local stop_redrawing = H.keep_redrawing()
   vim.cmd("Agent run it")
   T.wait(10000, function()
     return #H.requests() >= before + 2
   end, "the command's result to reach the model")
+  vim.wait(100)
+  stop_redrawing()
+  -- On screen, the command's whole output (8 lines) is one closed fold under its header.
+  local chat_win = vim.fn.win_findbuf(require("agentls.chat").buf())[1]
+  T.contains(
+    H.screen(),
+    "+--  9 lines: ⋮ output of shell: echo plugin-run",
+    ("the output fold on screen (chat cursor %s of %d)"):format(
+      vim.inspect(chat_win and vim.api.nvim_win_get_cursor(chat_win)),
+      vim.api.nvim_buf_line_count(require("agentls.chat").buf())
+    )
+  )
   T.eq(#asked.select, 1, "asked once")
   T.contains(asked.select[1].prompt, "agentls wants to run")
   T.contains(asked.select[1].prompt, "plugin-run")
