@@ -502,7 +502,12 @@ T.test("the chat: toggles, opens as a float by option, folds command output and 
   -- The fake provider streams no reasoning: this event is handed to the chat directly.
   local session = require("agentls.state").session(H.client().id).id
   chat.on_event({ sessionId = session, kind = "assistant_reasoning_delta", data = { delta = "thinking hard\nstep two" } })
+  chat.on_event({ sessionId = session, kind = "warning", data = { message = "context 90% full" } })
+  chat.on_event({ sessionId = session, kind = "error", data = { message = "provider said no\ndetails", fatal = false } })
   chat.flush()
+  local text = H.chat_text()
+  T.contains(text, "⚠ warning: context 90% full")
+  T.contains(text, "✗ error: provider said no")
   if chat.is_open() then
     vim.cmd("AgentChat")
   end
