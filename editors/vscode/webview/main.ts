@@ -229,8 +229,12 @@ function render(): void {
       renderHeader();
       continue;
     }
-    const entry = model.entries.find((e) => e.id === id) ?? findFromEnd(id);
-    if (!entry) continue;
+    const entry = findFromEnd(id);
+    if (!entry) {
+      views.get(id)?.el.remove();
+      views.delete(id);
+      continue;
+    }
     let view = views.get(id);
     if (!view) {
       view = makeView(entry);

@@ -125,8 +125,9 @@ export class ChatModel {
         e.reasoning = op.data.reasoning ?? e.reasoning;
         e.streaming = false;
         if (!e.text && !e.reasoning) {
+          // A response with only tool calls: the placeholder goes (its id is reported, so views drop it).
           this.entries.pop();
-          return [];
+          return [e.id];
         }
         return [e.id];
       }

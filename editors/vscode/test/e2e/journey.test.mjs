@@ -40,6 +40,11 @@ const turns = [
   [{ text: 'Created added.txt.' }],
   [{ text: 'Waiting.' }, { tool: 'shell', id: 'toolu_s3', input: { command: 'sleep 6' } }],
   [{ text: 'Steered: hello.' }],
+  [{ tool: 'read_file', id: 'toolu_r2', input: { file_path: 'notes.txt' } }],
+  [{ tool: 'write_file', id: 'toolu_w4', input: { file_path: 'notes.txt', content: `${expected}nine\n` } }],
+  [{ text: 'Noted your edit.' }],
+  [{ tool: 'write_file', id: 'toolu_w5', input: { file_path: 'notes.txt', content: `${expected}nine (edited)\nten\n` } }],
+  [{ text: 'Understood, no ten.' }],
 ];
 
 let provider;
@@ -74,6 +79,15 @@ async function palette(command) {
 }
 
 async function openFile(name) {
+  const exact = new RegExp(`^${name.replace(/[.]/g, '\\.')}$`);
+  const tab = page.locator('.tab .label-name', { hasText: exact }).first();
+  if (await tab.isVisible()) {
+    await tab.click();
+    await until(`${name} active`, () => page.locator('.tab.active .label-name', { hasText: exact }).isVisible());
+    const editor = page.locator('.editor-group-container .monaco-editor:visible').first();
+    await editor.waitFor({ state: 'visible' });
+    return editor;
+  }
   await page.keyboard.press('Control+P');
   const input = page.locator('.quick-input-widget input');
   await input.waitFor({ state: 'visible' });
@@ -81,7 +95,7 @@ async function openFile(name) {
   await page.locator('.quick-input-list .monaco-list-row', { hasText: name }).first().waitFor({ state: 'visible' });
   await page.keyboard.press('Enter');
   await until(`${name} open`, () => page.locator('.tab.active', { hasText: name }).isVisible());
-  const editor = page.locator('.editor-group-container .monaco-editor').first();
+  const editor = page.locator('.editor-group-container .monaco-editor:visible').first();
   await editor.waitFor({ state: 'visible' });
   return editor;
 }
@@ -328,4 +342,39 @@ test('while a turn runs, the chat box steers it', async () => {
   await until('the steering shown', () => f.locator('.entry.user', { hasText: 'You (steering)' }).last().isVisible(), 20_000);
   await until('the answer', async () => (await chatText()).includes('Steered: hello.'), 30_000);
   assert.ok(lastRequest().includes('Also say hello.'), 'the steering reached the model');
+});
+
+test('the user edits the proposal, then accepts the file: the edit lands and the model is told', async () => {
+  const f = await chatFrame();
+  await f.locator('#prompt').fill('Add a ninth line.');
+  await f.locator('#prompt').press('Enter');
+  await until('the diff', () => page.locator('.tab.active', { hasText: 'notes.txt (agentls: proposed)' }).isVisible(), 30_000);
+  const modified = page.locator('.monaco-diff-editor .editor.modified');
+  await modified.locator('.view-line', { hasText: 'nine' }).click();
+  await page.keyboard.press('End');
+  await page.keyboard.type(' (edited)');
+  await shot('diff-edited-proposal');
+  await page.locator('.editor-actions .action-label[aria-label="Accept File"]').first().click();
+  await until('the answer', async () => (await chatText()).includes('Noted your edit.'), 30_000);
+  assert.match(lastRequest(), /edited your change/, lastRequest().slice(-1200));
+  const editor = await openFile('notes.txt');
+  await until('the edited line in the buffer', async () => (await editor.locator('.view-lines').innerText()).replace(/\u00a0/g, ' ').includes('nine (edited)'), 10_000);
+  const card = f.locator('.entry.tool', { hasText: 'write_file' }).last();
+  assert.equal(await card.locator('.tool-review').innerText(), 'accepted with your edits');
+  assert.equal(await f.locator('.entry.assistant.streaming').count(), 0, 'no placeholder of a tool-only response is left');
+});
+
+test('Reject All with a reason: nothing lands and the model gets the reason', async () => {
+  const f = await chatFrame();
+  await f.locator('#prompt').fill('Add a tenth line.');
+  await f.locator('#prompt').press('Enter');
+  await until('the diff', () => page.locator('.tab.active', { hasText: 'notes.txt (agentls: proposed)' }).isVisible(), 30_000);
+  await page.locator('.editor-actions .action-label[aria-label="Reject All Changes"]').first().click();
+  await inputBox('ten lines are too many');
+  await until('the answer', async () => (await chatText()).includes('Understood, no ten.'), 30_000);
+  assert.match(lastRequest(), /rejected the change/, lastRequest().slice(-1200));
+  assert.ok(lastRequest().includes('ten lines are too many'));
+  const editor = await openFile('notes.txt');
+  assert.ok(!(await editor.locator('.view-lines').innerText()).includes('ten'), 'nothing was applied');
+  assert.equal(await f.locator('.entry.tool', { hasText: 'write_file' }).last().locator('.tool-review').innerText(), 'rejected');
 });
