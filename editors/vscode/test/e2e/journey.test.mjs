@@ -45,6 +45,9 @@ const turns = [
   [{ text: 'Noted your edit.' }],
   [{ tool: 'write_file', id: 'toolu_w5', input: { file_path: 'notes.txt', content: `${expected}nine (edited)\nten\n` } }],
   [{ text: 'Understood, no ten.' }],
+  [{ tool: 'read_file', id: 'toolu_r3', input: { file_path: 'notes.txt' } }],
+  [{ tool: 'write_file', id: 'toolu_w6', input: { file_path: 'notes.txt', content: 'ONE\nTWO\nthree\nfour\nfive\nsix\nseven\nunsaved line\nNINE (edited)\n' } }],
+  [{ text: 'Only the last line then.' }],
 ];
 
 let provider;
@@ -377,4 +380,35 @@ test('Reject All with a reason: nothing lands and the model gets the reason', as
   const editor = await openFile('notes.txt');
   assert.ok(!(await editor.locator('.view-lines').innerText()).includes('ten'), 'nothing was applied');
   assert.equal(await f.locator('.entry.tool', { hasText: 'write_file' }).last().locator('.tool-review').innerText(), 'rejected');
+});
+
+test('Accept Hunk / Reject Hunk from the palette act on the hunk under the cursor', async () => {
+  const f = await chatFrame();
+  await f.locator('#prompt').fill('Capitalise the first and last lines.');
+  await f.locator('#prompt').press('Enter');
+  await until('the diff', () => page.locator('.tab.active', { hasText: 'notes.txt (agentls: proposed)' }).isVisible(), 30_000);
+  const modified = page.locator('.monaco-diff-editor .editor.modified');
+  await modified.locator('.view-line', { hasText: 'NINE' }).click();
+  await palette('agentls: Accept Hunk');
+  await until('hunk 2 accepted', () => page.locator('.monaco-diff-editor .codelens-decoration', { hasText: 'Accepted (hunk 2 of 2)' }).isVisible(), 10_000);
+  await modified.locator('.view-line', { hasText: 'ONE' }).click();
+  await palette('agentls: Reject Hunk');
+  await inputBox('');
+  await until('the answer', async () => (await chatText()).includes('Only the last line then.'), 30_000);
+  assert.match(lastRequest(), /accepted hunks \[1\] and rejected hunks \[0\]/, lastRequest().slice(-1200));
+  const editor = await openFile('notes.txt');
+  const text = (await editor.locator('.view-lines').innerText()).replace(/\u00a0/g, ' ');
+  assert.ok(text.includes('NINE (edited)') && text.startsWith('one'), text);
+});
+
+test('Select Model and Show Transcript', async () => {
+  await palette('agentls: Select Model');
+  await inputBox('claude-other');
+  const f = await chatFrame();
+  await until('the header', async () => (await f.locator('#model').innerText()) === 'claude-other', 10_000);
+  await palette('agentls: Show Transcript');
+  await until('the transcript document', async () => {
+    const t = (await page.locator('.editor-group-container .monaco-editor:visible .view-lines').first().innerText()).replace(/\u00a0/g, ' ');
+    return t.includes('# agentls session') && t.includes('## You');
+  }, 10_000);
 });
