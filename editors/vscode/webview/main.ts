@@ -43,7 +43,7 @@ new ResizeObserver(() => {
 }).observe(transcript);
 
 /** Frame statistics since the last reset, read by the benchmark. */
-const stats = { frames: 0, totalMs: 0, worstMs: 0, chars: 0, deltaChars: 0 };
+const stats = { frames: 0, totalMs: 0, worstMs: 0, deltaChars: 0 };
 (window as unknown as { agentlsStats: typeof stats }).agentlsStats = stats;
 
 /** `update` returns true when it left work for the next frame. */
@@ -87,7 +87,6 @@ function assistantView(): EntryView {
     update(e) {
       if (e.kind !== 'assistant') return;
       const more = stream.update(e.text, !e.streaming);
-      stats.chars = Math.max(stats.chars, e.text.length);
       root.classList.toggle('streaming', e.streaming);
       if (e.reasoning.length !== shownReasoning) {
         reasoning.hidden = !e.reasoning;

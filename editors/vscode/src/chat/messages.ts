@@ -15,5 +15,4 @@ export type FromWebview =
   | { type: 'newSession' }
   | { type: 'switchSession' }
   | { type: 'selectModel' }
-  | { type: 'setReasoningEffort' }
-  | { type: 'frameStats'; frames: number; worstMs: number; meanMs: number; chars: number };
+  | { type: 'setReasoningEffort' };

@@ -93,8 +93,6 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
       case 'setReasoningEffort':
         run(this.actions.setReasoningEffort());
         break;
-      case 'frameStats':
-        break;
     }
   }
 

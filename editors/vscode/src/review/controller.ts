@@ -122,11 +122,11 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
     return this.serial(() => this.decideHunk(ref, 'rejected'));
   }
 
-  acceptFile(ref?: HunkRef | vscode.Uri | { fileRef: HunkRef }): Promise<void> {
+  acceptFile(ref?: HunkRef | vscode.Uri): Promise<void> {
     return this.serial(() => this.decideFile(this.fileRef(ref), 'accepted'));
   }
 
-  rejectFile(ref?: HunkRef | vscode.Uri | { fileRef: HunkRef }): Promise<void> {
+  rejectFile(ref?: HunkRef | vscode.Uri): Promise<void> {
     return this.serial(() => this.decideFile(this.fileRef(ref), 'rejected'));
   }
 
@@ -227,13 +227,13 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
     return undefined;
   }
 
-  private fileRef(ref: HunkRef | vscode.Uri | { fileRef: HunkRef } | undefined): HunkRef | undefined {
+  /** A file from a CodeLens or tree item (HunkRef), an editor title button (its Uri), or the active editor. */
+  private fileRef(ref: HunkRef | vscode.Uri | undefined): HunkRef | undefined {
     if (ref instanceof vscode.Uri) {
       const at = this.locate(ref);
       return at ? { reviewId: at.p.state.id, file: at.file } : this.activeRef();
     }
-    if (ref && 'fileRef' in ref) return ref.fileRef;
-    if (ref && 'reviewId' in ref) return ref;
+    if (ref && 'reviewId' in ref) return { reviewId: ref.reviewId, file: ref.file };
     return this.activeRef();
   }
 
