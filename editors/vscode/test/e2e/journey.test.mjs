@@ -48,6 +48,8 @@ const turns = [
   [{ tool: 'read_file', id: 'toolu_r3', input: { file_path: 'notes.txt' } }],
   [{ tool: 'write_file', id: 'toolu_w6', input: { file_path: 'notes.txt', content: 'ONE\nTWO\nthree\nfour\nfive\nsix\nseven\nunsaved line\nNINE (edited)\n' } }],
   [{ text: 'Only the last line then.' }],
+  [{ tool: 'shell', id: 'toolu_s4', input: { command: 'echo never-run' } }],
+  [{ text: 'I will not run it.' }],
 ];
 
 let provider;
@@ -411,4 +413,19 @@ test('Select Model and Show Transcript', async () => {
     const t = (await page.locator('.editor-group-container .monaco-editor:visible .view-lines').first().innerText()).replace(/\u00a0/g, ' ');
     return t.includes('# agentls session') && t.includes('## You');
   }, 10_000);
+});
+
+test('Deny with a reason: the command does not run and the model gets the reason', async () => {
+  const f = await chatFrame();
+  await f.locator('#prompt').fill('Run something.');
+  await f.locator('#prompt').press('Enter');
+  const dialog = page.locator('.monaco-dialog-box');
+  await dialog.waitFor({ state: 'visible', timeout: 30_000 });
+  assert.ok((await dialog.innerText()).includes('echo never-run'));
+  await dialog.locator('a.monaco-button, button', { hasText: 'Deny' }).first().click();
+  await inputBox('not on this machine');
+  await until('the answer', async () => (await chatText()).includes('I will not run it.'), 30_000);
+  assert.ok(lastRequest().includes('not on this machine'), lastRequest().slice(-800));
+  const card = f.locator('.entry.tool', { hasText: 'echo never-run' }).last();
+  assert.equal(await card.getAttribute('data-status'), 'error');
 });
