@@ -273,34 +273,45 @@ impl Pump {
         mut events: UnboundedReceiver<Event>,
         mut questions: UnboundedReceiver<Announcement>,
     ) {
+        // An event taken from the queue while merging deltas, handled next.
+        let mut held: Option<Event> = None;
         loop {
-            let event = tokio::select! {
-                biased;
-                event = events.recv() => match event {
-                    Some(event) => event,
-                    None => break,
+            let event = match held.take() {
+                Some(event) => event,
+                None => tokio::select! {
+                    biased;
+                    event = events.recv() => match event {
+                        Some(event) => event,
+                        None => break,
+                    },
+                    Some(question) = questions.recv() => {
+                        self.announce(question, &mut events).await;
+                        continue;
+                    }
                 },
-                Some(question) = questions.recv() => {
-                    // Every event emitted before the question (its call's tool_call_start) goes
-                    // first.
-                    while let Ok(event) = events.try_recv() {
-                        self.handle(event).await;
-                    }
-                    match question {
-                        Announcement::Review(mut review) => {
-                            review["callId"] = json!(self.call_of(&review));
-                            self.state.outbound.notify::<ReviewNotification>(review).await;
-                        }
-                        Announcement::Permission(permission) => {
-                            self.state.outbound.notify::<PermissionNotification>(permission).await;
-                        }
-                    }
-                    continue;
-                }
             };
+            let (event, next) = merge_queued_deltas(event, &mut events);
+            held = next;
             self.handle(event).await;
         }
         self.finish().await;
+    }
+
+    /// Sends a question to the plugin client after every event emitted before it (its call's
+    /// `tool_call_start`).
+    async fn announce(&mut self, question: Announcement, events: &mut UnboundedReceiver<Event>) {
+        while let Ok(event) = events.try_recv() {
+            self.handle(event).await;
+        }
+        match question {
+            Announcement::Review(mut review) => {
+                review["callId"] = json!(self.call_of(&review));
+                self.state.outbound.notify::<ReviewNotification>(review).await;
+            }
+            Announcement::Permission(permission) => {
+                self.state.outbound.notify::<PermissionNotification>(permission).await;
+            }
+        }
     }
 
     /// The running call a review belongs to: the first not yet reviewed whose arguments name
@@ -574,6 +585,36 @@ impl Pump {
     }
 }
 
+/// Merges the deltas already queued behind `event` into it, when it is a delta: text or
+/// reasoning deltas of the answer, or output deltas of one command. Only what is queued is
+/// merged, so nothing waits; a client that keeps up gets every delta as it came, one that falls
+/// behind gets fewer, longer ones (a delta is a piece of text: the concatenation is the same).
+/// Returns the (merged) event and the first queued event that did not merge.
+fn merge_queued_deltas(mut event: Event, queue: &mut UnboundedReceiver<Event>) -> (Event, Option<Event>) {
+    if !matches!(
+        event.kind,
+        EventKind::AssistantTextDelta | EventKind::AssistantReasoningDelta | EventKind::ToolCallOutputDelta
+    ) {
+        return (event, None);
+    }
+    let Some(Value::String(mut text)) = event.data.get_mut("delta").map(Value::take) else {
+        return (event, None);
+    };
+    let mut next = None;
+    while let Ok(queued) = queue.try_recv() {
+        let merges = queued.kind == event.kind && queued.data.get("call_id") == event.data.get("call_id");
+        match queued.data.get("delta").and_then(Value::as_str) {
+            Some(delta) if merges => text.push_str(delta),
+            _ => {
+                next = Some(queued);
+                break;
+            }
+        }
+    }
+    event.data["delta"] = Value::String(text);
+    (event, next)
+}
+
 /// A tool call in flight, for attributing reviews.
 struct RunningCall {
     id: String,
@@ -621,7 +662,45 @@ pub fn transcript_store(data_dir: Option<&std::path::Path>) -> Option<Transcript
 
 #[cfg(test)]
 mod tests {
-    use super::mentions;
+    use super::*;
+
+    fn event(kind: EventKind, data: Value) -> Event {
+        Event { session_id: "s".into(), kind, timestamp: chrono::Utc::now(), data }
+    }
+
+    #[test]
+    fn queued_deltas_merge_until_another_kind_of_event() {
+        let (tx, mut queue) = tokio::sync::mpsc::unbounded_channel();
+        for piece in ["b", "c"] {
+            tx.send(event(EventKind::AssistantTextDelta, json!({"delta": piece}))).unwrap();
+        }
+        tx.send(event(EventKind::ToolCallStart, json!({"call_id": "t1"}))).unwrap();
+        tx.send(event(EventKind::AssistantTextDelta, json!({"delta": "d"}))).unwrap();
+        let first = event(EventKind::AssistantTextDelta, json!({"delta": "a"}));
+        let (merged, next) = merge_queued_deltas(first, &mut queue);
+        assert_eq!((merged.kind, merged.data), (EventKind::AssistantTextDelta, json!({"delta": "abc"})));
+        assert_eq!(next.map(|e| e.kind), Some(EventKind::ToolCallStart), "the next event is kept, in order");
+        let (alone, none) = merge_queued_deltas(queue.try_recv().unwrap(), &mut queue);
+        assert_eq!((alone.data, none.is_none()), (json!({"delta": "d"}), true), "nothing queued: as it came");
+    }
+
+    #[test]
+    fn output_deltas_merge_only_within_one_call() {
+        let (tx, mut queue) = tokio::sync::mpsc::unbounded_channel();
+        tx.send(event(EventKind::ToolCallOutputDelta, json!({"call_id": "a", "delta": "2"}))).unwrap();
+        tx.send(event(EventKind::ToolCallOutputDelta, json!({"call_id": "b", "delta": "x"}))).unwrap();
+        let first = event(EventKind::ToolCallOutputDelta, json!({"call_id": "a", "delta": "1"}));
+        let (merged, next) = merge_queued_deltas(first, &mut queue);
+        assert_eq!(merged.data, json!({"call_id": "a", "delta": "12"}));
+        assert_eq!(next.map(|e| e.data), Some(json!({"call_id": "b", "delta": "x"})));
+        let other = event(EventKind::Warning, json!({"message": "m"}));
+        let (same, none) = merge_queued_deltas(other, &mut queue);
+        assert_eq!(
+            (same.data, none.is_none()),
+            (json!({"message": "m"}), true),
+            "other events are untouched"
+        );
+    }
 
     #[test]
     fn a_path_is_mentioned_only_as_a_whole_path() {
