@@ -777,3 +777,25 @@ async fn a_permission_question_follows_the_events_of_its_call() {
         .expect("answer");
     fx.client.next_event(&id, "processing_end").await;
 }
+
+#[tokio::test]
+async fn a_plugin_that_asks_for_a_pace_gets_fewer_longer_deltas_with_the_same_text() {
+    let mut caps = plugin_capabilities();
+    caps["experimental"]["agentls"]["deltaIntervalMs"] = json!(50);
+    let fx = Fixture::new(caps).await;
+    let text: String = (0..40).map(|i| format!("w{i} ")).collect();
+    // One character per delta, a millisecond apart: about 170 deltas over 170 ms or more.
+    fx.mock.push(Turn::new().text(&text).fragment(1).delay(std::time::Duration::from_millis(1)));
+    let id = fx.session(json!({})).await;
+    fx.prompt(&id, "talk").await;
+    fx.client.next_event(&id, "processing_end").await;
+    let deltas: Vec<String> = fx
+        .client
+        .notifications("agentls/event")
+        .iter()
+        .filter(|e| e["kind"] == "assistant_text_delta")
+        .map(|e| e["data"]["delta"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(deltas.concat(), text, "the same text");
+    assert!(deltas.len() < 20, "at most one delta per 50 ms: {} deltas", deltas.len());
+}

@@ -48,6 +48,9 @@ pub struct ClientProfile {
     pub configuration: bool,
     /// `workspace.applyEdit`.
     pub apply_edit: bool,
+    /// `experimental.agentls.deltaIntervalMs`: the plugin asks for at most one text, reasoning
+    /// or output delta per this interval (and session); the deltas in between are merged.
+    pub delta_interval: std::time::Duration,
     /// Client name from `clientInfo`, for logs.
     pub name: String,
 }
@@ -55,11 +58,14 @@ pub struct ClientProfile {
 impl ClientProfile {
     pub fn from_initialize(params: &InitializeParams) -> Self {
         let caps: &ClientCapabilities = &params.capabilities;
-        let plugin = caps
-            .experimental
-            .as_ref()
-            .and_then(|e| e.get("agentls"))
-            .is_some_and(|v| !v.is_null() && v != &serde_json::Value::Bool(false));
+        let extension = caps.experimental.as_ref().and_then(|e| e.get("agentls"));
+        let plugin = extension.is_some_and(|v| !v.is_null() && v != &serde_json::Value::Bool(false));
+        // At most a second: the interval is a pace, not a way to stop the stream.
+        let delta_interval_ms = extension
+            .and_then(|v| v.get("deltaIntervalMs"))
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0)
+            .min(1000);
         let encoding =
             negotiate_encoding(caps.general.as_ref().and_then(|g| g.position_encodings.as_deref()));
         let workspace = caps.workspace.as_ref();
@@ -84,6 +90,7 @@ impl ClientProfile {
                 .unwrap_or(false),
             configuration: workspace.and_then(|w| w.configuration).unwrap_or(false),
             apply_edit,
+            delta_interval: std::time::Duration::from_millis(delta_interval_ms),
             name: params.client_info.as_ref().map(|c| c.name.clone()).unwrap_or_default(),
         }
     }

@@ -216,6 +216,8 @@ pub fn create(state: &Arc<ServerState>, request: NewSession) -> Result<Arc<LspSe
         turns: 0,
         running: Vec::new(),
         answer: String::new(),
+        delta_interval: state.profile().delta_interval,
+        last_delta: None,
         ended: false,
     };
     tokio::spawn(pump.run(events, announcements));
@@ -264,6 +266,9 @@ struct Pump {
     running: Vec<RunningCall>,
     /// The answer text of the current cycle (for plain clients).
     answer: String,
+    /// The client's `deltaIntervalMs`, and when the last delta went out.
+    delta_interval: std::time::Duration,
+    last_delta: Option<tokio::time::Instant>,
     ended: bool,
 }
 
@@ -290,6 +295,14 @@ impl Pump {
                     }
                 },
             };
+            if is_delta(&event) {
+                // A plugin that asked for a pace gets at most one delta per interval: wait for
+                // the rest of it, then merge what came meanwhile.
+                if let Some(last) = self.last_delta.filter(|_| !self.delta_interval.is_zero()) {
+                    tokio::time::sleep_until(last + self.delta_interval).await;
+                }
+                self.last_delta = Some(tokio::time::Instant::now());
+            }
             let (event, next) = merge_queued_deltas(event, &mut events);
             held = next;
             self.handle(event).await;
@@ -591,10 +604,7 @@ impl Pump {
 /// behind gets fewer, longer ones (a delta is a piece of text: the concatenation is the same).
 /// Returns the (merged) event and the first queued event that did not merge.
 fn merge_queued_deltas(mut event: Event, queue: &mut UnboundedReceiver<Event>) -> (Event, Option<Event>) {
-    if !matches!(
-        event.kind,
-        EventKind::AssistantTextDelta | EventKind::AssistantReasoningDelta | EventKind::ToolCallOutputDelta
-    ) {
+    if !is_delta(&event) {
         return (event, None);
     }
     let Some(Value::String(mut text)) = event.data.get_mut("delta").map(Value::take) else {
@@ -613,6 +623,13 @@ fn merge_queued_deltas(mut event: Event, queue: &mut UnboundedReceiver<Event>) -
     }
     event.data["delta"] = Value::String(text);
     (event, next)
+}
+
+fn is_delta(event: &Event) -> bool {
+    matches!(
+        event.kind,
+        EventKind::AssistantTextDelta | EventKind::AssistantReasoningDelta | EventKind::ToolCallOutputDelta
+    )
 }
 
 /// A tool call in flight, for attributing reviews.

@@ -16,7 +16,7 @@ import {
   type StaticFeature,
 } from 'vscode-languageclient/node';
 import { serverLayer, SETTING_KEYS, type UserSettings } from './config';
-import { PROTOCOL_VERSION } from './lsp_ext';
+import { DELTA_INTERVAL_MS, PROTOCOL_VERSION } from './lsp_ext';
 
 /** Reads the settings the user set (defaults are left to the server's own configuration). */
 export function userSettings(): UserSettings {
@@ -35,7 +35,7 @@ class AgentlsCapability implements StaticFeature {
     return { kind: 'static' };
   }
   fillClientCapabilities(caps: ClientCapabilities): void {
-    caps.experimental = { ...(caps.experimental as object | undefined), agentls: { protocolVersion: PROTOCOL_VERSION } };
+    caps.experimental = { ...(caps.experimental as object | undefined), agentls: { protocolVersion: PROTOCOL_VERSION, deltaIntervalMs: DELTA_INTERVAL_MS } };
   }
   initialize(): void {}
   clear(): void {}

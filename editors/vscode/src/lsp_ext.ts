@@ -3,6 +3,8 @@
 // unit tests share it.
 
 export const PROTOCOL_VERSION = 1;
+/** At most one streamed delta per animation frame: the server merges the ones in between. */
+export const DELTA_INTERVAL_MS = 16;
 
 /** Server commands (workspace/executeCommand). The extension's own command IDs never use these. */
 export const ServerCommand = {

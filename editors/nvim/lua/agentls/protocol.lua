@@ -59,8 +59,9 @@ M.efforts = { "minimal", "low", "medium", "high", "default" }
 M.approvals = { "review", "auto", "deny" }
 
 -- The capability that makes this client a plugin client.
+-- deltaIntervalMs: at most one streamed delta per redraw at 60 Hz; the server merges the rest.
 function M.client_capability()
-  return { protocolVersion = M.protocol_version }
+  return { protocolVersion = M.protocol_version, deltaIntervalMs = 16 }
 end
 
 return M
