@@ -241,16 +241,20 @@ function M.set_keys(bufnr, list)
       vim.keymap.set("n", lhs, fn, { buffer = bufnr, desc = desc, nowait = true })
     end
   end
+  -- Asks for an optional reason, then rejects with it (a cancelled prompt rejects nothing).
+  local function with_reason(reject)
+    return function()
+      vim.ui.input({ prompt = "Reason (optional): " }, function(reason)
+        if reason then
+          reject(reason)
+        end
+      end)
+    end
+  end
   map(k.accept, function()
     M.accept()
   end, "agentls: accept file")
-  map(k.reject, function()
-    vim.ui.input({ prompt = "Reason (optional): " }, function(reason)
-      if reason then
-        M.reject(reason)
-      end
-    end)
-  end, "agentls: reject file")
+  map(k.reject, with_reason(M.reject), "agentls: reject file")
   if list then
     map(k.open, function()
       M.show_file(nil, vim.api.nvim_win_get_cursor(0)[1])
@@ -260,13 +264,7 @@ function M.set_keys(bufnr, list)
   map(k.accept_hunk, function()
     M.accept_hunk()
   end, "agentls: accept hunk")
-  map(k.reject_hunk, function()
-    vim.ui.input({ prompt = "Reason (optional): " }, function(reason)
-      if reason then
-        M.reject_hunk(reason)
-      end
-    end)
-  end, "agentls: reject hunk")
+  map(k.reject_hunk, with_reason(M.reject_hunk), "agentls: reject hunk")
 end
 
 --- Shows file `index` of the review (of the current tab when nil) in the diff windows.
