@@ -9,9 +9,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agentls::config::Approval;
+use agentls::config::ProfileKind;
 use agentls::exec::LocalExecutionEnvironment;
-use agentls::tools::profiles::{ToolProfile, ToolSetOptions, profile_tools};
-use agentls::tools::{ShellLimits, ToolContext};
+use agentls::exec::ShellLimits;
+use agentls::tools::ToolContext;
+use agentls::tools::profiles::{ToolSetOptions, profile_tools};
 use agentls::workspace::{DiskPort, ReadTracker, Workspace};
 use tokio_util::sync::CancellationToken;
 
@@ -43,11 +45,11 @@ fn write_tree(root: &Path, tree: &BTreeMap<String, Vec<u8>>) {
     }
 }
 
-fn profile_for(tool: &str) -> ToolProfile {
+fn profile_for(tool: &str) -> ProfileKind {
     match tool {
-        "edit_file" => ToolProfile::Anthropic,
-        "replace" => ToolProfile::Gemini,
-        _ => ToolProfile::OpenAi,
+        "edit_file" => ProfileKind::Anthropic,
+        "replace" => ProfileKind::Gemini,
+        _ => ProfileKind::OpenAi,
     }
 }
 

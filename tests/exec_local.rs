@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agentls::config::EnvPolicy;
+use agentls::exec::ShellLimits;
 use agentls::exec::{
     ExecError, ExecRequest, ExecutionEnvironment, LocalExecutionEnvironment, LocalOptions,
     LoggingExecutionEnvironment, ReadOnlyExecutionEnvironment,
 };
-use agentls::tools::ShellLimits;
 use session_harness::{process_gone, read_pid};
 use tokio_util::sync::CancellationToken;
 

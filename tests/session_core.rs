@@ -61,7 +61,7 @@ use agentls::session::{ConfigChange, EventKind, SessionState, Turn};
 use serde_json::json;
 use session_harness::calls::sent_result;
 use session_harness::tools::{Big, Echo, Fail, Gate, Rendezvous};
-use session_harness::{Harness, Setup, kinds, of_kind, reason, str_of};
+use session_harness::{Harness, Setup, data, kinds, of_kind, reason, str_of};
 use support::mock_provider::{ErrorPreset, Turn as Reply};
 use tokio::sync::{Barrier, Notify};
 
@@ -77,9 +77,9 @@ fn echo_setup() -> Setup {
 async fn session_is_created_with_profile_and_environment() {
     let mut h = Harness::start(echo_setup()).await;
     let start = h.until(EventKind::SessionStart).await;
-    let data = &start[0].data;
-    assert_eq!(data["profile"], "anthropic");
-    assert_eq!(data["tools"], json!(["echo"]));
+    let started = data(&start[0]);
+    assert_eq!(started["profile"], "anthropic");
+    assert_eq!(started["tools"], json!(["echo"]));
     assert_eq!(h.handle.state(), SessionState::Idle);
     assert!(!h.handle.id().is_empty());
 }
@@ -138,7 +138,7 @@ async fn max_tool_rounds_per_input_stops_the_loop() {
     h.mock.push(Reply::new().tool_call("c2", "echo", json!({"text": "2"})));
     let events = h.run("go").await;
     assert_eq!(reason(&events), "round_limit");
-    assert_eq!(of_kind(&events, EventKind::TurnLimit)[0].data["round"], 1);
+    assert_eq!(data(of_kind(&events, EventKind::TurnLimit)[0])["round"], 1);
     assert_eq!(h.requests().len(), 1);
     assert_eq!(h.handle.state(), SessionState::Idle);
 }
@@ -151,7 +151,7 @@ async fn max_turns_stops_the_loop_across_inputs() {
     h.mock.push(Reply::new().tool_call("c1", "echo", json!({"text": "x"})));
     let events = h.run("two").await;
     assert_eq!(reason(&events), "turn_limit");
-    assert_eq!(of_kind(&events, EventKind::TurnLimit)[0].data["total_turns"], 2);
+    assert_eq!(data(of_kind(&events, EventKind::TurnLimit)[0])["total_turns"], 2);
     let events = h.run("three").await;
     assert_eq!(reason(&events), "turn_limit");
     assert_eq!(h.requests().len(), 2, "no call after the limit");
@@ -184,7 +184,7 @@ async fn close_interrupts_and_ends_with_session_end_then_closed() {
     h.until(EventKind::ToolCallStart).await;
     let events = h.close().await;
     assert!(kinds(&events).contains(&EventKind::ProcessingEnd));
-    assert_eq!(events.last().map(|e| e.kind), Some(EventKind::SessionEnd));
+    assert_eq!(events.last().map(|e| e.kind()), Some(EventKind::SessionEnd));
     assert!(h.events.recv().await.is_none(), "nothing after SESSION_END");
 }
 
@@ -416,7 +416,7 @@ async fn follow_up_is_processed_after_the_current_input_completes() {
     h.handle.submit("first".into());
     h.handle.follow_up("second".into());
     let events = h.until(EventKind::ProcessingEnd).await;
-    let inputs: Vec<&str> =
+    let inputs: Vec<String> =
         of_kind(&events, EventKind::UserInput).iter().map(|e| str_of(e, "content")).collect();
     assert_eq!(inputs, ["first", "second"]);
     assert_eq!(str_of(events.last().expect("end"), "text"), "second done");
@@ -468,10 +468,10 @@ async fn configure_reports_the_new_values_as_config_changed() {
         ..Default::default()
     });
     let events = h.until(EventKind::ConfigChanged).await;
-    let data = &events.last().expect("config_changed").data;
-    assert_eq!(data["model"], "claude-haiku-4-5");
-    assert_eq!(data["reasoning_effort"], "medium");
-    assert_eq!(data["approval"], "review", "unchanged values are reported too");
+    let changed = data(events.last().expect("config_changed"));
+    assert_eq!(changed["model"], "claude-haiku-4-5");
+    assert_eq!(changed["reasoning_effort"], "medium");
+    assert_eq!(changed["approval"], "review", "unchanged values are reported too");
 }
 
 #[tokio::test]
@@ -515,10 +515,10 @@ async fn events_are_emitted_in_order_and_bracket_the_session() {
     assert_eq!(str_of(start, "call_id"), "c1");
     let end = of_kind(&events, ToolCallEnd)[0];
     assert_eq!(str_of(end, "output"), "echo: hi");
-    assert!(end.data["duration_ms"].is_u64());
+    assert!(data(end)["duration_ms"].is_u64());
     let text_end = of_kind(&events, AssistantTextEnd)[0];
-    assert_eq!(text_end.data["usage"]["input_tokens"], 10);
-    assert!(text_end.data["totals"]["input_tokens"].as_u64() >= Some(10));
+    assert_eq!(data(text_end)["usage"]["input_tokens"], 10);
+    assert!(data(text_end)["totals"]["input_tokens"].as_u64() >= Some(10));
     let json = serde_json::to_value(&events[0]).expect("serializes");
     assert_eq!(json["kind"], "session_start");
 }
@@ -610,8 +610,8 @@ async fn authentication_errors_surface_at_once_and_close_the_session() {
     h.handle.submit("go".into());
     let events = h.until(EventKind::SessionEnd).await;
     let error = of_kind(&events, EventKind::Error)[0];
-    assert_eq!(error.data["fatal"], true);
-    assert!(!error.data.to_string().contains("test-key-not-secret"), "no key in events");
+    assert_eq!(data(error)["fatal"], true);
+    assert!(!data(error).to_string().contains("test-key-not-secret"), "no key in events");
     assert_eq!(h.requests().len(), 1, "no retry");
     assert_eq!(h.handle.state(), SessionState::Closed);
 }

@@ -66,7 +66,7 @@ async fn cancel_mid_command_leaves_no_process_behind() {
 async fn close_mid_command_leaves_no_process_behind() {
     let mut h = start_command(30_000).await;
     let events = h.close().await;
-    assert!(events.iter().any(|e| e.kind == EventKind::ProcessingEnd));
+    assert!(events.iter().any(|e| e.kind() == EventKind::ProcessingEnd));
     assert_stopped(&h).await;
 }
 

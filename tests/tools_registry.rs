@@ -5,10 +5,11 @@ mod tools_support;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use agentls::config::ProfileKind;
 use agentls::exec::{
     DirEntry, ExecError, ExecRequest, ExecResult, ExecutionEnvironment, GrepOptions, GrepResult,
 };
-use agentls::tools::profiles::{ToolProfile, ToolSetOptions, profile_tools};
+use agentls::tools::profiles::{ToolSetOptions, profile_tools};
 use agentls::tools::registry::{BatchEvent, BatchMode, ToolCallOutcome, ToolCallRequest, ToolRegistry};
 use agentls::tools::shell::ShellTool;
 use agentls::tools::truncate::TruncationPolicy;
@@ -137,7 +138,7 @@ async fn executor_failures_and_panics_become_error_results() {
 #[tokio::test]
 async fn custom_tools_override_profile_tools_latest_wins() {
     let fx = Fixture::new();
-    let mut registry = profile_tools(ToolProfile::OpenAi, &ToolSetOptions::default());
+    let mut registry = profile_tools(ProfileKind::OpenAi, &ToolSetOptions::default());
     let before = registry.names();
     let replaced = registry.register(echo("shell"));
     assert!(replaced.is_some());
@@ -363,7 +364,7 @@ async fn a_tool_whose_schema_does_not_compile_is_never_called_and_the_others_sti
 
 #[test]
 fn every_profile_tool_has_a_valid_object_schema() {
-    for profile in [ToolProfile::OpenAi, ToolProfile::Anthropic, ToolProfile::Gemini] {
+    for profile in [ProfileKind::OpenAi, ProfileKind::Anthropic, ProfileKind::Gemini] {
         let registry = profile_tools(profile, &ToolSetOptions::default());
         for definition in registry.definitions() {
             assert_eq!(definition.parameters["type"], "object", "{}", definition.name);
@@ -379,17 +380,17 @@ fn every_profile_tool_has_a_valid_object_schema() {
 fn profiles_register_their_reference_agents_tools() {
     let names = |p| profile_tools(p, &ToolSetOptions::default()).names();
     for tool in ["read_file", "shell", "grep", "glob"] {
-        assert!(names(ToolProfile::OpenAi).contains(&tool.to_string()));
-        assert!(names(ToolProfile::Anthropic).contains(&tool.to_string()));
-        assert!(names(ToolProfile::Gemini).contains(&tool.to_string()));
+        assert!(names(ProfileKind::OpenAi).contains(&tool.to_string()));
+        assert!(names(ProfileKind::Anthropic).contains(&tool.to_string()));
+        assert!(names(ProfileKind::Gemini).contains(&tool.to_string()));
     }
-    assert!(names(ToolProfile::Gemini).contains(&"read_many_files".to_string()));
-    assert!(names(ToolProfile::Gemini).contains(&"list_dir".to_string()));
+    assert!(names(ProfileKind::Gemini).contains(&"read_many_files".to_string()));
+    assert!(names(ProfileKind::Gemini).contains(&"list_dir".to_string()));
     let gemini_read =
-        profile_tools(ToolProfile::Gemini, &ToolSetOptions::default()).get("read_file").unwrap();
+        profile_tools(ProfileKind::Gemini, &ToolSetOptions::default()).get("read_file").unwrap();
     assert_eq!(gemini_read.parameters()["required"], json!(["absolute_path"]));
     let openai_read =
-        profile_tools(ToolProfile::OpenAi, &ToolSetOptions::default()).get("read_file").unwrap();
+        profile_tools(ProfileKind::OpenAi, &ToolSetOptions::default()).get("read_file").unwrap();
     assert_eq!(openai_read.parameters()["required"], json!(["file_path"]));
 }
 
@@ -458,7 +459,7 @@ async fn consumers_can_plug_in_their_own_execution_environment() {
 async fn other_agents_names_for_tools_and_arguments_reach_the_tool_meant() {
     let fx = Fixture::new();
     std::fs::write(fx.dir.path().join("a.txt"), "alpha\n").unwrap();
-    let gemini = profile_tools(ToolProfile::Gemini, &ToolSetOptions::default());
+    let gemini = profile_tools(ProfileKind::Gemini, &ToolSetOptions::default());
     // The loop spec's `file_path` on gemini-cli's `absolute_path` read_file.
     let read = gemini.execute("read_file", r#"{"file_path": "a.txt"}"#, &fx.ctx).await;
     assert!(!read.is_error, "{}", read.content);
@@ -467,11 +468,11 @@ async fn other_agents_names_for_tools_and_arguments_reach_the_tool_meant() {
     let shell = gemini.execute("run_shell_command", r#"{"command": "echo hi"}"#, &fx.ctx).await;
     assert!(!shell.is_error && shell.content.contains("hi"), "{}", shell.content);
     // A declared parameter is never renamed away: a stray alias next to it is still refused.
-    let anthropic = profile_tools(ToolProfile::Anthropic, &ToolSetOptions::default());
+    let anthropic = profile_tools(ProfileKind::Anthropic, &ToolSetOptions::default());
     let both =
         anthropic.execute("read_file", r#"{"file_path": "a.txt", "absolute_path": "b.txt"}"#, &fx.ctx).await;
     assert!(both.is_error && both.content.contains("absolute_path"), "{}", both.content);
     // Names that are aliases of nothing registered stay unknown.
-    let openai = profile_tools(ToolProfile::OpenAi, &ToolSetOptions::default());
+    let openai = profile_tools(ProfileKind::OpenAi, &ToolSetOptions::default());
     assert!(openai.execute("edit_file", "{}", &fx.ctx).await.content.starts_with("Unknown tool: edit_file."));
 }

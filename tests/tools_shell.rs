@@ -5,7 +5,7 @@ mod tools_support;
 
 use std::sync::Arc;
 
-use agentls::tools::ShellLimits;
+use agentls::exec::ShellLimits;
 use agentls::tools::registry::{ToolCallOutcome, ToolRegistry};
 use agentls::tools::shell::{ShellTool, timeout_message};
 use agentls::workspace::PermissionDecision;

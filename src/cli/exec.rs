@@ -15,17 +15,14 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::ExecArgs;
+use crate::config::{Approval, ConfigLayer, Env};
+use crate::session::{
+    self, BuildError, CallOutcome, CallStatus, EndReason, Event, EventData, Notice, SessionBuilder,
+    SessionOptions, SessionParts, Warning,
+};
+use crate::workspace::DiskPort;
 use indicatif::{ProgressBar, ProgressStyle};
-use serde_json::Value;
-
-use super::{ExecArgs, load_config};
-use crate::config::provider::local_server_listening;
-use crate::config::{Approval, ConfigLayer, Env, resolve_provider};
-use crate::exec::{LocalExecutionEnvironment, LocalOptions};
-use crate::llm;
-use crate::profiles::ProfileKind;
-use crate::session::{self, Event, EventKind, SessionConfig, SessionOptions};
-use crate::workspace::{DiskPort, Workspace};
 
 pub const EXIT_OK: u8 = 0;
 pub const EXIT_FAILED: u8 = 1;
@@ -76,38 +73,32 @@ fn run_inner(env: &Env, args: ExecArgs) -> Result<u8, Failure> {
         max_turns: args.max_turns,
         ..args.model.layer()
     };
-    let config = load_config(env, Some(cwd.clone()), overrides).map_err(|e| (EXIT_USAGE, e))?;
-    let settings =
-        resolve_provider(&config, env, local_server_listening).map_err(|e| (EXIT_PROVIDER, e.to_string()))?;
-    let approval = config.approval(Approval::Auto);
+    let builder = SessionBuilder::load(env, cwd, overrides)
+        .map_err(|e| (EXIT_USAGE, e.to_string()))?
+        .default_approval(Approval::Auto);
+    let approval = builder.approval();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| (EXIT_FAILED, format!("cannot start the async runtime: {e}")))?;
     runtime.block_on(async move {
-        let profile = ProfileKind::for_provider(settings.kind);
-        let mut session_config = SessionConfig::from_config(&config, settings.model.clone());
-        session_config.approval = approval;
-        let client =
-            llm::Client::from_config(&config, settings).map_err(|e| (EXIT_PROVIDER, e.to_string()))?;
-        let exec_env = Arc::new(LocalExecutionEnvironment::with_options(LocalOptions::from_config(
-            &config,
-            cwd.clone(),
-        )));
-        let workspace = Arc::new(Workspace::for_disk(cwd.clone()));
-        let opts = SessionOptions {
+        let parts = SessionParts {
             id: None,
-            profile,
-            client,
-            env: exec_env,
-            workspace,
-            editor: Arc::new(DiskPort::new(approval)),
-            config: session_config,
-            cwd: cwd.clone(),
+            profile: None,
             history: Vec::new(),
-            tools: profile.tools(),
+            documents: None,
+            editor: Arc::new(DiskPort::new(approval)),
+            extra_tools: Vec::new(),
+            transcripts: None,
         };
-        drive(opts, prompt, args.json).await
+        let built = builder.build(parts).await.map_err(|e| {
+            let code = match e {
+                BuildError::Config(_) => EXIT_USAGE,
+                BuildError::Provider(_) | BuildError::Client(_) => EXIT_PROVIDER,
+            };
+            (code, e.to_string())
+        })?;
+        drive(built.options, prompt, args.json).await
     })
 }
 
@@ -159,12 +150,12 @@ async fn drive(opts: SessionOptions, prompt: String, json: bool) -> Result<u8, F
         };
         let Some(event) = event else { break };
         out.render(&event);
-        match event.kind {
-            EventKind::ProcessingEnd => {
-                code = exit_code_for(&event.data);
+        match &event.data {
+            EventData::ProcessingEnd(end) => {
+                code = exit_code_for(end.reason);
                 handle.close();
             }
-            EventKind::SessionEnd => break,
+            EventData::SessionEnd(_) => break,
             _ => {}
         }
     }
@@ -172,13 +163,13 @@ async fn drive(opts: SessionOptions, prompt: String, json: bool) -> Result<u8, F
     Ok(stopped_by.unwrap_or(code))
 }
 
-fn exit_code_for(data: &Value) -> u8 {
-    match data.get("reason").and_then(Value::as_str) {
-        Some("completed") => EXIT_OK,
-        Some("turn_limit" | "round_limit") => EXIT_LIMIT,
-        Some("fatal_error") => EXIT_PROVIDER,
-        Some("cancelled") => EXIT_INTERRUPTED,
-        _ => EXIT_FAILED,
+fn exit_code_for(reason: EndReason) -> u8 {
+    match reason {
+        EndReason::Completed => EXIT_OK,
+        EndReason::TurnLimit | EndReason::RoundLimit => EXIT_LIMIT,
+        EndReason::Fatal => EXIT_PROVIDER,
+        EndReason::Cancelled => EXIT_INTERRUPTED,
+        EndReason::Error => EXIT_FAILED,
     }
 }
 
@@ -216,38 +207,39 @@ impl Output {
             let _ = stdout.flush();
             return;
         }
-        let text = |key: &str| event.data.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
-        match event.kind {
-            EventKind::AssistantTextStart => {
+        match &event.data {
+            EventData::AssistantTextStart(_) => {
                 if self.wrote_text && !self.at_line_start {
                     self.write("\n");
                 }
                 self.set_status("thinking…");
             }
-            EventKind::AssistantTextDelta => self.write(&text("delta")),
-            EventKind::ToolCallStart => {
-                self.running = format!("running {}", text("summary"));
+            EventData::AssistantTextDelta(d) => self.write(&d.delta),
+            EventData::ToolCallStart(call) => {
+                self.running = format!("running {}", call.summary);
                 self.set_status(&self.running);
             }
-            EventKind::ToolCallOutputDelta => {
-                if let Some(line) = text("delta").lines().rev().map(str::trim).find(|l| !l.is_empty()) {
+            EventData::ToolCallOutputDelta(d) => {
+                if let Some(line) = d.delta.lines().rev().map(str::trim).find(|l| !l.is_empty()) {
                     let line: String = line.chars().take(80).collect();
                     self.set_status(&format!("{} · {line}", self.running));
                 }
             }
-            EventKind::ToolCallEnd => {
-                let status = text("status");
-                if status != "ok" {
-                    self.note(&format!("{} ({status}): {}", text("summary"), first_line(&text("error"))));
+            EventData::ToolCallEnd(end) => {
+                if end.status != CallStatus::Ok {
+                    let error = match &end.outcome {
+                        CallOutcome::Error { error } => first_line(error),
+                        CallOutcome::Output { .. } => "",
+                    };
+                    self.note(&format!("{} ({}): {error}", end.summary, end.status.as_str()));
                 }
                 self.set_status("thinking…");
             }
-            EventKind::Warning | EventKind::LoopDetection | EventKind::TurnLimit => {
-                let message = text("message");
-                let message = if message.is_empty() { "turn limit reached".to_string() } else { message };
+            EventData::Warning(Warning { message, .. }) | EventData::LoopDetection(Notice { message }) => {
                 self.note(&format!("warning: {message}"));
             }
-            EventKind::Error => self.note(&format!("error: {}", text("message"))),
+            EventData::TurnLimit(_) => self.note("warning: turn limit reached"),
+            EventData::Error(error) => self.note(&format!("error: {}", error.message)),
             _ => {}
         }
     }

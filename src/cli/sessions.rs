@@ -39,8 +39,8 @@ pub fn run(env: &Env, action: Option<SessionsAction>) -> Result<ExitCode, String
                 t.header.model,
                 t.header.root.display()
             );
-            for record in &t.records {
-                let turn = record.get("turn").unwrap_or(record);
+            for turn in crate::store::history(&t.records) {
+                let turn = serde_json::to_value(&turn).unwrap_or_default();
                 let kind = turn.get("type").and_then(Value::as_str).unwrap_or("record");
                 let content = turn.get("content").and_then(Value::as_str).unwrap_or_default();
                 println!("[{kind}] {content}");

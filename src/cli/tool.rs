@@ -14,9 +14,9 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::{ToolArgs, load_config};
-use crate::config::{Approval, Config, ConfigLayer, Env, ProviderKind};
+use crate::config::{Approval, Config, ConfigLayer, Env, ProfileKind};
 use crate::exec::{ExecutionEnvironment, LocalExecutionEnvironment, LocalOptions};
-use crate::tools::profiles::{ToolProfile, ToolSetOptions, profile_tools};
+use crate::tools::profiles::{ToolSetOptions, profile_tools};
 use crate::tools::registry::ToolRegistry;
 use crate::tools::truncate::TruncationPolicy;
 use crate::tools::{ToolContext, ToolImage};
@@ -30,12 +30,8 @@ fn usage_error(message: impl std::fmt::Display) -> ExitCode {
 }
 
 /// The profile matching the configured provider, if any.
-fn configured_profile(config: &Config) -> Option<ToolProfile> {
-    match config.layer.provider? {
-        ProviderKind::Anthropic => Some(ToolProfile::Anthropic),
-        ProviderKind::Gemini => Some(ToolProfile::Gemini),
-        _ => Some(ToolProfile::OpenAi),
-    }
+fn configured_profile(config: &Config) -> Option<ProfileKind> {
+    config.layer.provider.map(ProfileKind::for_provider)
 }
 
 /// The registry to use: the named profile, else the first profile (configured one first) that
@@ -47,7 +43,7 @@ fn pick_registry(
     options: &ToolSetOptions,
 ) -> Result<ToolRegistry, String> {
     if let Some(profile) = profile {
-        let profile: ToolProfile = profile.parse()?;
+        let profile: ProfileKind = profile.parse()?;
         let registry = profile_tools(profile, options);
         if registry.get(name).is_none() {
             return Err(format!(
@@ -58,11 +54,7 @@ fn pick_registry(
         }
         return Ok(registry);
     }
-    let order = configured_profile(config).into_iter().chain([
-        ToolProfile::OpenAi,
-        ToolProfile::Anthropic,
-        ToolProfile::Gemini,
-    ]);
+    let order = configured_profile(config).into_iter().chain(ProfileKind::ALL);
     let mut known = Vec::new();
     for profile in order {
         let registry = profile_tools(profile, options);

@@ -6,6 +6,7 @@
 //!   file, the key and what is expected. Nothing is silently ignored.
 //! - API keys are held in [`Secret`], whose `Debug`/`Display` never show the value.
 
+mod choices;
 pub mod provider;
 mod secret;
 
@@ -14,8 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::llm::ReasoningEffort;
-
+pub use choices::{ProfileKind, ReasoningEffort};
 pub use provider::{ProviderKind, ProviderSettings, ResolveError, resolve_provider};
 pub use secret::Secret;
 

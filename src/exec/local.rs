@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use super::ShellLimits;
 use super::paths::PathPolicy;
 use super::process::{self, LiveGroups, Spawn};
 use super::{
@@ -13,7 +14,6 @@ use super::{
     env_filter::filter_environment, search,
 };
 use crate::config::{Config, EnvPolicy};
-use crate::tools::ShellLimits;
 
 /// How a [`LocalExecutionEnvironment`] is set up.
 #[derive(Debug, Clone)]

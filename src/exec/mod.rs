@@ -226,3 +226,16 @@ pub trait ExecutionEnvironment: Send + Sync {
     fn platform(&self) -> String;
     fn os_version(&self) -> String;
 }
+
+/// Shell-related limits a tool call runs under.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShellLimits {
+    pub default_timeout_ms: u64,
+    pub max_timeout_ms: u64,
+}
+
+impl Default for ShellLimits {
+    fn default() -> Self {
+        Self { default_timeout_ms: 10_000, max_timeout_ms: 600_000 }
+    }
+}

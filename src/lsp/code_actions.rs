@@ -15,7 +15,7 @@ use tower_lsp_server::ls_types::{
 };
 
 use super::convert;
-use super::server::ServerState;
+use super::state::ServerState;
 use crate::session::SessionState;
 
 /// `// agent: …`, `# agent: …`, `-- agent: …`, `/* agent: … */`, `; agent: …`.

@@ -29,10 +29,6 @@ pub fn range_from_lsp(r: Range) -> TextRange {
     TextRange { start: position_from_lsp(r.start), end: position_from_lsp(r.end) }
 }
 
-pub fn range_to_lsp(r: TextRange) -> Range {
-    Range { start: position_to_lsp(r.start), end: position_to_lsp(r.end) }
-}
-
 /// The path of a `file:` URI.
 pub fn path_of(uri: &Uri) -> Option<PathBuf> {
     uri.to_file_path().map(|p| p.into_owned())

@@ -8,9 +8,10 @@ use std::sync::Weak;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
+use tower_lsp_server::ls_types::DiagnosticSeverity;
 
-use super::outbound::DiagnosticsRequest;
-use super::server::ServerState;
+use super::protocol::{DiagnosticsParams, DiagnosticsRequest, DiagnosticsResult};
+use super::state::ServerState;
 use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};
 
 pub struct DiagnosticsTool {
@@ -23,35 +24,31 @@ impl DiagnosticsTool {
     }
 }
 
-fn severity(value: &Value) -> &'static str {
-    match value.as_u64() {
-        Some(1) => "error",
-        Some(2) => "warning",
-        Some(3) => "info",
-        Some(4) => "hint",
+fn severity(value: Option<DiagnosticSeverity>) -> &'static str {
+    match value {
+        Some(DiagnosticSeverity::ERROR) => "error",
+        Some(DiagnosticSeverity::WARNING) => "warning",
+        Some(DiagnosticSeverity::INFORMATION) => "info",
+        Some(DiagnosticSeverity::HINT) => "hint",
         _ => "diagnostic",
     }
 }
 
 /// One line per diagnostic: `path:line:col: severity: message (source)`.
-fn render(result: &Value) -> String {
+fn render(result: &DiagnosticsResult) -> String {
     let mut lines = Vec::new();
-    let files = result.get("files").and_then(Value::as_array).cloned().unwrap_or_default();
-    for file in files {
-        let uri = file.get("uri").and_then(Value::as_str).unwrap_or_default();
-        let path = uri
+    for file in &result.files {
+        let path = file
+            .uri
             .parse::<url::Url>()
             .ok()
             .and_then(|u| u.to_file_path().ok())
             .map(|p| p.display().to_string())
-            .unwrap_or_else(|| uri.to_string());
-        for d in file.get("diagnostics").and_then(Value::as_array).into_iter().flatten() {
-            let line = d.pointer("/range/start/line").and_then(Value::as_u64).unwrap_or(0) + 1;
-            let col = d.pointer("/range/start/character").and_then(Value::as_u64).unwrap_or(0) + 1;
-            let message = d.get("message").and_then(Value::as_str).unwrap_or_default();
-            let source =
-                d.get("source").and_then(Value::as_str).map(|s| format!(" ({s})")).unwrap_or_default();
-            lines.push(format!("{path}:{line}:{col}: {}: {message}{source}", severity(&d["severity"])));
+            .unwrap_or_else(|| file.uri.clone());
+        for d in &file.diagnostics {
+            let (line, col) = (d.range.start.line + 1, d.range.start.character + 1);
+            let source = d.source.as_ref().map(|s| format!(" ({s})")).unwrap_or_default();
+            lines.push(format!("{path}:{line}:{col}: {}: {}{source}", severity(d.severity), d.message));
         }
     }
     if lines.is_empty() { "No diagnostics.".to_string() } else { lines.join("\n") }
@@ -94,7 +91,7 @@ impl Tool for DiagnosticsTool {
         };
         let result = state
             .outbound
-            .request::<DiagnosticsRequest>(json!({"uri": uri}))
+            .request::<DiagnosticsRequest>(DiagnosticsParams { uri })
             .await
             .map_err(|e| ToolError::new(format!("{e}; the diagnostics are not available")))?;
         Ok(ToolOutput::text(render(&result)))
@@ -111,7 +108,8 @@ mod tests {
             {"range": {"start": {"line": 2, "character": 4}, "end": {"line": 2, "character": 5}},
              "severity": 1, "message": "mismatched types", "source": "rustc"}
         ]}]});
+        let result: DiagnosticsResult = serde_json::from_value(result).expect("a diagnostics result");
         assert_eq!(render(&result), "/w/src/a.rs:3:5: error: mismatched types (rustc)");
-        assert_eq!(render(&json!({"files": []})), "No diagnostics.");
+        assert_eq!(render(&DiagnosticsResult::default()), "No diagnostics.");
     }
 }

@@ -7,86 +7,48 @@
 //! - Document sync is applied in arrival order before any handler runs ([`text_sync`]).
 //! - Every request to the client has a deadline ([`outbound`]); nothing waits forever.
 //!
-//! One file per method family: `server` (lifecycle, routing), `text_sync`, `commands/*`,
-//! `permission`, `capabilities`, `convert`, `outbound`.
+//! One file per method family and per job: `server` (lifecycle, routing), `text_sync`,
+//! `commands/*`, `code_actions`, `review`, `permission`; `state` (what handlers share),
+//! `registry` (open sessions), `assembly` (starting one), `pump` (its events to the editor),
+//! `port` and `apply` (the agent's edits to the editor), `protocol` (the `agentls/*` payloads),
+//! `outbound`, `transport`, `capabilities`, `convert`.
+//!
+//! Layering (no import circles): `server` → `commands` → `assembly` → `pump` → `port` →
+//! `state` → `registry`, `review`, `permission`, `outbound` → `protocol`, `convert`.
 
-pub mod apply;
-pub mod capabilities;
-pub mod code_actions;
-pub mod commands;
-pub mod convert;
-pub mod diagnostics;
-pub mod outbound;
-pub mod pending;
-pub mod permission;
-pub mod port;
+mod apply;
+mod assembly;
+mod capabilities;
+mod code_actions;
+mod commands;
+mod convert;
+mod diagnostics;
+mod outbound;
+mod pending;
+mod permission;
+mod port;
 mod prompt_context;
-pub mod review;
-pub mod server;
-pub mod sessions;
-pub mod text_sync;
+pub mod protocol;
+mod pump;
+mod registry;
+mod review;
+mod server;
+mod state;
+mod text_sync;
 pub mod transport;
-pub mod watch;
+mod watch;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 use tower_lsp_server::{LspService, Server};
 
-use crate::config::Env;
-use crate::tools::Tool;
 use crate::workspace::DocumentStore;
 pub use outbound::Deadlines;
 use server::Backend;
+pub use state::ServerOptions;
 use text_sync::OrderedSync;
-
-/// How a server instance is set up (the binary builds it from the environment; tests build it
-/// directly).
-#[derive(Clone)]
-pub struct ServerOptions {
-    pub env: Env,
-    pub deadlines: Deadlines,
-    /// Where transcripts and permission rules live; `None` keeps them in memory only.
-    pub data_dir: Option<PathBuf>,
-    /// Tools every session gets in addition to its profile's (embedders' custom tools).
-    pub extra_tools: Vec<Arc<dyn Tool>>,
-}
-
-impl std::fmt::Debug for ServerOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ServerOptions")
-            .field("deadlines", &self.deadlines)
-            .field("data_dir", &self.data_dir)
-            .field("extra_tools", &self.extra_tools.iter().map(|t| t.name().to_string()).collect::<Vec<_>>())
-            .finish()
-    }
-}
-
-impl ServerOptions {
-    /// Options from the environment: `AGENTLS_DATA_DIR`, `AGENTLS_CLIENT_TIMEOUT_MS` (the
-    /// deadline for requests the editor answers by itself) and `AGENTLS_QUESTION_TIMEOUT_MS`
-    /// (how long a review or permission question waits for the user).
-    pub fn from_env(env: Env) -> Self {
-        let mut deadlines = Deadlines::default();
-        for (name, deadline) in [
-            ("AGENTLS_CLIENT_TIMEOUT_MS", &mut deadlines.request),
-            ("AGENTLS_QUESTION_TIMEOUT_MS", &mut deadlines.human),
-        ] {
-            let Some(value) = env.get(name) else { continue };
-            match value.trim().parse::<u64>() {
-                Ok(ms) => *deadline = Duration::from_millis(ms.max(1)),
-                Err(_) => tracing::warn!(
-                    "{name}=`{value}` is not a number of milliseconds; using {} ms",
-                    deadline.as_millis()
-                ),
-            }
-        }
-        let data_dir = crate::store::data_dir(&env);
-        Self { env, deadlines, data_dir, extra_tools: Vec::new() }
-    }
-}
 
 /// How serving ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,7 +67,7 @@ where
 {
     let documents = Arc::new(DocumentStore::new());
     let mut shared = None;
-    let (service, socket) = commands::register_custom_methods(LspService::build(|client| {
+    let (service, socket) = server::register_custom_methods(LspService::build(|client| {
         let backend = Backend::new(client, options, documents);
         shared = Some(backend.state.clone());
         backend

@@ -1,5 +1,5 @@
-//! Everything the server sends to the client: `agentls/*` notifications and requests with a
-//! deadline.
+//! Everything the server sends to the client (the payloads of agentls's own methods are in
+//! [`super::protocol`]), and requests with a deadline.
 //!
 //! Invariants:
 //! - No request to the client can wait forever. Each has a timeout; a client that never answers
@@ -12,50 +12,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::Value;
 use tokio::sync::watch;
 use tower_lsp_server::Client;
 use tower_lsp_server::ls_types::notification::Notification;
 use tower_lsp_server::ls_types::request::{Request, ShowMessageRequest};
 use tower_lsp_server::ls_types::{MessageActionItem, MessageType, ShowMessageRequestParams};
-
-/// `agentls/event`: one session event.
-pub enum EventNotification {}
-impl Notification for EventNotification {
-    type Params = Value;
-    const METHOD: &'static str = "agentls/event";
-}
-
-/// `agentls/review`: a change set waiting for `agentls.resolveReview`.
-pub enum ReviewNotification {}
-impl Notification for ReviewNotification {
-    type Params = Value;
-    const METHOD: &'static str = "agentls/review";
-}
-
-/// `agentls/permission`: a shell command waiting for `agentls.resolvePermission`.
-pub enum PermissionNotification {}
-impl Notification for PermissionNotification {
-    type Params = Value;
-    const METHOD: &'static str = "agentls/permission";
-}
-
-/// `agentls/diagnostics` (server → plugin client): the editor's diagnostics of a file or of the
-/// workspace.
-pub enum DiagnosticsRequest {}
-impl Request for DiagnosticsRequest {
-    type Params = Value;
-    type Result = Value;
-    const METHOD: &'static str = "agentls/diagnostics";
-}
-
-/// `agentls/saveDocuments` (server → plugin client): save these open documents.
-pub enum SaveDocumentsRequest {}
-impl Request for SaveDocumentsRequest {
-    type Params = Value;
-    type Result = Value;
-    const METHOD: &'static str = "agentls/saveDocuments";
-}
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum OutboundError {

@@ -11,11 +11,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::pending::PendingAnswers;
-use serde_json::{Value, json};
+
 use tower_lsp_server::ls_types::MessageType;
 
 use super::capabilities::ClientProfile;
 use super::outbound::{Outbound, OutboundError, spoken};
+use super::protocol::PermissionParams;
 use crate::config::ShellPermission;
 use crate::store::PermissionRules;
 use crate::store::permissions::{prefix_allows, rule_for};
@@ -52,7 +53,7 @@ impl PermissionBroker {
     pub async fn decide(
         &self,
         outbound: &Outbound,
-        announce: impl FnOnce(Value),
+        announce: impl FnOnce(PermissionParams),
         profile: &ClientProfile,
         session_id: &str,
         policy: &PermissionPolicy,
@@ -93,21 +94,21 @@ impl PermissionBroker {
     async fn ask_plugin(
         &self,
         outbound: &Outbound,
-        announce: impl FnOnce(Value),
+        announce: impl FnOnce(PermissionParams),
         session_id: &str,
         request: &PermissionRequest,
     ) -> PermissionDecision {
         let request_id = uuid::Uuid::new_v4().to_string();
         let rx = self.pending.register(&request_id, session_id, ());
-        announce(json!({
-            "requestId": request_id,
-            "sessionId": session_id,
-            "callId": request.call_id,
-            "toolName": request.tool_name,
-            "command": request.command,
-            "cwd": request.cwd,
-            "options": ["allow_once", "allow_always", "deny"],
-        }));
+        announce(PermissionParams {
+            request_id: request_id.clone(),
+            session_id: session_id.to_string(),
+            call_id: request.call_id.clone(),
+            tool_name: request.tool_name.clone(),
+            command: request.command.clone(),
+            cwd: request.cwd.display().to_string(),
+            options: ["allow_once", "allow_always", "deny"].map(String::from).to_vec(),
+        });
         match self.pending.wait(&request_id, rx, outbound.deadlines.human).await {
             Some(decision) => decision,
             None => unanswered(outbound, request).await,

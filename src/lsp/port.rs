@@ -13,14 +13,14 @@ use std::sync::{OnceLock, Weak};
 
 use async_trait::async_trait;
 use futures::FutureExt;
-use serde_json::json;
+
 use tower_lsp_server::ls_types::MessageType;
 
 use super::apply;
-use super::outbound::SaveDocumentsRequest;
 use super::permission::PermissionPolicy;
+use super::protocol::{PermissionParams, ReviewParams, SaveDocumentsParams, SaveDocumentsRequest};
 use super::review::{self, ReviewDecision};
-use super::server::ServerState;
+use super::state::ServerState;
 use crate::config::Approval;
 use crate::session::SessionHandle;
 use crate::workspace::{
@@ -33,9 +33,9 @@ use crate::workspace::{
 #[derive(Debug)]
 pub enum Announcement {
     /// An `agentls/review` payload (its `callId` is filled in by the pump).
-    Review(serde_json::Value),
+    Review(ReviewParams),
     /// An `agentls/permission` payload.
-    Permission(serde_json::Value),
+    Permission(PermissionParams),
 }
 
 pub struct LspEditorPort {
@@ -153,7 +153,7 @@ impl LspEditorPort {
                 .filter_map(|p| super::convert::uri_of(p))
                 .map(|u| u.as_str().to_string())
                 .collect();
-            match state.outbound.request::<SaveDocumentsRequest>(json!({"uris": uris})).await {
+            match state.outbound.request::<SaveDocumentsRequest>(SaveDocumentsParams { uris }).await {
                 Ok(_) => {
                     paths.iter().for_each(|path| state.documents.written(path));
                     return Ok(());

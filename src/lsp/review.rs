@@ -9,12 +9,13 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use super::pending::PendingAnswers;
-use serde_json::{Value, json};
+
 use tower_lsp_server::ls_types::request::ShowDocument;
 use tower_lsp_server::ls_types::{MessageType, ShowDocumentParams};
 
 use super::convert;
 use super::outbound::{Outbound, OutboundError, spoken};
+use super::protocol::{ReviewFile, ReviewHunk, ReviewOp, ReviewParams};
 use crate::workspace::{ChangeSet, FileChange, FileDecision, FileOp};
 
 /// What the reviewer decided about a whole change set.
@@ -48,48 +49,45 @@ fn file_uri(path: &Path) -> String {
     convert::uri_of(path).map(|u| u.as_str().to_string()).unwrap_or_else(|| path.display().to_string())
 }
 
-fn op_name(op: &FileOp) -> &'static str {
+fn review_op(op: &FileOp) -> ReviewOp {
     match op {
-        FileOp::Create => "create",
-        FileOp::Modify => "modify",
-        FileOp::Delete => "delete",
-        FileOp::Rename { .. } => "rename",
+        FileOp::Create => ReviewOp::Create,
+        FileOp::Modify => ReviewOp::Modify,
+        FileOp::Delete => ReviewOp::Delete,
+        FileOp::Rename { .. } => ReviewOp::Rename,
     }
 }
 
 /// The `files` of an `agentls/review` notification.
-pub fn review_files(change: &ChangeSet) -> Vec<Value> {
+pub fn review_files(change: &ChangeSet) -> Vec<ReviewFile> {
     change.files().iter().map(file_payload).collect()
 }
 
-fn file_payload(file: &FileChange) -> Value {
-    let hunks: Vec<Value> = file
+fn file_payload(file: &FileChange) -> ReviewFile {
+    let hunks = file
         .hunks
         .iter()
-        .map(|h| {
-            let old_text = file.base_text().get(h.old_range.clone()).unwrap_or_default();
-            json!({
-                "index": h.index,
-                "oldStart": h.old_start,
-                "oldLines": h.old_lines,
-                "newStart": h.new_start,
-                "newLines": h.new_lines,
-                "oldText": old_text,
-                "newText": h.new_text,
-            })
+        .map(|h| ReviewHunk {
+            index: h.index,
+            old_start: h.old_start,
+            old_lines: h.old_lines,
+            new_start: h.new_start,
+            new_lines: h.new_lines,
+            old_text: file.base_text().get(h.old_range.clone()).unwrap_or_default().to_string(),
+            new_text: h.new_text.clone(),
         })
         .collect();
-    let mut payload = json!({
-        "uri": file_uri(&file.path),
-        "path": file.display_path,
-        "op": op_name(&file.op),
-        "diff": file.unified_diff(),
-        "hunks": hunks,
-    });
-    if let FileOp::Rename { to } = &file.op {
-        payload["newUri"] = Value::String(file_uri(to));
+    ReviewFile {
+        uri: file_uri(&file.path),
+        path: file.display_path.clone(),
+        op: review_op(&file.op),
+        diff: file.unified_diff(),
+        hunks,
+        new_uri: match &file.op {
+            FileOp::Rename { to } => Some(file_uri(to)),
+            _ => None,
+        },
     }
-    payload
 }
 
 impl ReviewBroker {
@@ -98,7 +96,7 @@ impl ReviewBroker {
     pub async fn ask_plugin(
         &self,
         outbound: &Outbound,
-        announce: impl FnOnce(Value),
+        announce: impl FnOnce(ReviewParams),
         session_id: &str,
         change: &ChangeSet,
     ) -> ReviewDecision {
@@ -109,12 +107,12 @@ impl ReviewBroker {
             .map(|f| ReviewedFile { uri: file_uri(&f.path), hunks: f.hunks.len(), op: f.op.clone() })
             .collect();
         let rx = self.pending.register(&review_id, session_id, files);
-        announce(json!({
-            "reviewId": review_id,
-            "sessionId": session_id,
-            "callId": null,
-            "files": review_files(change),
-        }));
+        announce(ReviewParams {
+            review_id: review_id.clone(),
+            session_id: session_id.to_string(),
+            call_id: None,
+            files: review_files(change),
+        });
         match self.pending.wait(&review_id, rx, outbound.deadlines.human).await {
             Some(decision) => decision,
             None => unanswered(outbound, change).await,

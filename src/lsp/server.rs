@@ -6,88 +6,17 @@
 //! applied in arrival order by [`super::text_sync`]).
 
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use tower_lsp_server::jsonrpc::Result;
 use tower_lsp_server::ls_types::*;
-use tower_lsp_server::{Client, LanguageServer};
+use tower_lsp_server::{Client, LanguageServer, LspServiceBuilder};
 
-use super::ServerOptions;
 use super::capabilities::ClientProfile;
-use super::outbound::Outbound;
-use super::permission::PermissionBroker;
-use super::review::ReviewBroker;
-use super::sessions::{SessionRegistry, cancel_turn};
+use super::state::{ServerOptions, ServerState};
 use super::{code_actions, commands, convert, watch};
-use crate::config::ConfigLayer;
-use crate::store::{PermissionRules, TranscriptStore};
 use crate::workspace::DocumentStore;
-
-/// State shared by every handler and every session task.
-pub struct ServerState {
-    pub outbound: Outbound,
-    pub options: ServerOptions,
-    profile: OnceLock<ClientProfile>,
-    roots: RwLock<Vec<PathBuf>>,
-    /// The `initializationOptions` and `workspace/didChangeConfiguration` layer.
-    client_layer: RwLock<ConfigLayer>,
-    pub documents: Arc<DocumentStore>,
-    pub permissions: PermissionBroker,
-    pub reviews: ReviewBroker,
-    pub sessions: SessionRegistry,
-    /// Stored transcripts; `None` without a data directory.
-    pub transcripts: Option<TranscriptStore>,
-    /// The server's own watcher of instruction files (kept alive here).
-    watcher: std::sync::Mutex<Option<watch::InstructionWatcher>>,
-    /// `shutdown` was received (the exit code is 0 only then).
-    pub shutdown_requested: std::sync::atomic::AtomicBool,
-}
-
-impl ServerState {
-    /// The client's profile; the default (a plain UTF-16 client) before `initialize`.
-    pub fn profile(&self) -> ClientProfile {
-        self.profile.get().cloned().unwrap_or_default()
-    }
-
-    pub fn is_initialized(&self) -> bool {
-        self.profile.get().is_some()
-    }
-
-    pub fn roots(&self) -> Vec<PathBuf> {
-        self.roots.read().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    /// `path` as a person reads it: relative to the workspace folder that holds it.
-    pub fn shown_path(&self, path: &std::path::Path) -> String {
-        self.roots()
-            .iter()
-            .filter_map(|root| path.strip_prefix(root).ok())
-            .min_by_key(|relative| relative.components().count())
-            .filter(|relative| !relative.as_os_str().is_empty())
-            .map(|relative| relative.display().to_string())
-            .unwrap_or_else(|| path.display().to_string())
-    }
-
-    pub fn client_layer(&self) -> ConfigLayer {
-        self.client_layer.read().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    /// Merges the editor's `agentls` settings over the client layer (later settings win);
-    /// `false` when they are invalid and were ignored.
-    fn merge_client_settings(&self, section: Value, origin: &str) -> bool {
-        match ConfigLayer::from_json(section, origin) {
-            Ok(layer) => {
-                self.client_layer.write().unwrap_or_else(|p| p.into_inner()).merge(layer);
-                true
-            }
-            Err(e) => {
-                tracing::warn!("{e}; the previous settings stay in effect");
-                false
-            }
-        }
-    }
-}
 
 /// Reads the `agentls` section with `workspace/configuration` when the client supports it.
 async fn pull_configuration(state: &ServerState) {
@@ -113,29 +42,20 @@ async fn pull_configuration(state: &ServerState) {
 
 /// The server behind `tower-lsp-server`.
 pub struct Backend {
-    pub state: Arc<ServerState>,
+    pub(super) state: Arc<ServerState>,
+    /// The server's own watcher of instruction files (kept alive here).
+    watcher: Mutex<Option<watch::InstructionWatcher>>,
 }
 
 impl Backend {
-    pub fn new(client: Client, options: ServerOptions, documents: Arc<DocumentStore>) -> Self {
-        let rules = Arc::new(PermissionRules::open(options.data_dir.as_deref()));
-        let transcripts = options.data_dir.as_deref().map(TranscriptStore::new);
-        let state = ServerState {
-            outbound: Outbound::new(client, options.deadlines),
-            reviews: ReviewBroker::default(),
-            sessions: SessionRegistry::default(),
-            transcripts,
-            watcher: std::sync::Mutex::new(None),
-            shutdown_requested: std::sync::atomic::AtomicBool::new(false),
-            options,
-            profile: OnceLock::new(),
-            roots: RwLock::new(Vec::new()),
-            client_layer: RwLock::new(ConfigLayer::default()),
-            documents,
-            permissions: PermissionBroker::new(rules),
-        };
-        Self { state: Arc::new(state) }
+    pub(super) fn new(client: Client, options: ServerOptions, documents: Arc<DocumentStore>) -> Self {
+        Self { state: Arc::new(ServerState::new(client, options, documents)), watcher: Mutex::new(None) }
     }
+}
+
+/// Adds the methods `LanguageServer` has no slot for.
+pub(super) fn register_custom_methods(builder: LspServiceBuilder<Backend>) -> LspServiceBuilder<Backend> {
+    builder.custom_method("window/workDoneProgress/cancel", Backend::work_done_progress_cancel)
 }
 
 fn roots_of(params: &InitializeParams) -> Vec<PathBuf> {
@@ -185,7 +105,7 @@ fn server_capabilities(profile: &ClientProfile) -> ServerCapabilities {
 impl Backend {
     fn restart_watcher(&self) {
         let watcher = watch::watch_roots(&self.state, &self.state.roots());
-        *self.state.watcher.lock().unwrap_or_else(|p| p.into_inner()) = watcher;
+        *self.watcher.lock().unwrap_or_else(|p| p.into_inner()) = watcher;
     }
 
     /// `window/workDoneProgress/cancel`: cancelling a turn's or a tool's progress interrupts
@@ -198,7 +118,7 @@ impl Backend {
         let Some(id) = self.state.sessions.session_of_progress(&token) else { return };
         if let Some(session) = self.state.sessions.get(&id) {
             tracing::info!(session = %id, "progress cancelled by the user: interrupting the turn");
-            cancel_turn(&self.state, &session);
+            self.state.cancel_turn(&session);
         }
     }
 }
@@ -206,13 +126,6 @@ impl Backend {
 impl LanguageServer for Backend {
     async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
         let profile = ClientProfile::from_initialize(&params);
-        *self.state.roots.write().unwrap_or_else(|p| p.into_inner()) = roots_of(&params);
-        if let Some(options) = params.initialization_options.clone().filter(|v| !v.is_null()) {
-            match ConfigLayer::from_json(options, "initializationOptions") {
-                Ok(layer) => *self.state.client_layer.write().unwrap_or_else(|p| p.into_inner()) = layer,
-                Err(e) => tracing::warn!("{e}; continuing with the other configuration layers"),
-            }
-        }
         tracing::info!(
             client = %profile.name,
             plugin = profile.plugin,
@@ -221,7 +134,7 @@ impl LanguageServer for Backend {
             "initialize"
         );
         let capabilities = server_capabilities(&profile);
-        let _ = self.state.profile.set(profile);
+        self.state.initialize(profile, roots_of(&params), params.initialization_options.clone());
         Ok(InitializeResult {
             capabilities,
             server_info: Some(ServerInfo {
@@ -268,7 +181,7 @@ impl LanguageServer for Backend {
         tracing::info!("shutdown");
         self.state.shutdown_requested.store(true, std::sync::atomic::Ordering::SeqCst);
         for session in self.state.sessions.all() {
-            cancel_turn(&self.state, &session);
+            self.state.cancel_turn(&session);
             session.handle.close();
         }
         Ok(())
@@ -293,15 +206,7 @@ impl LanguageServer for Backend {
         let path = |f: &WorkspaceFolder| f.uri.to_file_path().map(|p| p.into_owned());
         let removed: Vec<PathBuf> = params.event.removed.iter().filter_map(path).collect();
         let added: Vec<PathBuf> = params.event.added.iter().filter_map(path).collect();
-        {
-            let mut roots = self.state.roots.write().unwrap_or_else(|p| p.into_inner());
-            roots.retain(|r| !removed.contains(r));
-            for root in added {
-                if !roots.contains(&root) {
-                    roots.push(root);
-                }
-            }
-        }
+        self.state.change_roots(&removed, added);
         self.restart_watcher();
     }
 }

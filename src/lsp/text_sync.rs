@@ -17,7 +17,7 @@ use tower_lsp_server::ls_types::{
 use tower_service::Service;
 
 use super::convert;
-use super::server::ServerState;
+use super::state::ServerState;
 use crate::workspace::TextChange;
 
 /// Wraps the LSP service and applies document sync before routing anything else.

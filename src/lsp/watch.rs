@@ -13,16 +13,17 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use notify::{RecursiveMode, Watcher};
-use serde_json::json;
+
 use tower_lsp_server::ls_types::request::RegisterCapability;
 use tower_lsp_server::ls_types::{
     DidChangeWatchedFilesRegistrationOptions, FileSystemWatcher, GlobPattern, MessageType, Registration,
     RegistrationParams,
 };
 
-use super::outbound::EventNotification;
-use super::server::ServerState;
+use super::protocol::{EventNotification, EventParams};
+use super::state::ServerState;
 use crate::profiles::project_docs::is_instruction_file;
+use crate::session::{Event, EventData, ProjectDocsReloaded};
 
 const GLOBS: &[&str] = &["**/AGENTS.md", "**/CLAUDE.md", "**/GEMINI.md", "**/.codex/instructions.md"];
 
@@ -151,15 +152,10 @@ pub async fn reload(state: &ServerState, path: &Path) {
         if !state.profile().plugin {
             continue;
         }
-        state
-            .outbound
-            .notify::<EventNotification>(json!({
-                "sessionId": session.id,
-                "kind": "project_docs_reloaded",
-                "timestamp": chrono::Utc::now().to_rfc3339(),
-                "data": {"path": path, "message": format!("{} changed; it applies from the next model call", path.display())},
-            }))
-            .await;
+        let message = format!("{} changed; it applies from the next model call", path.display());
+        let reloaded = ProjectDocsReloaded { path: path.to_path_buf(), message };
+        let event = Event::new(session.id.as_str().into(), EventData::ProjectDocsReloaded(reloaded));
+        state.outbound.notify::<EventNotification>(EventParams::of(&event)).await;
     }
     if !affected.is_empty() {
         state

@@ -10,59 +10,20 @@ pub mod prompt;
 
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-
-use crate::config::ProviderKind;
 use crate::tools::Tool;
-use crate::tools::profiles::{ToolProfile, ToolSetOptions, profile_tools};
+use crate::tools::profiles::{ToolSetOptions, profile_tools};
 
 pub use environment::{EnvironmentInfo, GitSnapshot};
 pub use project_docs::{ProjectDocs, discover as discover_project_docs};
 pub use prompt::{SystemPrompt, ToolSummary};
 
-/// Which agent a model is aligned with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum ProfileKind {
-    /// codex-aligned: apply_patch editing.
-    #[serde(rename = "openai")]
-    OpenAi,
-    /// Claude Code-aligned: edit_file with old_string/new_string.
-    #[serde(rename = "anthropic")]
-    Anthropic,
-    /// gemini-cli-aligned: replace, read_many_files, list_dir.
-    #[serde(rename = "gemini")]
-    Gemini,
-}
+pub use crate::config::ProfileKind;
 
+/// What each profile brings besides its name (defined with the configuration, which names it).
 impl ProfileKind {
-    pub const ALL: [ProfileKind; 3] = [Self::OpenAi, Self::Anthropic, Self::Gemini];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::OpenAi => "openai",
-            Self::Anthropic => "anthropic",
-            Self::Gemini => "gemini",
-        }
-    }
-
-    /// The profile a provider's models are aligned with. OpenAI-compatible servers get the
-    /// codex profile.
-    pub fn for_provider(kind: ProviderKind) -> Self {
-        match kind {
-            ProviderKind::Anthropic => Self::Anthropic,
-            ProviderKind::Gemini => Self::Gemini,
-            ProviderKind::OpenAi | ProviderKind::OpenAiChat | ProviderKind::Replay => Self::OpenAi,
-        }
-    }
-
     /// The tool set aligned with this profile, in the order the model sees it.
     pub fn tools(self) -> Vec<Arc<dyn Tool>> {
-        let profile = match self {
-            Self::OpenAi => ToolProfile::OpenAi,
-            Self::Anthropic => ToolProfile::Anthropic,
-            Self::Gemini => ToolProfile::Gemini,
-        };
-        let registry = profile_tools(profile, &ToolSetOptions::default());
+        let registry = profile_tools(self, &ToolSetOptions::default());
         registry.names().iter().filter_map(|name| registry.get(name)).collect()
     }
 
@@ -103,22 +64,6 @@ impl ProfileKind {
     }
 }
 
-impl std::fmt::Display for ProfileKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::str::FromStr for ProfileKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|k| k.as_str() == s)
-            .ok_or_else(|| format!("unknown profile `{s}`, expected one of: openai, anthropic, gemini"))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,14 +81,5 @@ mod tests {
             assert!(p.contains("coding agent"), "identity");
             assert!(p.to_lowercase().contains("error"), "error handling guidance");
         }
-    }
-
-    #[test]
-    fn names_round_trip() {
-        for k in ProfileKind::ALL {
-            assert_eq!(k.as_str().parse::<ProfileKind>(), Ok(k));
-            assert_eq!(serde_json::to_value(k).unwrap(), serde_json::json!(k.as_str()));
-        }
-        assert!("claude".parse::<ProfileKind>().is_err());
     }
 }

@@ -8,6 +8,7 @@
 //!   returns to IDLE and stays usable. `close` ends the session: SESSION_END, then CLOSED.
 //! - Every event is delivered (unbounded channel), in order.
 
+mod builder;
 mod events;
 mod loop_detection;
 mod prune;
@@ -31,7 +32,12 @@ use crate::profiles::ProfileKind;
 use crate::tools::Tool;
 use crate::workspace::{EditorPort, Workspace};
 
-pub use events::{Event, EventKind};
+pub use builder::{BuildError, BuiltSession, SessionBuilder, SessionParts};
+pub use events::{
+    CallOutcome, CallStatus, CallSummary, Content, Delta, EndReason, ErrorData, Event, EventData, EventKind,
+    Notice, OutputDelta, ProcessingEnd, ProjectDocsReloaded, SessionEnd, SessionStart, TextEnd, TextStart,
+    ToolCallEnd, ToolCallStart, TurnLimit, Warning,
+};
 pub use loop_detection::{detect_loop, loop_warning};
 pub use prune::{Pruned, prune};
 pub use summary::summarize;
@@ -171,7 +177,7 @@ enum Command {
 /// State shared by the handle and the session task. Locks are held briefly and never across
 /// an await.
 struct Shared {
-    id: String,
+    id: Arc<str>,
     state: Mutex<SessionState>,
     history: Mutex<Vec<Turn>>,
     steering: Mutex<VecDeque<String>>,
@@ -253,14 +259,13 @@ impl SessionHandle {
             config.approval = approval;
         }
         if let Some(tx) = self.shared.events.upgrade() {
-            events::Emitter::new(self.shared.id.clone(), tx).emit(
-                EventKind::ConfigChanged,
-                serde_json::json!({
-                    "model": config.model,
-                    "reasoning_effort": config.reasoning_effort,
-                    "approval": config.approval,
-                }),
-            );
+            events::Emitter::new(self.shared.id.clone(), tx).emit(EventData::ConfigChanged(
+                events::ConfigChanged {
+                    model: config.model.clone(),
+                    reasoning_effort: config.reasoning_effort,
+                    approval: config.approval,
+                },
+            ));
         }
     }
 
@@ -298,7 +303,7 @@ impl SessionHandle {
 pub fn spawn(opts: SessionOptions) -> (SessionHandle, mpsc::UnboundedReceiver<Event>) {
     let (event_tx, event_rx) = mpsc::unbounded_channel();
     let (command_tx, command_rx) = mpsc::unbounded_channel();
-    let id = opts.id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let id: Arc<str> = opts.id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string()).into();
     let weak_events = event_tx.downgrade();
     // Held until the cause of a panic is recorded, so the event channel closes only after it.
     let events_open = event_tx.clone();

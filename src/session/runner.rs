@@ -11,15 +11,19 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use futures::StreamExt;
-use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::events::{Emitter, EventKind};
+use super::events::{
+    CallOutcome, CallStatus, CallSummary, Content, Delta, Emitter, EndReason, ErrorData, EventData, Notice,
+    OutputDelta, ProcessingEnd, SessionEnd, SessionStart, TextEnd, TextStart, ToolCallEnd, ToolCallStart,
+    TurnLimit, Warning,
+};
 use super::loop_detection::{detect_loop, loop_warning};
 use super::summary::summarize;
 use super::turn::{Turn, to_messages};
 use super::{Command, SessionConfig, SessionOptions, SessionState, Shared, lock};
+use crate::exec::ShellLimits;
 use crate::exec::{OutputExecutionEnvironment, OutputSink};
 use crate::llm::{
     self, LlmError, Message, Request, Response, StreamEvent, ToolCall, ToolChoice, ToolResult, Usage,
@@ -27,35 +31,10 @@ use crate::llm::{
 use crate::profiles::{
     EnvironmentInfo, ProfileKind, ProjectDocs, SystemPrompt, ToolSummary, discover_project_docs,
 };
+use crate::tools::ToolContext;
 use crate::tools::registry::{BatchEvent, BatchMode, ToolCallOutcome, ToolCallRequest, ToolRegistry};
 use crate::tools::truncate::TruncationPolicy;
-use crate::tools::{ShellLimits, ToolContext};
 use crate::workspace::ReadTracker;
-
-/// Why a processing cycle ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum EndReason {
-    Completed,
-    TurnLimit,
-    RoundLimit,
-    Cancelled,
-    Error,
-    /// Unrecoverable (authentication, quota): the session closes.
-    Fatal,
-}
-
-impl EndReason {
-    fn as_str(self) -> &'static str {
-        match self {
-            Self::Completed => "completed",
-            Self::TurnLimit => "turn_limit",
-            Self::RoundLimit => "round_limit",
-            Self::Cancelled => "cancelled",
-            Self::Error => "error",
-            Self::Fatal => "fatal_error",
-        }
-    }
-}
 
 enum CallError {
     Cancelled,
@@ -87,23 +66,23 @@ pub(super) async fn run(
     }
     let environment = EnvironmentInfo::capture(&opts.cwd, &opts.config.model).await;
     let project_docs = discover_project_docs(&opts.cwd, opts.profile);
-    events.emit(
-        EventKind::SessionStart,
-        json!({
-            "profile": opts.profile.as_str(),
-            "model": opts.config.model,
-            "cwd": opts.cwd,
-            "resumed": resumed,
-            "tools": registry.names(),
-            "project_docs": project_docs.docs.iter().map(|d| &d.path).collect::<Vec<_>>(),
-        }),
-    );
+    events.emit(EventData::SessionStart(SessionStart {
+        profile: opts.profile.as_str().into(),
+        model: opts.config.model.clone(),
+        cwd: opts.cwd.clone(),
+        resumed,
+        tools: registry.names(),
+        project_docs: project_docs.docs.iter().map(|d| d.path.clone()).collect(),
+    }));
     // Commands stream their output to the host as TOOL_CALL_OUTPUT_DELTA events.
     let output_events = events.clone();
     let env = OutputExecutionEnvironment::new(opts.env.clone(), move |call_id| {
         let (events, call_id) = (output_events.clone(), call_id.to_string());
         Some(OutputSink::new(move |delta| {
-            events.emit(EventKind::ToolCallOutputDelta, json!({ "call_id": call_id, "delta": delta }))
+            events.emit(EventData::ToolCallOutputDelta(OutputDelta {
+                call_id: call_id.clone(),
+                delta: delta.to_string(),
+            }))
         }))
     });
     let ctx_template = ToolContext {
@@ -198,15 +177,12 @@ impl Runner {
         if state != SessionState::Closed {
             self.set_state(state);
         }
-        self.events.emit(
-            EventKind::ProcessingEnd,
-            json!({
-                "state": state.as_str(),
-                "reason": reason.as_str(),
-                "text": last_text,
-                "totals": self.totals,
-            }),
-        );
+        self.events.emit(EventData::ProcessingEnd(ProcessingEnd {
+            state,
+            reason,
+            text: last_text,
+            totals: self.totals,
+        }));
         reason
     }
 
@@ -214,7 +190,7 @@ impl Runner {
         loop {
             let Some(message) = lock(&self.shared.steering).pop_front() else { break };
             self.push(Turn::steering(message.clone()));
-            self.events.emit(EventKind::SteeringInjected, json!({ "content": message }));
+            self.events.emit(EventData::SteeringInjected(Content { content: message }));
         }
     }
 
@@ -226,7 +202,7 @@ impl Runner {
         cwd: &std::path::Path,
     ) -> (EndReason, String) {
         self.push(Turn::user(input.clone()));
-        self.events.emit(EventKind::UserInput, json!({ "content": input }));
+        self.events.emit(EventData::UserInput(Content { content: input }));
         self.drain_steering();
         let mut rounds = 0u32;
         let mut warned_context = false;
@@ -234,12 +210,12 @@ impl Runner {
         loop {
             let config = self.config();
             if config.max_tool_rounds_per_input > 0 && rounds >= config.max_tool_rounds_per_input {
-                self.events.emit(EventKind::TurnLimit, json!({ "round": rounds }));
+                self.events.emit(EventData::TurnLimit(TurnLimit::Round(rounds)));
                 return (EndReason::RoundLimit, last_text);
             }
             let turns = self.count_model_turns();
             if config.max_turns > 0 && turns >= config.max_turns as usize {
-                self.events.emit(EventKind::TurnLimit, json!({ "total_turns": turns }));
+                self.events.emit(EventData::TurnLimit(TurnLimit::TotalTurns(turns)));
                 return (EndReason::TurnLimit, last_text);
             }
             if token.is_cancelled() {
@@ -254,10 +230,11 @@ impl Runner {
                 Err(CallError::Cancelled) => return (EndReason::Cancelled, last_text),
                 Err(CallError::Llm(e)) => {
                     let fatal = matches!(e, LlmError::Authentication { .. } | LlmError::QuotaExceeded { .. });
-                    self.events.emit(
-                        EventKind::Error,
-                        json!({ "message": e.to_string(), "fatal": fatal, "error": e }),
-                    );
+                    self.events.emit(EventData::Error(ErrorData {
+                        message: e.to_string(),
+                        fatal,
+                        error: Some(e),
+                    }));
                     return (if fatal { EndReason::Fatal } else { EndReason::Error }, last_text);
                 }
             };
@@ -266,20 +243,22 @@ impl Runner {
             self.push(turn);
             last_text = response.text();
             let calls: Vec<ToolCall> = response.tool_calls().into_iter().cloned().collect();
-            self.events.emit(
-                EventKind::AssistantTextEnd,
-                json!({
-                    "text": last_text,
-                    "reasoning": response.reasoning(),
-                    "tool_calls": calls.iter().map(|c| json!({
-                        "call_id": c.id, "tool_name": c.name, "summary": summarize(&c.name, &c.arguments, &self.ctx_template.cwd),
-                    })).collect::<Vec<_>>(),
-                    "usage": response.usage,
-                    "totals": self.totals,
-                    "response_id": response.id,
-                    "model": response.model,
-                }),
-            );
+            self.events.emit(EventData::AssistantTextEnd(TextEnd {
+                text: last_text.clone(),
+                reasoning: response.reasoning(),
+                tool_calls: calls
+                    .iter()
+                    .map(|c| CallSummary {
+                        call_id: c.id.clone(),
+                        tool_name: c.name.clone(),
+                        summary: summarize(&c.name, &c.arguments, &self.ctx_template.cwd),
+                    })
+                    .collect(),
+                usage: response.usage,
+                totals: self.totals,
+                response_id: response.id.clone(),
+                model: response.model.clone(),
+            }));
             if !warned_context {
                 warned_context = self.check_context_usage(&config, &response);
             }
@@ -299,7 +278,7 @@ impl Runner {
                 if detected {
                     let warning = loop_warning(config.loop_detection_window);
                     self.push(Turn::steering(warning.clone()));
-                    self.events.emit(EventKind::LoopDetection, json!({ "message": warning }));
+                    self.events.emit(EventData::LoopDetection(Notice { message: warning }));
                 }
             }
         }
@@ -361,17 +340,15 @@ impl Runner {
                 Err(CallError::Llm(LlmError::ContextLengthExceeded { provider, message })) => {
                     let pruned = super::prune::prune(&mut lock(&self.shared.history));
                     match pruned {
-                        Some(p) => self.events.emit(
-                            EventKind::Warning,
-                            json!({
-                                "message": format!(
-                                    "The conversation exceeded the context window; dropped the {} oldest turns \
-                                     ({} characters) and retried.",
-                                    p.turns_removed, p.chars_removed
-                                ),
-                                "turns_removed": p.turns_removed,
-                            }),
-                        ),
+                        Some(p) => self.events.emit(EventData::Warning(Warning {
+                            message: format!(
+                                "The conversation exceeded the context window; dropped the {} oldest turns \
+                                 ({} characters) and retried.",
+                                p.turns_removed, p.chars_removed
+                            ),
+                            turns_removed: Some(p.turns_removed),
+                            ..Warning::default()
+                        })),
                         None => {
                             return Err(CallError::Llm(LlmError::ContextLengthExceeded {
                                 provider,
@@ -391,7 +368,7 @@ impl Runner {
 
     /// One streamed model call; text and reasoning deltas become events as they arrive.
     async fn call_model(&self, request: Request, token: &CancellationToken) -> Result<Response, CallError> {
-        self.events.emit(EventKind::AssistantTextStart, json!({ "model": request.model }));
+        self.events.emit(EventData::AssistantTextStart(TextStart { model: request.model.clone() }));
         let mut stream = tokio::select! {
             biased;
             _ = token.cancelled() => return Err(CallError::Cancelled),
@@ -405,10 +382,10 @@ impl Runner {
             };
             match next {
                 Some(Ok(StreamEvent::TextDelta(delta))) => {
-                    self.events.emit(EventKind::AssistantTextDelta, json!({ "delta": delta }));
+                    self.events.emit(EventData::AssistantTextDelta(Delta { delta }));
                 }
                 Some(Ok(StreamEvent::ThinkingDelta(delta))) => {
-                    self.events.emit(EventKind::AssistantReasoningDelta, json!({ "delta": delta }));
+                    self.events.emit(EventData::AssistantReasoningDelta(Delta { delta }));
                 }
                 Some(Ok(StreamEvent::Finish(response))) => return Ok(response),
                 Some(Ok(_)) => {}
@@ -436,14 +413,12 @@ impl Runner {
             return false;
         }
         let percent = (tokens * 100 / window).min(999);
-        self.events.emit(
-            EventKind::Warning,
-            json!({
-                "message": format!("Context usage at ~{percent}% of context window"),
-                "approx_tokens": tokens,
-                "context_window": window,
-            }),
-        );
+        self.events.emit(EventData::Warning(Warning {
+            message: format!("Context usage at ~{percent}% of context window"),
+            approx_tokens: Some(tokens),
+            context_window: Some(window),
+            ..Warning::default()
+        }));
         true
     }
 
@@ -489,31 +464,40 @@ impl Runner {
         let observe = |event: BatchEvent<'_>| match event {
             BatchEvent::Started { index, call: _ } => {
                 lock(&started)[index] = Some(Instant::now());
-                events.emit(
-                    EventKind::ToolCallStart,
-                    with(&call_base(&calls[index], cwd), json!({ "arguments": calls[index].arguments })),
-                );
+                let call = &calls[index];
+                events.emit(EventData::ToolCallStart(ToolCallStart {
+                    tool_name: call.name.clone(),
+                    call_id: call.id.clone(),
+                    summary: summarize(&call.name, &call.arguments, cwd),
+                    arguments: call.arguments.clone(),
+                }));
             }
             BatchEvent::Finished { index, call: _, outcome } => {
                 let duration_ms = lock(&started)[index].map_or(0, |t| t.elapsed().as_millis() as u64);
                 let status = if token.is_cancelled() {
-                    "cancelled"
+                    CallStatus::Cancelled
                 } else if outcome.is_error {
-                    "error"
+                    CallStatus::Error
                 } else {
-                    "ok"
+                    CallStatus::Ok
                 };
-                let end = if outcome.is_error {
-                    json!({ "status": status, "error": outcome.content, "duration_ms": duration_ms })
+                let outcome = if outcome.is_error {
+                    CallOutcome::Error { error: outcome.content.clone() }
                 } else {
-                    json!({
-                        "status": status,
-                        "output": outcome.content,
-                        "truncated": outcome.model_content != outcome.content,
-                        "duration_ms": duration_ms,
-                    })
+                    CallOutcome::Output {
+                        output: outcome.content.clone(),
+                        truncated: outcome.model_content != outcome.content,
+                    }
                 };
-                events.emit(EventKind::ToolCallEnd, with(&call_base(&calls[index], cwd), end));
+                let call = &calls[index];
+                events.emit(EventData::ToolCallEnd(ToolCallEnd {
+                    tool_name: call.name.clone(),
+                    call_id: call.id.clone(),
+                    summary: summarize(&call.name, &call.arguments, cwd),
+                    status,
+                    outcome,
+                    duration_ms,
+                }));
             }
         };
         let outcomes = self.tools.execute_batch(&requests, &ctx, mode, &observe).await;
@@ -525,20 +509,9 @@ impl Runner {
         lock(&self.shared.cancel).cancel();
         self.ctx_template.env.cleanup().await;
         self.set_state(SessionState::Closed);
-        self.events.emit(EventKind::SessionEnd, json!({ "state": "closed", "totals": self.totals }));
+        self.events
+            .emit(EventData::SessionEnd(SessionEnd { state: SessionState::Closed, totals: self.totals }));
     }
-}
-
-fn with(base: &Value, extra: Value) -> Value {
-    let mut out = base.clone();
-    if let (Some(o), Value::Object(e)) = (out.as_object_mut(), extra) {
-        o.extend(e);
-    }
-    out
-}
-
-fn call_base(call: &ToolCall, cwd: &std::path::Path) -> Value {
-    json!({ "tool_name": call.name, "call_id": call.id, "summary": summarize(&call.name, &call.arguments, cwd) })
 }
 
 fn to_result(call: &ToolCall, outcome: ToolCallOutcome) -> ToolResult {

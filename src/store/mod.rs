@@ -8,11 +8,13 @@
 //!   directory is ever read, written or removed.
 
 pub mod permissions;
+mod record;
 mod transcript;
 
 use std::path::PathBuf;
 
 pub use permissions::PermissionRules;
+pub use record::{Record, TranscriptRecorder, history};
 pub use transcript::{Transcript, TranscriptHeader, TranscriptStore, TranscriptSummary, TranscriptWriter};
 
 use crate::config::Env;

@@ -1,17 +1,17 @@
 //! Append-only JSONL transcripts: `<data dir>/sessions/<id>.jsonl`.
 //!
-//! Invariant: the first line is the [`TranscriptHeader`]; every later line is one record (a JSON
-//! object with a `type`). Writers only append; a partial last line (a crash mid-write) is
-//! ignored when reading.
+//! Invariant: the first line is the [`TranscriptHeader`]; every later line is one [`Record`].
+//! Writers only append; a partial last line (a crash mid-write) or a record of an unknown kind
+//! is ignored when reading.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
-use super::StoreError;
+use super::{Record, StoreError};
+use crate::session::Turn;
 
 /// What a transcript says about its session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -30,7 +30,7 @@ pub struct TranscriptHeader {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Transcript {
     pub header: TranscriptHeader,
-    pub records: Vec<Value>,
+    pub records: Vec<Record>,
 }
 
 /// One line of `agentls sessions list`.
@@ -76,11 +76,7 @@ impl TranscriptStore {
             .open(&path)
             .map_err(|e| StoreError::io(&path, e))?;
         let mut writer = TranscriptWriter { path, out: BufWriter::new(file) };
-        let line = serde_json::to_value(&header).map_err(|e| StoreError::Corrupt {
-            path: writer.path.display().to_string(),
-            message: e.to_string(),
-        })?;
-        writer.append(&line)?;
+        writer.write_line(&header)?;
         writer.flush()?;
         Ok(writer)
     }
@@ -156,22 +152,20 @@ fn read_transcript(path: &Path, file: File) -> Result<Transcript, StoreError> {
         if line.trim().is_empty() {
             continue;
         }
-        match serde_json::from_str::<Value>(&line) {
+        match serde_json::from_str::<Record>(&line) {
             Ok(record) => records.push(record),
-            // A torn line from a crash mid-write: everything before it is intact.
+            // A torn line from a crash mid-write (everything before it is intact), or a record
+            // of a later version.
             Err(e) => tracing::warn!("ignoring an unreadable line in {}: {e}", path.display()),
         }
     }
     Ok(Transcript { header, records })
 }
 
-/// The first user message: a `user_input` record, or a stored `user` turn.
-fn first_user_text(records: &[Value]) -> Option<String> {
-    records.iter().find_map(|r| match r.get("type")?.as_str()? {
-        "user_input" => r.get("text")?.as_str().map(str::to_string),
-        "turn" if r.pointer("/turn/type")?.as_str()? == "user" => {
-            r.pointer("/turn/content")?.as_str().map(str::to_string)
-        }
+/// The first user message of the stored history.
+fn first_user_text(records: &[Record]) -> Option<String> {
+    super::record::history(records).into_iter().find_map(|turn| match turn {
+        Turn::User(text) => Some(text.content),
         _ => None,
     })
 }
@@ -185,8 +179,12 @@ pub struct TranscriptWriter {
 
 impl TranscriptWriter {
     /// Buffers one record; [`TranscriptWriter::flush`] makes it durable.
-    pub fn append(&mut self, record: &Value) -> Result<(), StoreError> {
-        let mut line = serde_json::to_string(record).map_err(|e| StoreError::Corrupt {
+    pub fn append(&mut self, record: &Record) -> Result<(), StoreError> {
+        self.write_line(record)
+    }
+
+    fn write_line(&mut self, value: &impl Serialize) -> Result<(), StoreError> {
+        let mut line = serde_json::to_string(value).map_err(|e| StoreError::Corrupt {
             path: self.path.display().to_string(),
             message: e.to_string(),
         })?;
@@ -214,8 +212,6 @@ impl Drop for TranscriptWriter {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
 
     fn header(id: &str, created: &str) -> TranscriptHeader {
@@ -233,25 +229,18 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = TranscriptStore::new(dir.path());
         let mut w = store.create(header("a1", "2026-01-01T00:00:00Z")).expect("create");
-        w.append(&json!({"type": "user_input", "text": "add a flag"})).expect("append");
+        let ask = Record::Turn { turn: Turn::user("add a flag") };
+        w.append(&ask).expect("append");
         w.flush().expect("flush");
         drop(w);
         store.create(header("b2", "2026-01-02T00:00:00Z")).expect("create");
         let mut again = store.reopen("a1").expect("reopen");
-        again.append(&json!({"type": "assistant_text", "text": "done"})).expect("append");
+        let steer = Record::Turn { turn: Turn::steering("done") };
+        again.append(&steer).expect("append");
         drop(again);
 
         let t = store.load("a1").expect("load");
-        assert_eq!(
-            t,
-            Transcript {
-                header: header("a1", "2026-01-01T00:00:00Z"),
-                records: vec![
-                    json!({"type": "user_input", "text": "add a flag"}),
-                    json!({"type": "assistant_text", "text": "done"})
-                ],
-            }
-        );
+        assert_eq!(t, Transcript { header: header("a1", "2026-01-01T00:00:00Z"), records: vec![ask, steer] });
         let list = store.list().expect("list");
         assert_eq!(list.iter().map(|s| s.header.session_id.as_str()).collect::<Vec<_>>(), ["b2", "a1"]);
         assert_eq!(list[1].title, "add a flag");
@@ -268,8 +257,11 @@ mod tests {
         let path = w.path().to_path_buf();
         drop(w);
         let mut f = OpenOptions::new().append(true).open(&path).expect("open");
-        f.write_all(b"{\"type\":\"user_input\",\"text\":\"ok\"}\n{\"type\":\"assis").expect("write");
-        assert_eq!(store.load("s").expect("load").records, vec![json!({"type": "user_input", "text": "ok"})]);
+        let ok = Record::Turn { turn: Turn::user("ok") };
+        let line = serde_json::to_string(&ok).expect("json");
+        f.write_all(format!("{line}\n{{\"type\":\"later_kind\"}}\n{{\"type\":\"tu").as_bytes())
+            .expect("write");
+        assert_eq!(store.load("s").expect("load").records, vec![ok]);
         assert!(matches!(store.load("../etc/passwd"), Err(StoreError::BadId(_))));
         assert!(matches!(store.remove(""), Err(StoreError::BadId(_))));
     }

@@ -31,7 +31,7 @@ pub mod edit_file;
 pub mod replace;
 pub mod write_file;
 
-use crate::exec::ExecutionEnvironment;
+use crate::exec::{ExecutionEnvironment, ShellLimits};
 use crate::workspace::{EditorPort, ReadTracker, Workspace};
 
 /// An image a tool returns to a multimodal model (e.g. `read_file` on a PNG).
@@ -63,19 +63,6 @@ pub struct ToolError(pub String);
 impl ToolError {
     pub fn new(message: impl Into<String>) -> Self {
         Self(message.into())
-    }
-}
-
-/// Shell-related limits a tool call runs under.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ShellLimits {
-    pub default_timeout_ms: u64,
-    pub max_timeout_ms: u64,
-}
-
-impl Default for ShellLimits {
-    fn default() -> Self {
-        Self { default_timeout_ms: 10_000, max_timeout_ms: 600_000 }
     }
 }
 

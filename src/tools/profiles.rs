@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 
+use crate::config::ProfileKind;
+
 use super::apply_patch::ApplyPatchTool;
 use super::edit_file::EditFileTool;
 use super::glob::GlobTool;
@@ -20,38 +22,6 @@ use super::write_file::WriteFileTool;
 /// default (see `ProfileKind::default_shell_timeout_ms`) unless the configuration sets another.
 pub const ANTHROPIC_SHELL_TIMEOUT_MS: u64 = 120_000;
 
-/// A provider-aligned tool set.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ToolProfile {
-    OpenAi,
-    Anthropic,
-    Gemini,
-}
-
-impl ToolProfile {
-    pub const NAMES: &'static [&'static str] = &["openai", "anthropic", "gemini"];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::OpenAi => "openai",
-            Self::Anthropic => "anthropic",
-            Self::Gemini => "gemini",
-        }
-    }
-}
-
-impl std::str::FromStr for ToolProfile {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "openai" | "openai-chat" | "codex" => Ok(Self::OpenAi),
-            "anthropic" | "claude" => Ok(Self::Anthropic),
-            "gemini" | "google" => Ok(Self::Gemini),
-            other => Err(format!("unknown profile `{other}`, expected one of: {}", Self::NAMES.join(", "))),
-        }
-    }
-}
-
 /// Choices that change how a profile's tools behave.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolSetOptions {
@@ -67,11 +37,11 @@ impl Default for ToolSetOptions {
 }
 
 /// The tools of `profile`, in the order the model sees them.
-pub fn profile_tools(profile: ToolProfile, options: &ToolSetOptions) -> ToolRegistry {
+pub fn profile_tools(profile: ProfileKind, options: &ToolSetOptions) -> ToolRegistry {
     let guard = options.read_before_edit;
     let mut registry = ToolRegistry::new();
     match profile {
-        ToolProfile::OpenAi => {
+        ProfileKind::OpenAi => {
             registry.register(Arc::new(ReadFileTool::new(ReadFileShape::FilePath)));
             registry.register(Arc::new(ApplyPatchTool));
             registry.register(Arc::new(WriteFileTool::new(false)));
@@ -79,7 +49,7 @@ pub fn profile_tools(profile: ToolProfile, options: &ToolSetOptions) -> ToolRegi
             registry.register(Arc::new(GrepTool));
             registry.register(Arc::new(GlobTool));
         }
-        ToolProfile::Anthropic => {
+        ProfileKind::Anthropic => {
             registry.register(Arc::new(ReadFileTool::new(ReadFileShape::FilePath)));
             registry.register(Arc::new(WriteFileTool::new(guard)));
             registry.register(Arc::new(EditFileTool::new(guard)));
@@ -88,7 +58,7 @@ pub fn profile_tools(profile: ToolProfile, options: &ToolSetOptions) -> ToolRegi
             registry.register(Arc::new(GrepTool));
             registry.register(Arc::new(GlobTool));
         }
-        ToolProfile::Gemini => {
+        ProfileKind::Gemini => {
             registry.register(Arc::new(ReadFileTool::new(ReadFileShape::AbsolutePath)));
             registry.register(Arc::new(ReadManyFilesTool));
             registry.register(Arc::new(WriteFileTool::new(false)));

@@ -180,7 +180,7 @@ impl Harness {
                 .unwrap_or_else(|_| panic!("no {kind:?} event; got {:#?}", kinds(&got)))
                 .unwrap_or_else(|| panic!("event stream ended before {kind:?}; got {:#?}", kinds(&got)));
             self.seen.push(event.clone());
-            let done = event.kind == kind;
+            let done = event.kind() == kind;
             got.push(event);
             if done {
                 return got;
@@ -221,20 +221,25 @@ impl Harness {
 }
 
 pub fn kinds(events: &[Event]) -> Vec<EventKind> {
-    events.iter().map(|e| e.kind).collect()
+    events.iter().map(|e| e.kind()).collect()
 }
 
 pub fn of_kind(events: &[Event], kind: EventKind) -> Vec<&Event> {
-    events.iter().filter(|e| e.kind == kind).collect()
+    events.iter().filter(|e| e.kind() == kind).collect()
 }
 
 pub fn reason(events: &[Event]) -> String {
-    let end = events.iter().rev().find(|e| e.kind == EventKind::ProcessingEnd).expect("processing_end");
-    end.data["reason"].as_str().unwrap_or_default().to_string()
+    let end = events.iter().rev().find(|e| e.kind() == EventKind::ProcessingEnd).expect("processing_end");
+    str_of(end, "reason")
 }
 
-pub fn str_of<'a>(event: &'a Event, key: &str) -> &'a str {
-    event.data.get(key).and_then(Value::as_str).unwrap_or_default()
+/// An event's `data` as hosts receive it (the protocol's JSON).
+pub fn data(event: &Event) -> Value {
+    serde_json::to_value(event).expect("an event serializes")["data"].take()
+}
+
+pub fn str_of(event: &Event, key: &str) -> String {
+    data(event).get(key).and_then(Value::as_str).unwrap_or_default().to_string()
 }
 
 /// True when process `pid` no longer runs (gone, or a zombie nobody has reaped yet).

@@ -5,8 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use agentls::exec::ShellLimits;
 use agentls::exec::{ExecutionEnvironment, LocalExecutionEnvironment, LocalOptions};
-use agentls::tools::{ShellLimits, ToolContext};
+use agentls::tools::ToolContext;
 use agentls::workspace::{
     ChangeOutcome, ChangeSet, EditorPort, PermissionDecision, PermissionRequest, PortError, ReadTracker,
     Workspace,

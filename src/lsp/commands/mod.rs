@@ -12,10 +12,9 @@ mod session;
 use std::sync::Arc;
 
 use serde_json::Value;
-use tower_lsp_server::LspServiceBuilder;
 use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
 
-use super::server::{Backend, ServerState};
+use super::state::ServerState;
 use args::CommandArgs;
 
 /// Every command the server executes, as announced in `executeCommandProvider`.
@@ -38,14 +37,14 @@ pub const NAMES: &[&str] = &[
 pub async fn dispatch(state: &Arc<ServerState>, command: String, arguments: Vec<Value>) -> Result<Value> {
     let args = CommandArgs::from_arguments(arguments)?;
     match command.as_str() {
-        "agentls.newSession" => session::new_session(state, &args),
-        "agentls.prompt" => session::prompt(state, &args),
+        "agentls.newSession" => session::new_session(state, &args).await,
+        "agentls.prompt" => session::prompt(state, &args).await,
         "agentls.steer" => session::steer(state, &args),
         "agentls.followUp" => session::follow_up(state, &args),
         "agentls.cancel" => session::cancel(state, &args),
         "agentls.closeSession" => session::close(state, &args),
         "agentls.listSessions" => session::list(state),
-        "agentls.resumeSession" => session::resume(state, &args),
+        "agentls.resumeSession" => session::resume(state, &args).await,
         "agentls.history" => session::history(state, &args),
         "agentls.configure" => session::configure(state, &args),
         "agentls.resolveReview" => review::resolve(state, &args),
@@ -56,9 +55,4 @@ pub async fn dispatch(state: &Arc<ServerState>, command: String, arguments: Vec<
             data: Some(Value::String("command".into())),
         }),
     }
-}
-
-/// Adds the methods `LanguageServer` has no slot for.
-pub fn register_custom_methods(builder: LspServiceBuilder<Backend>) -> LspServiceBuilder<Backend> {
-    builder.custom_method("window/workDoneProgress/cancel", Backend::work_done_progress_cancel)
 }

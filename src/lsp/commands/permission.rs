@@ -7,7 +7,7 @@ use tower_lsp_server::jsonrpc::Result;
 
 use super::args::{CommandArgs, invalid_field};
 use crate::lsp::permission::decision_from;
-use crate::lsp::server::ServerState;
+use crate::lsp::state::ServerState;
 
 const DECISIONS: &[&str] = &["allow_once", "allow_always", "deny"];
 

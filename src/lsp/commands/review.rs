@@ -9,7 +9,7 @@ use tower_lsp_server::jsonrpc::Result;
 
 use super::args::{CommandArgs, invalid_field};
 use crate::lsp::review::ReviewDecision;
-use crate::lsp::server::ServerState;
+use crate::lsp::state::ServerState;
 use crate::workspace::{FileDecision, FileOp};
 
 /// URIs compare after normalising through the URI type (editors differ in escaping).

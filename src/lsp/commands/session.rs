@@ -11,14 +11,14 @@ use tower_lsp_server::jsonrpc::Result;
 use super::args::{CommandArgs, invalid_field, request_failed};
 use crate::config::Approval;
 use crate::llm::ReasoningEffort;
-use crate::lsp::server::ServerState;
-use crate::lsp::sessions::{self, LspSession, NewSession, cancel_turn, history_from_records};
+use crate::lsp::assembly::{self, NewSession};
+use crate::lsp::registry::LspSession;
+use crate::lsp::state::ServerState;
 use crate::lsp::{convert, prompt_context};
 use crate::profiles::ProfileKind;
 use crate::session::{ConfigChange, Turn, summarize};
+use crate::store::history as stored_history;
 use serde::Serialize;
-
-const PROFILES: &[&str] = &["openai", "anthropic", "gemini"];
 
 fn session(state: &ServerState, args: &CommandArgs) -> Result<Arc<LspSession>> {
     let id = args.required_str("sessionId")?;
@@ -31,11 +31,8 @@ fn session(state: &ServerState, args: &CommandArgs) -> Result<Arc<LspSession>> {
 }
 
 fn profile_of(args: &CommandArgs) -> Result<Option<ProfileKind>> {
-    Ok(args.optional_choice("profile", PROFILES)?.map(|p| match p.as_str() {
-        "openai" => ProfileKind::OpenAi,
-        "anthropic" => ProfileKind::Anthropic,
-        _ => ProfileKind::Gemini,
-    }))
+    let chosen = args.optional_choice("profile", ProfileKind::NAMES)?;
+    Ok(chosen.and_then(|name| name.parse().ok()))
 }
 
 fn root_of(args: &CommandArgs) -> Result<Option<PathBuf>> {
@@ -56,14 +53,19 @@ fn created(session: &LspSession) -> Value {
     })
 }
 
-pub fn new_session(state: &Arc<ServerState>, args: &CommandArgs) -> Result<Value> {
+/// Starts a session; its failure (configuration, provider) is the command's error, whole.
+async fn start(state: &Arc<ServerState>, request: NewSession) -> Result<Arc<LspSession>> {
+    assembly::create(state, request).await.map_err(|e| request_failed(e.to_string()))
+}
+
+pub async fn new_session(state: &Arc<ServerState>, args: &CommandArgs) -> Result<Value> {
     let request = NewSession {
         profile: profile_of(args)?,
         model: args.optional_str("model")?,
         root: root_of(args)?,
         ..Default::default()
     };
-    let session = sessions::create(state, request).map_err(request_failed)?;
+    let session = start(state, request).await?;
     Ok(created(&session))
 }
 
@@ -85,7 +87,7 @@ fn with_context(state: &ServerState, text: String, context: Option<CommandArgs>)
     Ok(prompt_context::with_context(&text, &display, &buffer, range, state.profile().encoding))
 }
 
-pub fn prompt(state: &Arc<ServerState>, args: &CommandArgs) -> Result<Value> {
+pub async fn prompt(state: &Arc<ServerState>, args: &CommandArgs) -> Result<Value> {
     let text = args.required_str("text")?;
     let context = args.optional_object("context")?;
     let session = match args.optional_str("sessionId")? {
@@ -109,8 +111,7 @@ pub fn prompt(state: &Arc<ServerState>, args: &CommandArgs) -> Result<Value> {
                 state.sessions.all().into_iter().rev().find(|s| root.as_ref().is_none_or(|r| s.root == *r));
             match latest {
                 Some(s) => s,
-                None => sessions::create(state, NewSession { root, ..Default::default() })
-                    .map_err(request_failed)?,
+                None => start(state, NewSession { root, ..Default::default() }).await?,
             }
         }
     };
@@ -138,13 +139,13 @@ pub fn follow_up(state: &Arc<ServerState>, args: &CommandArgs) -> Result<Value> 
 
 pub fn cancel(state: &Arc<ServerState>, args: &CommandArgs) -> Result<Value> {
     let session = session(state, args)?;
-    cancel_turn(state, &session);
+    state.cancel_turn(&session);
     Ok(json!({"sessionId": session.id, "cancelled": true}))
 }
 
 pub fn close(state: &Arc<ServerState>, args: &CommandArgs) -> Result<Value> {
     let session = session(state, args)?;
-    cancel_turn(state, &session);
+    state.cancel_turn(&session);
     session.handle.close();
     Ok(json!({"sessionId": session.id, "closed": true}))
 }
@@ -244,13 +245,13 @@ pub fn history(state: &Arc<ServerState>, args: &CommandArgs) -> Result<Value> {
                         "the id of an open or stored session (agentls.listSessions shows them)",
                     )
                 })?;
-            (history_from_records(&transcript.records), transcript.header.root.clone())
+            (stored_history(&transcript.records), transcript.header.root.clone())
         }
     };
     Ok(json!({"sessionId": id, "entries": history_entries(&turns, &root)}))
 }
 
-pub fn resume(state: &Arc<ServerState>, args: &CommandArgs) -> Result<Value> {
+pub async fn resume(state: &Arc<ServerState>, args: &CommandArgs) -> Result<Value> {
     let id = args.required_str("sessionId")?;
     if let Some(open) = state.sessions.get(&id) {
         let mut value = created(&open);
@@ -267,14 +268,9 @@ pub fn resume(state: &Arc<ServerState>, args: &CommandArgs) -> Result<Value> {
         }
         other => request_failed(other.to_string()),
     })?;
-    let history = history_from_records(&transcript.records);
+    let history = stored_history(&transcript.records);
     let turns = history.len();
-    let profile = match transcript.header.profile.as_str() {
-        "openai" => Some(ProfileKind::OpenAi),
-        "anthropic" => Some(ProfileKind::Anthropic),
-        "gemini" => Some(ProfileKind::Gemini),
-        _ => None,
-    };
+    let profile = transcript.header.profile.parse().ok();
     let request = NewSession {
         id: Some(id),
         profile,
@@ -282,7 +278,7 @@ pub fn resume(state: &Arc<ServerState>, args: &CommandArgs) -> Result<Value> {
         root: Some(transcript.header.root.clone()),
         history,
     };
-    let session = sessions::create(state, request).map_err(request_failed)?;
+    let session = start(state, request).await?;
     let mut value = created(&session);
     value["resumed"] = json!(true);
     value["turns"] = json!(turns);

@@ -1,0 +1,80 @@
+//! The sessions a server hosts, and which progress token belongs to which.
+//!
+//! Invariant: a session is in the registry from its assembly until its event pump ends (after
+//! `session_end`, or when its task died); lookups never block on a session.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+
+use serde_json::{Value, json};
+
+use super::convert;
+use crate::profiles::ProfileKind;
+use crate::session::SessionHandle;
+
+/// One hosted session.
+pub struct LspSession {
+    pub id: String,
+    pub root: PathBuf,
+    pub profile: ProfileKind,
+    pub handle: SessionHandle,
+}
+
+impl LspSession {
+    pub fn summary(&self) -> Value {
+        let config = self.handle.config();
+        json!({
+            "sessionId": self.id,
+            "rootUri": convert::uri_of(&self.root).map(|u| u.as_str().to_string()),
+            "profile": self.profile.as_str(),
+            "model": config.model,
+            "reasoningEffort": config.reasoning_effort.map(|e| e.as_str()),
+            "approval": config.approval,
+            "state": self.handle.state().as_str(),
+            "open": true,
+        })
+    }
+}
+
+/// Open sessions and the progress tokens that belong to them.
+#[derive(Default)]
+pub struct SessionRegistry {
+    sessions: RwLock<Vec<Arc<LspSession>>>,
+    /// Progress token → session id, for `window/workDoneProgress/cancel`.
+    progress: Mutex<HashMap<String, String>>,
+}
+
+impl SessionRegistry {
+    pub fn get(&self, id: &str) -> Option<Arc<LspSession>> {
+        self.sessions.read().unwrap_or_else(|p| p.into_inner()).iter().find(|s| s.id == id).cloned()
+    }
+
+    /// Open sessions, oldest first.
+    pub fn all(&self) -> Vec<Arc<LspSession>> {
+        self.sessions.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub(super) fn insert(&self, session: Arc<LspSession>) {
+        self.sessions.write().unwrap_or_else(|p| p.into_inner()).push(session);
+    }
+
+    pub fn remove(&self, id: &str) {
+        self.sessions.write().unwrap_or_else(|p| p.into_inner()).retain(|s| s.id != id);
+    }
+
+    pub fn session_of_progress(&self, token: &str) -> Option<String> {
+        self.progress.lock().unwrap_or_else(|p| p.into_inner()).get(token).cloned()
+    }
+
+    pub(super) fn track_progress(&self, token: &str, session: &str) {
+        self.progress
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(token.to_string(), session.to_string());
+    }
+
+    pub(super) fn untrack_progress(&self, token: &str) {
+        self.progress.lock().unwrap_or_else(|p| p.into_inner()).remove(token);
+    }
+}

@@ -1,0 +1,181 @@
+//! The state every handler and every session task shares, and how a server instance is set up.
+//!
+//! Invariants:
+//! - Nothing outside `lsp` sees this type; inside, fields are read directly and changed only
+//!   through the methods here (roots, client settings, the client's profile).
+//! - This module imports no other part of `lsp` that imports it back: handlers, the pump and
+//!   the editor port depend on the state, never the other way round.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, OnceLock, RwLock};
+use std::time::Duration;
+
+use serde_json::Value;
+use tower_lsp_server::Client;
+
+use super::capabilities::ClientProfile;
+use super::outbound::{Deadlines, Outbound};
+use super::permission::PermissionBroker;
+use super::registry::{LspSession, SessionRegistry};
+use super::review::ReviewBroker;
+use crate::config::{ConfigLayer, Env};
+use crate::store::{PermissionRules, TranscriptStore};
+use crate::tools::Tool;
+use crate::workspace::DocumentStore;
+
+/// How a server instance is set up (the binary builds it from the environment; tests build it
+/// directly).
+#[derive(Clone)]
+pub struct ServerOptions {
+    pub env: Env,
+    pub deadlines: Deadlines,
+    /// Where transcripts and permission rules live; `None` keeps them in memory only.
+    pub data_dir: Option<PathBuf>,
+    /// Tools every session gets in addition to its profile's (embedders' custom tools).
+    pub extra_tools: Vec<Arc<dyn Tool>>,
+}
+
+impl std::fmt::Debug for ServerOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerOptions")
+            .field("deadlines", &self.deadlines)
+            .field("data_dir", &self.data_dir)
+            .field("extra_tools", &self.extra_tools.iter().map(|t| t.name().to_string()).collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl ServerOptions {
+    /// Options from the environment: `AGENTLS_DATA_DIR`, `AGENTLS_CLIENT_TIMEOUT_MS` (the
+    /// deadline for requests the editor answers by itself) and `AGENTLS_QUESTION_TIMEOUT_MS`
+    /// (how long a review or permission question waits for the user).
+    pub fn from_env(env: Env) -> Self {
+        let mut deadlines = Deadlines::default();
+        for (name, deadline) in [
+            ("AGENTLS_CLIENT_TIMEOUT_MS", &mut deadlines.request),
+            ("AGENTLS_QUESTION_TIMEOUT_MS", &mut deadlines.human),
+        ] {
+            let Some(value) = env.get(name) else { continue };
+            match value.trim().parse::<u64>() {
+                Ok(ms) => *deadline = Duration::from_millis(ms.max(1)),
+                Err(_) => tracing::warn!(
+                    "{name}=`{value}` is not a number of milliseconds; using {} ms",
+                    deadline.as_millis()
+                ),
+            }
+        }
+        let data_dir = crate::store::data_dir(&env);
+        Self { env, deadlines, data_dir, extra_tools: Vec::new() }
+    }
+}
+
+/// State shared by every handler and every session task.
+pub struct ServerState {
+    pub(super) outbound: Outbound,
+    pub(super) options: ServerOptions,
+    profile: OnceLock<ClientProfile>,
+    roots: RwLock<Vec<PathBuf>>,
+    /// The `initializationOptions` and `workspace/didChangeConfiguration` layer.
+    client_layer: RwLock<ConfigLayer>,
+    pub(super) documents: Arc<DocumentStore>,
+    pub(super) permissions: PermissionBroker,
+    pub(super) reviews: ReviewBroker,
+    pub(super) sessions: SessionRegistry,
+    /// Stored transcripts; `None` without a data directory.
+    pub(super) transcripts: Option<TranscriptStore>,
+    /// `shutdown` was received (the exit code is 0 only then).
+    pub(super) shutdown_requested: AtomicBool,
+}
+
+impl ServerState {
+    pub(super) fn new(client: Client, options: ServerOptions, documents: Arc<DocumentStore>) -> Self {
+        let rules = Arc::new(PermissionRules::open(options.data_dir.as_deref()));
+        let transcripts = options.data_dir.as_deref().map(TranscriptStore::new);
+        Self {
+            outbound: Outbound::new(client, options.deadlines),
+            reviews: ReviewBroker::default(),
+            sessions: SessionRegistry::default(),
+            transcripts,
+            shutdown_requested: AtomicBool::new(false),
+            options,
+            profile: OnceLock::new(),
+            roots: RwLock::new(Vec::new()),
+            client_layer: RwLock::new(ConfigLayer::default()),
+            documents,
+            permissions: PermissionBroker::new(rules),
+        }
+    }
+
+    /// Records the client of `initialize`: its profile, roots and `initializationOptions`.
+    pub(super) fn initialize(&self, profile: ClientProfile, roots: Vec<PathBuf>, options: Option<Value>) {
+        *self.roots.write().unwrap_or_else(|p| p.into_inner()) = roots;
+        if let Some(options) = options.filter(|v| !v.is_null()) {
+            match ConfigLayer::from_json(options, "initializationOptions") {
+                Ok(layer) => *self.client_layer.write().unwrap_or_else(|p| p.into_inner()) = layer,
+                Err(e) => tracing::warn!("{e}; continuing with the other configuration layers"),
+            }
+        }
+        let _ = self.profile.set(profile);
+    }
+
+    /// Applies a `workspace/didChangeWorkspaceFolders` change.
+    pub(super) fn change_roots(&self, removed: &[PathBuf], added: Vec<PathBuf>) {
+        let mut roots = self.roots.write().unwrap_or_else(|p| p.into_inner());
+        roots.retain(|r| !removed.contains(r));
+        for root in added {
+            if !roots.contains(&root) {
+                roots.push(root);
+            }
+        }
+    }
+
+    /// Cancels a session's turn and answers its pending reviews and permissions.
+    pub(super) fn cancel_turn(&self, session: &LspSession) {
+        session.handle.cancel();
+        self.reviews.cancel_session(&session.id);
+        self.permissions.cancel_session(&session.id);
+    }
+    /// The client's profile; the default (a plain UTF-16 client) before `initialize`.
+    pub(super) fn profile(&self) -> ClientProfile {
+        self.profile.get().cloned().unwrap_or_default()
+    }
+
+    pub(super) fn is_initialized(&self) -> bool {
+        self.profile.get().is_some()
+    }
+
+    pub(super) fn roots(&self) -> Vec<PathBuf> {
+        self.roots.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// `path` as a person reads it: relative to the workspace folder that holds it.
+    pub(super) fn shown_path(&self, path: &std::path::Path) -> String {
+        self.roots()
+            .iter()
+            .filter_map(|root| path.strip_prefix(root).ok())
+            .min_by_key(|relative| relative.components().count())
+            .filter(|relative| !relative.as_os_str().is_empty())
+            .map(|relative| relative.display().to_string())
+            .unwrap_or_else(|| path.display().to_string())
+    }
+
+    pub(super) fn client_layer(&self) -> ConfigLayer {
+        self.client_layer.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Merges the editor's `agentls` settings over the client layer (later settings win);
+    /// `false` when they are invalid and were ignored.
+    pub(super) fn merge_client_settings(&self, section: Value, origin: &str) -> bool {
+        match ConfigLayer::from_json(section, origin) {
+            Ok(layer) => {
+                self.client_layer.write().unwrap_or_else(|p| p.into_inner()).merge(layer);
+                true
+            }
+            Err(e) => {
+                tracing::warn!("{e}; the previous settings stay in effect");
+                false
+            }
+        }
+    }
+}

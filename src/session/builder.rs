@@ -1,0 +1,167 @@
+//! The one session builder: every host (the language server, `agentls exec`) assembles its
+//! sessions here — configuration, provider resolution, model client, workspace, execution
+//! environment, tools and transcript — and adds only what is its own (the editor port).
+//!
+//! Invariants:
+//! - Two steps: [`SessionBuilder::load`] reads the configuration (the host builds its editor
+//!   port from it), [`SessionBuilder::build`] resolves the provider and assembles the rest.
+//! - The local-server probe (a TCP connect, only when no provider is configured and no key is
+//!   set) runs on a blocking thread, never on an async worker.
+//! - Every failure is a typed [`BuildError`]; hosts map its kind (exit code, JSON-RPC error)
+//!   and show its whole message.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::{SessionConfig, SessionOptions, Turn};
+use crate::config::{
+    Approval, Config, ConfigError, ConfigLayer, Env, LoadOptions, ProfileKind, ResolveError, provider,
+    resolve_provider,
+};
+use crate::exec::{LocalExecutionEnvironment, LocalOptions};
+use crate::llm::{self, LlmError};
+use crate::store::{TranscriptHeader, TranscriptRecorder, TranscriptStore};
+use crate::tools::Tool;
+use crate::workspace::{DocumentStore, EditorPort, Workspace};
+
+/// Why a session could not be assembled.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// The configuration files, flags or editor settings are invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// No usable provider (nothing configured, a missing key).
+    #[error(transparent)]
+    Provider(#[from] ResolveError),
+    /// The model client could not be built (a bad base URL, an unreadable cassette).
+    #[error(transparent)]
+    Client(LlmError),
+}
+
+/// What a host asks for besides the configuration.
+pub struct SessionParts {
+    /// A stored session's id when resuming; a new one otherwise.
+    pub id: Option<String>,
+    /// `None`: the profile aligned with the resolved provider.
+    pub profile: Option<ProfileKind>,
+    /// The history to resume from (empty for a new session).
+    pub history: Vec<Turn>,
+    /// The editor's open documents (the language server); `None` reads the disk only.
+    pub documents: Option<Arc<DocumentStore>>,
+    /// Where change sets, permission requests and saves go.
+    pub editor: Arc<dyn EditorPort>,
+    /// Tools added to the profile's own (embedders', the editor's diagnostics).
+    pub extra_tools: Vec<Arc<dyn Tool>>,
+    /// Stores the session's transcript (created, or reopened when resuming).
+    pub transcripts: Option<TranscriptStore>,
+}
+
+/// A session ready to spawn, with what its host shows about it.
+pub struct BuiltSession {
+    pub options: SessionOptions,
+    pub id: String,
+    pub profile: ProfileKind,
+    pub model: String,
+    /// `None` without a store, or when the transcript could not be opened (logged).
+    pub transcript: Option<TranscriptRecorder>,
+}
+
+/// A session whose configuration is loaded.
+pub struct SessionBuilder {
+    env: Env,
+    root: PathBuf,
+    config: Config,
+    default_approval: Approval,
+}
+
+impl SessionBuilder {
+    /// Loads the configuration for a session rooted at `root`; `overrides` are the host's own
+    /// layer (command-line flags, editor settings), highest of all.
+    pub fn load(env: &Env, root: PathBuf, overrides: ConfigLayer) -> Result<Self, BuildError> {
+        let options = LoadOptions { project_root: Some(root.clone()), user_file: None, overrides };
+        let config = Config::load(env, options)?;
+        Ok(Self { env: env.clone(), root, config, default_approval: Approval::Review })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The approval used when no layer sets one (`agentls exec` applies edits by default; an
+    /// editor reviews them).
+    pub fn default_approval(mut self, approval: Approval) -> Self {
+        self.default_approval = approval;
+        self
+    }
+
+    /// The approval this session will use.
+    pub fn approval(&self) -> Approval {
+        self.config.approval(self.default_approval)
+    }
+
+    /// Resolves the provider and assembles the session.
+    pub async fn build(self, parts: SessionParts) -> Result<BuiltSession, BuildError> {
+        let Self { env, root, config, default_approval: _ } = &self;
+        let settings = {
+            let (config, env) = (config.clone(), env.clone());
+            let resolved = tokio::task::spawn_blocking({
+                let (config, env) = (config.clone(), env.clone());
+                move || resolve_provider(&config, &env, provider::local_server_listening)
+            })
+            .await;
+            match resolved {
+                Ok(settings) => settings?,
+                // The probe panicked: resolve as if nothing listened locally.
+                Err(_) => resolve_provider(&config, &env, || false)?,
+            }
+        };
+        let model = settings.model.clone();
+        let profile = parts.profile.unwrap_or_else(|| ProfileKind::for_provider(settings.kind));
+        let client = llm::Client::from_config(config, settings).map_err(BuildError::Client)?;
+        let allow_outside = config.layer.allow_outside_workspace.unwrap_or(false);
+        let documents = parts.documents.unwrap_or_else(|| Arc::new(DocumentStore::new()));
+        let workspace = Arc::new(Workspace::new(vec![root.clone()], documents, allow_outside));
+        let mut local = LocalOptions::from_config(config, root);
+        local.roots = vec![root.clone()];
+        let env = Arc::new(LocalExecutionEnvironment::with_options(local));
+        let mut session_config = SessionConfig::from_config(config, model.clone());
+        session_config.approval = self.approval();
+        let id = parts.id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let resumed = parts.history.len();
+        let transcript = parts.transcripts.and_then(|store| {
+            let opened = if resumed > 0 {
+                store.reopen(&id)
+            } else {
+                store.create(TranscriptHeader {
+                    session_id: id.clone(),
+                    root: root.clone(),
+                    profile: profile.as_str().into(),
+                    model: model.clone(),
+                    created: chrono::Utc::now().to_rfc3339(),
+                })
+            };
+            match opened {
+                Ok(writer) => Some(TranscriptRecorder::new(writer, resumed)),
+                Err(e) => {
+                    tracing::warn!("session {id} will not be stored: {e}");
+                    None
+                }
+            }
+        });
+        let mut tools = profile.tools();
+        tools.extend(parts.extra_tools);
+        let options = SessionOptions {
+            id: Some(id.clone()),
+            profile,
+            client,
+            env,
+            workspace,
+            editor: parts.editor,
+            config: session_config,
+            cwd: root.clone(),
+            history: parts.history,
+            tools,
+        };
+        Ok(BuiltSession { options, id, profile, model, transcript })
+    }
+}

@@ -1,0 +1,89 @@
+//! What a transcript stores after its header: the session's history, appended turn by turn.
+//!
+//! Invariants:
+//! - [`history`] of the records written by a [`TranscriptRecorder`] is the session's history at
+//!   its last flush, so a resumed session starts from exactly what the model saw.
+//! - A record of a kind this version does not know is skipped when reading, never an error.
+
+use serde::{Deserialize, Serialize};
+
+use super::{StoreError, TranscriptWriter};
+use crate::session::Turn;
+
+/// One line of a transcript after the header.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Record {
+    /// A turn appended to the history.
+    Turn { turn: Turn },
+    /// The whole history, written when it shrank (pruning): it replaces everything before.
+    Snapshot { turns: Vec<Turn> },
+}
+
+/// The history a transcript's records describe.
+pub fn history(records: &[Record]) -> Vec<Turn> {
+    let mut turns = Vec::new();
+    for record in records {
+        match record {
+            Record::Turn { turn } => turns.push(turn.clone()),
+            Record::Snapshot { turns: all } => turns = all.clone(),
+        }
+    }
+    turns
+}
+
+/// Keeps a transcript in step with a session's history: appends the turns added since the last
+/// call, or a snapshot when the history shrank.
+#[derive(Debug)]
+pub struct TranscriptRecorder {
+    writer: TranscriptWriter,
+    /// How many turns of the history are stored.
+    persisted: usize,
+}
+
+impl TranscriptRecorder {
+    /// `persisted` is the length of the history the transcript already holds (0 for a new one).
+    pub fn new(writer: TranscriptWriter, persisted: usize) -> Self {
+        Self { writer, persisted }
+    }
+
+    /// Stores what changed in `history` and flushes.
+    pub fn record(&mut self, history: &[Turn]) -> Result<(), StoreError> {
+        if history.len() < self.persisted {
+            self.writer.append(&Record::Snapshot { turns: history.to_vec() })?;
+        } else {
+            for turn in &history[self.persisted..] {
+                self.writer.append(&Record::Turn { turn: turn.clone() })?;
+            }
+        }
+        self.writer.flush()?;
+        self.persisted = history.len();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{TranscriptHeader, TranscriptStore};
+
+    #[test]
+    fn recorded_history_reads_back_through_appends_and_snapshots() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = TranscriptStore::new(dir.path());
+        let header = TranscriptHeader {
+            session_id: "s".into(),
+            root: "/w".into(),
+            profile: "openai".into(),
+            model: "m".into(),
+            created: "t".into(),
+        };
+        let mut recorder = TranscriptRecorder::new(store.create(header).expect("create"), 0);
+        let turns: Vec<Turn> = ["one", "two", "three"].into_iter().map(Turn::user).collect();
+        recorder.record(&turns[..2]).expect("record");
+        recorder.record(&turns).expect("record");
+        assert_eq!(history(&store.load("s").expect("load").records), turns);
+        recorder.record(&turns[2..]).expect("record a pruned history");
+        assert_eq!(history(&store.load("s").expect("load").records), turns[2..].to_vec());
+    }
+}
