@@ -162,6 +162,18 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         }
     }
 
+    /// The next frame already read, without waiting for input; `None` when what is buffered
+    /// is not a whole frame.
+    pub fn next_buffered(&mut self) -> Option<Frame> {
+        loop {
+            match self.parse() {
+                Parsed::Frame(frame) => return Some(frame),
+                Parsed::Again => {}
+                Parsed::NeedMore => return None,
+            }
+        }
+    }
+
     /// The partial body as a [`Frame::Short`] when it is a complete JSON value.
     fn short_body(&mut self) -> Option<Frame> {
         let State::Body { length, .. } = self.state else { return None };
@@ -345,9 +357,17 @@ impl<R> FrameReader<R> {
 }
 
 pub fn frame(body: &[u8]) -> Vec<u8> {
-    let mut out = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
-    out.extend_from_slice(body);
+    let mut out = Vec::with_capacity(body.len() + 32);
+    append_frame(&mut out, body);
     out
+}
+
+/// Appends `body` framed with its `Content-Length` header to `out`.
+fn append_frame(out: &mut Vec<u8>, body: &[u8]) {
+    out.extend_from_slice(b"Content-Length: ");
+    out.extend_from_slice(body.len().to_string().as_bytes());
+    out.extend_from_slice(b"\r\n\r\n");
+    out.extend_from_slice(body);
 }
 
 /// Checks a body the way the framework will decode it; `Err(reply)` is the error to send back.
@@ -422,6 +442,9 @@ pub const PAUSE_AFTER_RESPONSE: std::time::Duration = std::time::Duration::from_
 
 /// Writes the server's frames and the guard's replies to `output`, whole frames at a time.
 ///
+/// Frames that are already read when one is written go out with it in one write: a server that
+/// produces faster than the client reads makes fewer, larger writes, never more latency.
+///
 /// When `pause_after_response()` says so, nothing is written for [`PAUSE_AFTER_RESPONSE`] after a
 /// response, so that the response ends the chunk the client reads: Emacs 28's jsonrpc.el (eglot
 /// 1.9) stops parsing a chunk at the response it was waiting for, and whatever followed in the
@@ -439,18 +462,22 @@ pub async fn merge_output<S, O>(
     let mut reader = FrameReader::new(from_server);
     let mut replies_open = true;
     let mut paused_until: Option<tokio::time::Instant> = None;
+    let mut batch: Vec<u8> = Vec::new();
     loop {
-        let bytes = tokio::select! {
+        // Appends a frame of the server to the batch; `true` when the batch must end with it.
+        let add = |batch: &mut Vec<u8>, body: Vec<u8>| {
+            let pause = pause_after_response() && is_response(&body);
+            append_frame(batch, &body);
+            pause
+        };
+        let mut ends_batch = tokio::select! {
             biased;
             frame = reader.next() => match frame {
                 Ok(Some(Frame::Body(body) | Frame::Short { body, .. })) => {
                     if let Some(until) = paused_until.take() {
                         tokio::time::sleep_until(until).await;
                     }
-                    if is_response(&body) && pause_after_response() {
-                        paused_until = Some(tokio::time::Instant::now() + PAUSE_AFTER_RESPONSE);
-                    }
-                    frame_bytes(body)
+                    add(&mut batch, body)
                 }
                 Ok(Some(Frame::Malformed(problem))) => {
                     tracing::error!("the framework wrote a malformed frame: {problem}");
@@ -459,16 +486,32 @@ pub async fn merge_output<S, O>(
                 Ok(None) | Err(_) => break,
             },
             reply = replies.recv(), if replies_open => match reply {
-                Some(bytes) => bytes,
+                Some(bytes) => {
+                    batch.extend_from_slice(&bytes);
+                    false
+                }
                 None => {
                     replies_open = false;
                     continue;
                 }
             },
         };
-        if output.write_all(&bytes).await.is_err() || output.flush().await.is_err() {
+        while !ends_batch {
+            match reader.next_buffered() {
+                Some(Frame::Body(body) | Frame::Short { body, .. }) => ends_batch = add(&mut batch, body),
+                Some(Frame::Malformed(problem)) => {
+                    tracing::error!("the framework wrote a malformed frame: {problem}")
+                }
+                None => break,
+            }
+        }
+        if ends_batch {
+            paused_until = Some(tokio::time::Instant::now() + PAUSE_AFTER_RESPONSE);
+        }
+        if output.write_all(&batch).await.is_err() || output.flush().await.is_err() {
             break;
         }
+        batch.clear();
     }
     while let Ok(bytes) = replies.try_recv() {
         let _ = output.write_all(&bytes).await;
@@ -487,10 +530,6 @@ fn is_response(body: &[u8]) -> bool {
         id: Option<IgnoredAny>,
     }
     serde_json::from_slice::<Shape>(body).is_ok_and(|m| m.method.is_none() && m.id.is_some())
-}
-
-fn frame_bytes(body: Vec<u8>) -> Vec<u8> {
-    frame(&body)
 }
 
 #[cfg(test)]
@@ -641,7 +680,9 @@ mod tests {
         }
     }
 
-    async fn write_times(pause: bool) -> Vec<std::time::Duration> {
+    /// The frames of `merge_output`'s writes (each write a list of frames) and when each
+    /// write happened.
+    async fn writes(pause: bool) -> Vec<(std::time::Duration, usize)> {
         let mut input = Vec::new();
         input.extend(frame(br#"{"jsonrpc":"2.0","id":5,"result":{"sessionId":"s"}}"#));
         input.extend(frame(
@@ -655,16 +696,26 @@ mod tests {
         let start = tokio::time::Instant::now();
         merge_output(&input[..], rx, Timed(writes.clone()), move || pause).await;
         let writes = writes.lock().unwrap();
-        writes.iter().map(|(at, _)| at.duration_since(start)).collect()
+        let all: Vec<u8> = writes.iter().flat_map(|(_, bytes)| bytes.clone()).collect();
+        assert_eq!(all, input, "every frame is written whole, in order");
+        writes
+            .iter()
+            .map(|(at, bytes)| {
+                (at.duration_since(start), bytes.windows(15).filter(|w| w == b"Content-Length:").count())
+            })
+            .collect()
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_response_ends_its_chunk_for_clients_that_need_it() {
-        let paused = write_times(true).await;
-        assert_eq!(paused.len(), 3);
-        assert!(paused[1] >= paused[0] + PAUSE_AFTER_RESPONSE, "{paused:?}");
-        assert_eq!(paused[2], paused[1], "only a response makes the output pause");
-        let unpaused = write_times(false).await;
-        assert_eq!(unpaused, [unpaused[0]; 3], "no pause for other clients");
+        let paused = writes(true).await;
+        assert_eq!(paused.iter().map(|w| w.1).collect::<Vec<_>>(), [1, 2], "the response is written alone");
+        assert!(paused[1].0 >= paused[0].0 + PAUSE_AFTER_RESPONSE, "{paused:?}");
+        let unpaused = writes(false).await;
+        assert_eq!(
+            unpaused,
+            [(unpaused[0].0, 3)],
+            "no pause for other clients: what is read goes out in one write"
+        );
     }
 }
