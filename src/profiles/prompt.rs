@@ -5,6 +5,10 @@
 
 use super::{EnvironmentInfo, ProfileKind, ProjectDocs};
 
+/// Seed 002's constraint, stated where it overrides the base prompt's advice to batch calls.
+pub const ONE_CALL_PER_STEP: &str = "\n\nUse at most one tool call per step: only the first tool call \
+of a response is executed, whatever the instructions above say about calling tools together.";
+
 /// A tool as the system prompt lists it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolSummary {
@@ -39,7 +43,7 @@ impl SystemPrompt<'_> {
                 tools.push_str(&format!("\n- `{}`: {}", t.name, first));
             }
             if self.one_call_per_step {
-                tools.push_str("\n\nUse at most one tool call per step.");
+                tools.push_str(ONE_CALL_PER_STEP);
             }
             sections.push(tools);
         }

@@ -19,7 +19,9 @@ const TOOL_ALIASES: &[(&str, &str)] = &[
     ("replace", "edit_file"),
 ];
 
-/// `(canonical parameter, aliases)`, tried in order.
+/// `(canonical parameter, aliases)`, tried in order: the argument names of Claude Code (`glob`,
+/// `-i`, `-A`/`-B`/`-C`, `head_limit` on its search tool, `timeout` on its shell), gemini-cli
+/// (`absolute_path`, `dir_path`, `include`, `directory`) and codex (`workdir`, `limit`).
 const ARGUMENT_ALIASES: &[(&str, &[&str])] = &[
     ("file_path", &["absolute_path", "path", "filePath", "file"]),
     ("absolute_path", &["file_path", "path"]),
@@ -27,6 +29,14 @@ const ARGUMENT_ALIASES: &[(&str, &[&str])] = &[
     ("old_string", &["old_str"]),
     ("new_string", &["new_str"]),
     ("command", &["cmd"]),
+    ("glob_filter", &["glob", "include"]),
+    ("case_insensitive", &["-i", "ignore_case"]),
+    ("context_lines", &["-C", "context"]),
+    ("before_context", &["-B"]),
+    ("after_context", &["-A"]),
+    ("max_results", &["head_limit", "limit"]),
+    ("timeout_ms", &["timeout"]),
+    ("workdir", &["cwd", "directory", "dir_path"]),
 ];
 
 /// The registered tool a call of `name` should run, when `name` itself is not registered.
@@ -92,6 +102,27 @@ mod tests {
         assert_eq!(
             normalized(json!({"file_path": "a", "absolute_path": "b"}), &["file_path"]),
             json!({"file_path": "a", "absolute_path": "b"})
+        );
+    }
+
+    #[test]
+    fn other_agents_search_and_shell_arguments_map_onto_ours() {
+        let grep = ["pattern", "path", "glob_filter", "case_insensitive", "context_lines", "max_results"];
+        assert_eq!(
+            normalized(
+                json!({"pattern": "x", "glob": "*.rs", "-i": true, "-C": 2, "head_limit": 5}),
+                &grep
+            ),
+            json!({"pattern": "x", "glob_filter": "*.rs", "case_insensitive": true, "context_lines": 2, "max_results": 5})
+        );
+        assert_eq!(
+            normalized(json!({"command": "ls", "timeout": 500, "cwd": "src"}), &["command", "timeout_ms", "workdir"]),
+            json!({"command": "ls", "timeout_ms": 500, "workdir": "src"})
+        );
+        // `include` is read_many_files' own parameter there: never renamed.
+        assert_eq!(
+            normalized(json!({"paths": ["a"], "include": ["*.md"]}), &["paths", "include"]),
+            json!({"paths": ["a"], "include": ["*.md"]})
         );
     }
 

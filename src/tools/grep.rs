@@ -119,7 +119,7 @@ impl Tool for GrepTool {
                 "path": {"type": "string", "description": "File or directory to search (default: the working directory)."},
                 "glob_filter": {"type": "string", "description": "Only search files matching this glob, e.g. \"*.py\" or \"src/**/*.{ts,tsx}\"."},
                 "case_insensitive": {"type": "boolean", "description": "Match case-insensitively (default false)."},
-                "output_mode": {"type": "string", "enum": ["content", "files_with_matches", "count"], "description": "What to return (default \"content\")."},
+                "output_mode": {"type": "string", "enum": ["content", "files_with_matches", "count"], "default": "content", "description": "What to return (default \"content\")."},
                 "context_lines": {"type": "integer", "minimum": 0, "description": "Lines of context before and after each match (content mode)."},
                 "before_context": {"type": "integer", "minimum": 0, "description": "Lines of context before each match (content mode)."},
                 "after_context": {"type": "integer", "minimum": 0, "description": "Lines of context after each match (content mode)."},

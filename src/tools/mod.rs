@@ -7,7 +7,7 @@
 //!   the registry/session, so `tool_call_end` events can carry everything.
 //! - Every failure the model can act on is a [`ToolError`], which becomes an `is_error` result.
 
-mod aliases;
+pub mod aliases;
 pub mod glob;
 pub mod grep;
 pub mod list_dir;
