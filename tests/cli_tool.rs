@@ -28,6 +28,13 @@ fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
+/// A shell result printed by `agentls tool` without its last line, which reports the duration.
+fn without_duration(text: &str) -> String {
+    let (rest, last) = text.trim_end_matches('\n').rsplit_once('\n').unwrap_or_default();
+    assert!(last.starts_with("Duration: ") && last.ends_with(" ms"), "{text:?}");
+    rest.to_string()
+}
+
 fn project() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("hello.py"), "print('Hello')\nprint('World')\n").unwrap();
@@ -83,7 +90,7 @@ fn tool_errors_exit_one_with_the_error_text() {
     let dir = project();
     let output = agentls(dir.path(), &["shell", r#"{"command": "echo failing; exit 4"}"#], None);
     assert_eq!(output.status.code(), Some(1));
-    assert_eq!(stdout(&output), "failing\nExit code: 4\n");
+    assert_eq!(without_duration(&stdout(&output)), "Tool error (shell): failing\nExit code: 4");
 
     let invalid = agentls(dir.path(), &["read_file", r#"{"file_path": 7}"#], None);
     assert_eq!(invalid.status.code(), Some(1));
@@ -135,9 +142,9 @@ fn project_configuration_sets_the_shell_timeout_and_the_spec_message_is_printed(
     let output = agentls(dir.path(), &["shell", r#"{"command": "echo partial; sleep 30"}"#], None);
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(
-        stdout(&output),
-        "partial\n[ERROR: Command timed out after 300ms. Partial output is shown above. \
-         You can retry with a longer timeout by setting the timeout_ms parameter.]\n"
+        without_duration(&stdout(&output)),
+        "Tool error (shell): partial\n[ERROR: Command timed out after 300ms. Partial output is shown above. \
+         You can retry with a longer timeout by setting the timeout_ms parameter.]"
     );
 }
 

@@ -40,9 +40,10 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// The output with the run's folder and session id replaced by placeholders.
+/// The output with the run's folder, session id and command durations replaced by placeholders.
 fn normalized(stdout: &str, dir: &Path) -> String {
     let stdout = stdout.replace(&dir.display().to_string(), "<DIR>");
+    let duration = regex::Regex::new(r"^(\s*Duration: )\d+(\.\d)? (ms|s)$").unwrap();
     stdout
         .lines()
         .map(|line| match line.find(", session ") {
@@ -51,7 +52,7 @@ fn normalized(stdout: &str, dir: &Path) -> String {
                 let end = rest.find(' ').unwrap_or(rest.len());
                 format!("{}, session <SESSION>{}", &line[..at], &rest[end..])
             }
-            None => line.to_string(),
+            None => duration.replace(line, "${1}<DURATION>").into_owned(),
         })
         .collect::<Vec<_>>()
         .join("\n")

@@ -17,7 +17,7 @@ use agentls::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use tokio::sync::{Barrier, Notify};
-use tools_support::Fixture;
+use tools_support::{Fixture, without_duration};
 
 /// A tool whose behaviour each test chooses.
 struct Scripted {
@@ -124,8 +124,8 @@ async fn executor_failures_and_panics_become_error_results() {
     assert_eq!(
         failed,
         ToolCallOutcome {
-            content: "disk on fire".into(),
-            model_content: "disk on fire".into(),
+            content: "Tool error (fail): disk on fire".into(),
+            model_content: "Tool error (fail): disk on fire".into(),
             images: vec![],
             is_error: true
         }
@@ -451,7 +451,7 @@ async fn consumers_can_plug_in_their_own_execution_environment() {
     let mut registry = ToolRegistry::new();
     registry.register(Arc::new(ShellTool::with_default_timeout_ms(120_000)));
     let outcome = registry.execute("shell", r#"{"command": "make test"}"#, &fx.ctx).await;
-    assert_eq!(outcome.content, "remote: make test\nExit code: 0");
+    assert_eq!(without_duration(&outcome.content), "remote: make test\nExit code: 0");
     assert_eq!(env.seen.lock().unwrap()[0].timeout_ms, 120_000, "the profile's default timeout applies");
 }
 

@@ -9,7 +9,7 @@ use agentls::exec::ShellLimits;
 use agentls::tools::registry::{ToolCallOutcome, ToolRegistry};
 use agentls::tools::shell::{ShellTool, timeout_message};
 use agentls::workspace::PermissionDecision;
-use tools_support::{Fixture, RecordingPort};
+use tools_support::{Fixture, RecordingPort, without_duration};
 
 async fn run(fx: &Fixture, tool: ShellTool, args: serde_json::Value) -> ToolCallOutcome {
     let mut registry = ToolRegistry::new();
@@ -26,10 +26,10 @@ async fn runs_the_command_and_reports_output_and_exit_code() {
     let fx = Fixture::new();
     let ok = run(&fx, ShellTool::new(), serde_json::json!({"command": "echo hello; echo oops >&2"})).await;
     assert!(!ok.is_error);
-    assert_eq!(ok.content, "hello\noops\nExit code: 0");
+    assert_eq!(without_duration(&ok.content), "hello\noops\nExit code: 0");
     let failed = run(&fx, ShellTool::new(), serde_json::json!({"command": "exit 3"})).await;
     assert!(failed.is_error);
-    assert_eq!(failed.content, "(no output)\nExit code: 3");
+    assert_eq!(without_duration(&failed.content), "Tool error (shell): (no output)\nExit code: 3");
 }
 
 #[tokio::test]
@@ -56,7 +56,10 @@ async fn a_denied_command_does_not_run_and_the_feedback_reaches_the_model() {
     );
     let outcome = run(&fx, ShellTool::new(), serde_json::json!({"command": "touch ran"})).await;
     assert!(outcome.is_error);
-    assert_eq!(outcome.content, "The user denied running this command. Feedback: use cargo instead");
+    assert_eq!(
+        outcome.content,
+        "Tool error (shell): The user denied running this command. Feedback: use cargo instead"
+    );
     assert!(!fx.root().join("ran").exists());
 }
 
@@ -65,7 +68,7 @@ async fn the_session_default_timeout_applies_with_the_spec_message() {
     let fx = Fixture::with_port(RecordingPort::allowing(), short_limits(300, 600_000));
     let outcome = run(&fx, ShellTool::new(), serde_json::json!({"command": "echo started; sleep 30"})).await;
     assert!(outcome.is_error);
-    assert_eq!(outcome.content, format!("started\n{}", timeout_message(300)));
+    assert_eq!(without_duration(&outcome.content), format!("Tool error (shell): started\n{}", timeout_message(300)));
     assert_eq!(
         timeout_message(300),
         "[ERROR: Command timed out after 300ms. Partial output is shown above. \
@@ -98,7 +101,7 @@ async fn workdir_runs_the_command_elsewhere_inside_the_workspace() {
     let fx = Fixture::new();
     fx.write("sub/file.txt", "x");
     let outcome = run(&fx, ShellTool::new(), serde_json::json!({"command": "ls", "workdir": "sub"})).await;
-    assert_eq!(outcome.content, "file.txt\nExit code: 0");
+    assert_eq!(without_duration(&outcome.content), "file.txt\nExit code: 0");
     let outside = run(&fx, ShellTool::new(), serde_json::json!({"command": "ls", "workdir": "/"})).await;
     assert!(outside.is_error && outside.content.contains("outside the workspace"), "{}", outside.content);
 }
@@ -108,10 +111,12 @@ async fn large_output_is_truncated_for_the_model_with_markers() {
     let fx = Fixture::new();
     let outcome = run(&fx, ShellTool::new(), serde_json::json!({"command": "seq 1 100000"})).await;
     assert!(!outcome.is_error);
-    assert!(outcome.content.starts_with("1\n2\n") && outcome.content.ends_with("100000\nExit code: 0"));
+    assert!(
+        outcome.content.starts_with("1\n2\n") && without_duration(&outcome.content).ends_with("100000\nExit code: 0")
+    );
     assert!(outcome.model_content.contains("characters were removed from the middle"));
     assert!(outcome.model_content.contains("lines omitted ...]"));
-    assert!(outcome.model_content.ends_with("Exit code: 0"));
+    assert!(without_duration(&outcome.model_content).ends_with("Exit code: 0"));
 }
 
 #[tokio::test]

@@ -3,7 +3,8 @@
 //!
 //! Invariant: `execute` never fails and never panics: unknown tools, malformed or invalid
 //! arguments, tool errors, tool panics and cancelled turns all become `is_error` outcomes the
-//! model can recover from, with the full output kept next to the truncated one.
+//! model can recover from, with the full output kept next to the truncated one. A failure of the
+//! tool itself (an error it returns, or a panic) reads `Tool error (<name>): …`, as in the spec.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, OnceLock};
@@ -49,6 +50,12 @@ impl ToolCallOutcome {
         let model_content = truncation.truncate(tool, &message).into_owned();
         Self { content: message, model_content, images: Vec::new(), is_error: true }
     }
+}
+
+/// What the model receives when tool `name` fails with `message` (spec §2.5's error result):
+/// `Tool error (<name>): <message>`, `name` being the tool that ran.
+pub fn tool_error_message(name: &str, message: &str) -> String {
+    format!("Tool error ({name}): {message}")
 }
 
 /// How the calls of one model step are run.
@@ -286,7 +293,7 @@ impl ToolRegistry {
                     is_error: false,
                 }
             }
-            Ok(Err(error)) => ToolCallOutcome::error(error.0, &self.truncation, name),
+            Ok(Err(error)) => ToolCallOutcome::error(tool_error_message(name, &error.0), &self.truncation, name),
             Err(panic) => {
                 let what = panic
                     .downcast_ref::<String>()
@@ -295,7 +302,7 @@ impl ToolRegistry {
                     .unwrap_or("unknown failure");
                 tracing::error!(tool = %name, panic = %what, "tool panicked");
                 ToolCallOutcome::error(
-                    format!("Tool error ({name}): the tool crashed: {what}"),
+                    tool_error_message(name, &format!("the tool crashed: {what}")),
                     &self.truncation,
                     name,
                 )

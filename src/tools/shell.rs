@@ -1,7 +1,7 @@
 //! `shell`: runs a command through the execution environment after asking the editor for
 //! permission and saving the files the agent changed (so the command sees the agent's edits).
-//! The result is the combined output and the exit code; a non-zero exit, a timeout (with the
-//! spec §5.4 message) or a cancellation is an error result.
+//! The result is the combined output, the exit code and the duration; a non-zero exit, a timeout
+//! (with the spec §5.4 message) or a cancellation is an error result.
 
 use async_trait::async_trait;
 use serde::Deserialize;
@@ -50,7 +50,14 @@ struct Args {
     workdir: Option<String>,
 }
 
-/// Stdout and stderr together, then the timeout message or the exit code.
+/// A command's wall-clock duration as the model reads it: milliseconds below ten seconds,
+/// seconds with one decimal from there.
+pub fn format_duration(ms: u64) -> String {
+    if ms < 10_000 { format!("{ms} ms") } else { format!("{:.1} s", ms as f64 / 1000.0) }
+}
+
+/// Stdout and stderr together, then the timeout message or the exit code, then how long the
+/// command ran (spec §3.3: output, exit code, duration).
 pub fn format_result(result: &ExecResult) -> String {
     let mut out = String::new();
     for stream in [&result.stdout, &result.stderr] {
@@ -75,6 +82,7 @@ pub fn format_result(result: &ExecResult) -> String {
         }
         out.push_str(&format!("Exit code: {}", result.exit_code));
     }
+    out.push_str(&format!("\nDuration: {}", format_duration(result.duration_ms)));
     out
 }
 
@@ -86,10 +94,11 @@ impl Tool for ShellTool {
 
     fn description(&self) -> &str {
         "Runs a shell command with `bash -c` in the working directory and returns its combined \
-         stdout and stderr followed by the exit code. Commands time out (the default is short; set \
-         `timeout_ms` for builds and test suites); on timeout the whole process group is stopped and \
-         the partial output is returned. Prefer the read_file, grep and glob tools over cat, grep and \
-         find. Do not start interactive programs. The files you edited are saved before the command runs."
+         stdout and stderr followed by the exit code and how long it ran. Commands time out (the \
+         default is short; set `timeout_ms` for builds and test suites); on timeout the whole process \
+         group is stopped and the partial output is returned. Prefer the read_file, grep and glob \
+         tools over cat, grep and find. Do not start interactive programs. The files you edited are \
+         saved before the command runs."
     }
 
     fn parameters(&self) -> Value {

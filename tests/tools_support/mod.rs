@@ -88,3 +88,11 @@ impl Fixture {
         path
     }
 }
+
+/// A shell result without its last line, which must report the duration (`Duration: 12 ms`).
+pub fn without_duration(content: &str) -> &str {
+    let (rest, last) = content.rsplit_once('\n').unwrap_or(("", content));
+    let duration = regex::Regex::new(r"^Duration: (\d+ ms|\d+\.\d s)$").unwrap();
+    assert!(duration.is_match(last), "the last line reports the duration: {content:?}");
+    rest
+}
