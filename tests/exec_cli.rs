@@ -281,3 +281,133 @@ async fn approval_deny_refuses_edits_and_commands_and_the_model_is_told() {
     let shell = sent_result(ProfileKind::Anthropic, body, "c2");
     assert!(shell.content.contains("approval: deny") && shell.is_error == Some(true), "{shell:?}");
 }
+
+/// The JSON events `agentls exec --json` printed.
+fn json_events(out: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON event per line"))
+        .collect()
+}
+
+fn count_of(events: &[Value], kind: &str) -> usize {
+    events.iter().filter(|e| e["kind"] == kind).count()
+}
+
+/// Two shell calls in one step (the second would create `second-ran`), then the same call twice:
+/// a repeating pattern for a loop-detection window of 2.
+fn push_settings_script(mock: &MockProvider) {
+    mock.push(
+        Reply::new()
+            .tool_call("c1", "shell", json!({"command": "seq 1 50"}))
+            .tool_call("c2", "shell", json!({"command": "touch second-ran"})),
+    );
+    mock.push(Reply::new().tool_call("c3", "shell", json!({"command": "seq 1 50"})));
+    mock.push(Reply::new().tool_call("c4", "shell", json!({"command": "seq 1 50"})));
+    mock.push(Reply::new().text("done"));
+}
+
+/// Every loop setting of the configuration file reaches the session: `[tool_line_limits]`,
+/// one call per step (with `parallel_tool_calls: false` on the wire), the loop-detection window
+/// and the context window.
+#[tokio::test]
+async fn loop_settings_of_the_configuration_file_reach_the_session_and_the_wire() {
+    let mock = MockProvider::start(Dialect::OpenAiResponses).await;
+    push_settings_script(&mock);
+    let dir = repo();
+    std::fs::write(
+        dir.path().join(".agentls.toml"),
+        "one_call_per_step = true\nloop_detection_window = 2\ncontext_window_tokens = 12\n\
+         [tool_line_limits]\nshell = 4\n",
+    )
+    .expect("project config");
+    let out = exec(&mock, dir.path(), &["--provider", "openai", "--json", "count"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    let requests = mock.requests();
+    assert_eq!(requests[0].body["parallel_tool_calls"], json!(false), "one call per step on the wire");
+    assert!(!dir.path().join("second-ran").exists(), "only the first call of a step runs");
+    let profile = ProfileKind::OpenAi;
+    let skipped = sent_result(profile, &requests[1].body, "c2");
+    assert!(skipped.content.contains("was not executed"), "{skipped:?}");
+    let counted = sent_result(profile, &requests[1].body, "c1").content;
+    assert!(counted.contains("lines omitted") && counted.lines().count() <= 6, "{counted}");
+
+    let events = json_events(&out);
+    assert_eq!(count_of(&events, "loop_detection"), 1, "window 2: the second repeat is a loop");
+    let warnings: Vec<&Value> = events.iter().filter(|e| e["kind"] == "warning").collect();
+    assert!(
+        warnings.iter().any(|w| w["data"]["context_window"] == 12
+            && w["data"]["message"].as_str().unwrap_or_default().starts_with("Context usage at ~")),
+        "{warnings:?}"
+    );
+}
+
+/// `agentls exec` flags win over the configuration file, for both values of a switch.
+#[tokio::test]
+async fn loop_flags_override_the_configuration_file() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    push_settings_script(&mock);
+    let dir = repo();
+    std::fs::write(
+        dir.path().join(".agentls.toml"),
+        "one_call_per_step = true\nenable_loop_detection = false\nloop_detection_window = 5\n",
+    )
+    .expect("project config");
+    let args = [
+        "--provider",
+        "anthropic",
+        "--json",
+        "--one-call-per-step=false",
+        "--loop-detection",
+        "--loop-detection-window",
+        "2",
+        "--context-window",
+        "12",
+        "count",
+    ];
+    let out = exec(&mock, dir.path(), &args).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let choice = &mock.requests()[0].body["tool_choice"];
+    assert_eq!(choice["disable_parallel_tool_use"], json!(false), "{choice}");
+    assert!(dir.path().join("second-ran").exists(), "both calls of the step ran");
+    let events = json_events(&out);
+    assert_eq!(count_of(&events, "loop_detection"), 1, "on (a switch without a value), window 2");
+    assert!(count_of(&events, "warning") >= 1, "the context window of 12 tokens is exceeded");
+
+    // `--loop-detection=false` turns it off again; `--one-call-per-step` alone turns that on.
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    push_settings_script(&mock);
+    let args = ["--provider", "anthropic", "--json", "--loop-detection=false", "--loop-detection-window", "2", "count"];
+    let out = exec(&mock, dir.path(), &args).await;
+    assert_eq!(count_of(&json_events(&out), "loop_detection"), 0, "{}", stderr(&out));
+    let mock = MockProvider::start(Dialect::OpenAiChat).await;
+    mock.push(Reply::new().text("ok"));
+    let out = exec(&mock, dir.path(), &["--provider", "openai-chat", "--one-call-per-step", "hi"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(mock.requests()[0].body["parallel_tool_calls"], json!(false));
+}
+
+#[tokio::test]
+async fn bad_loop_settings_are_usage_errors_naming_the_file_or_flag_and_the_key() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let dir = repo();
+    let out = exec(&mock, dir.path(), &["--provider", "anthropic", "--loop-detection-window", "1", "x"]).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--loop-detection-window") && stderr(&out).contains("at least 2"));
+
+    let config = dir.path().join(".agentls.toml");
+    std::fs::write(&config, "loop_detection_window = 1\n").expect("config");
+    let out = exec(&mock, dir.path(), &["--provider", "anthropic", "x"]).await;
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains(".agentls.toml") && err.contains("`loop_detection_window`"), "{err}");
+    assert!(err.contains("enable_loop_detection = false"), "says how to turn it off: {err}");
+
+    std::fs::write(&config, "[tool_line_limit]\nshell = 3\n").expect("config");
+    let out = exec(&mock, dir.path(), &["--provider", "anthropic", "x"]).await;
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains(".agentls.toml") && err.contains("unknown field `tool_line_limit`"), "{err}");
+    assert_eq!(mock.request_count(), 0, "nothing reached the model");
+}

@@ -357,3 +357,38 @@ async fn code_actions_offer_fix_explain_and_comment_instructions() {
     let body = request_text(&fx.mock, 0);
     assert!(body.contains("add a doc comment") && body.contains("src/lib.rs"), "{body}");
 }
+
+/// The editor's `agentls` settings (here `initializationOptions`; the `workspace/configuration`
+/// section goes through the same parser) set the loop settings of the sessions it starts.
+#[tokio::test]
+async fn loop_settings_from_the_editor_reach_the_session_and_the_wire() {
+    let fx = Fixture::new().await;
+    let lib = fx.write("src/lib.rs", &(1..=30).map(|i| format!("line {i}\n")).collect::<String>());
+    let client = LspClient::in_process(fx.options());
+    let settings = json!({
+        "model": "claude-test",
+        "one_call_per_step": true,
+        "enable_loop_detection": true,
+        "loop_detection_window": 2,
+        "context_window_tokens": 12,
+        "tool_line_limits": {"read_file": 6},
+    });
+    client.initialize(&fx.root, plugin_capabilities(), settings).await;
+    let read = json!({"file_path": path_text(&lib)});
+    fx.mock.push(Turn::new().tool_call("c1", "read_file", read.clone()).tool_call("c2", "glob", json!({"pattern": "*"})));
+    fx.mock.push(Turn::new().tool_call("c3", "read_file", read.clone()));
+    fx.mock.push(Turn::new().tool_call("c4", "read_file", read));
+    fx.mock.push(Turn::new().text("done"));
+    let id = new_session(&client).await;
+    client.command("agentls.prompt", json!({"sessionId": id, "text": "read it"})).await.expect("prompt");
+
+    let warning = client.next_event(&id, "warning").await;
+    assert_eq!(warning["data"]["context_window"], 12, "{warning}");
+    let looped = client.next_event(&id, "loop_detection").await;
+    assert!(looped["data"]["message"].as_str().unwrap().contains("last 2 tool calls"), "{looped}");
+    client.next_event(&id, "processing_end").await;
+    let first = &fx.mock.requests()[0].body;
+    assert_eq!(first["tool_choice"]["disable_parallel_tool_use"], json!(true), "{}", first["tool_choice"]);
+    let second = request_text(&fx.mock, 1);
+    assert!(second.contains("was not executed") && second.contains("lines omitted"), "{second}");
+}

@@ -67,12 +67,13 @@ fn run_inner(env: &Env, args: ExecArgs) -> Result<u8, Failure> {
     if !cwd.is_dir() {
         return Err((EXIT_USAGE, format!("working directory {} is not a directory", cwd.display())));
     }
-    let overrides = ConfigLayer {
+    let mut overrides = ConfigLayer {
         approval: args.approval,
         reasoning_effort: args.reasoning_effort,
         max_turns: args.max_turns,
         ..args.model.layer()
     };
+    overrides.merge(args.agent_loop.layer());
     let builder = SessionBuilder::load(env, cwd, overrides)
         .map_err(|e| (EXIT_USAGE, e.to_string()))?
         .default_approval(Approval::Auto);

@@ -15,7 +15,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::config::{Approval, Config, ConfigLayer, Env, LoadOptions, ProviderKind};
+use crate::config::{Approval, Config, ConfigLayer, Env, LoadOptions, MIN_LOOP_DETECTION_WINDOW, ProviderKind};
 use crate::llm::ReasoningEffort;
 
 #[derive(Debug, Parser)]
@@ -78,8 +78,41 @@ pub struct ExecArgs {
     /// Maximum model turns (0 = unlimited).
     #[arg(long)]
     pub max_turns: Option<u32>,
+    #[command(flatten)]
+    pub agent_loop: LoopFlags,
     /// The task. `-` reads it from stdin.
     pub prompt: String,
+}
+
+/// Flags that tune the agent loop; each overrides the configuration key named in its help.
+#[derive(Debug, Args, Clone, Default)]
+pub struct LoopFlags {
+    /// Run only the first tool call of each model step and ask the provider for one call per
+    /// step (`one_call_per_step`; `--one-call-per-step=false` overrides a configuration file).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub one_call_per_step: Option<bool>,
+    /// Warn the model when its recent tool calls repeat one pattern (`enable_loop_detection`;
+    /// `--loop-detection=false` turns it off).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub loop_detection: Option<bool>,
+    /// How many consecutive tool calls loop detection looks at (`loop_detection_window`, at least 2).
+    #[arg(long, value_name = "CALLS", value_parser = parse_loop_window)]
+    pub loop_detection_window: Option<usize>,
+    /// The model's context window in tokens, for the 80% usage warning (`context_window_tokens`).
+    #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub context_window: Option<u64>,
+}
+
+impl LoopFlags {
+    pub fn layer(&self) -> ConfigLayer {
+        ConfigLayer {
+            one_call_per_step: self.one_call_per_step,
+            enable_loop_detection: self.loop_detection,
+            loop_detection_window: self.loop_detection_window,
+            context_window_tokens: self.context_window,
+            ..Default::default()
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -133,6 +166,15 @@ fn parse_approval(s: &str) -> Result<Approval, String> {
 }
 fn parse_effort(s: &str) -> Result<ReasoningEffort, String> {
     s.parse()
+}
+fn parse_loop_window(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n >= MIN_LOOP_DETECTION_WINDOW => Ok(n),
+        _ => Err(format!(
+            "expected a number of tool calls of at least {MIN_LOOP_DETECTION_WINDOW}; \
+             to turn loop detection off, pass --loop-detection=false"
+        )),
+    }
 }
 
 impl ModelFlags {

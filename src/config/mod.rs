@@ -22,6 +22,9 @@ pub use secret::Secret;
 /// File name of the project configuration, looked up in the workspace root.
 pub const PROJECT_FILE: &str = ".agentls.toml";
 
+/// The smallest `loop_detection_window`: a window of one call would call every call a loop.
+pub const MIN_LOOP_DETECTION_WINDOW: usize = 2;
+
 /// How proposed edits are handled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -121,6 +124,15 @@ pub struct ConfigLayer {
     pub tool_output_limits: Option<BTreeMap<String, usize>>,
     /// Per-tool output limits in lines (0 = no line limit), overriding the profile defaults.
     pub tool_line_limits: Option<BTreeMap<String, usize>>,
+    /// Warn the model when its recent tool calls repeat one pattern (default true).
+    pub enable_loop_detection: Option<bool>,
+    /// How many consecutive tool calls loop detection looks at (default 10, at least 2).
+    pub loop_detection_window: Option<usize>,
+    /// Run only the first tool call of each model step and ask the provider for one (seed 002).
+    pub one_call_per_step: Option<bool>,
+    /// The model's context window in tokens, for the 80% usage warning (default: the profile's
+    /// figure for the model).
+    pub context_window_tokens: Option<u64>,
     pub providers: Option<BTreeMap<ProviderKind, ProviderLayer>>,
     pub shell: Option<ShellLayer>,
     pub log: Option<LogLayer>,
@@ -134,7 +146,8 @@ impl ConfigLayer {
     /// Overlays `other` on `self`: every value `other` sets wins.
     pub fn merge(&mut self, other: ConfigLayer) {
         merge_fields!(self, other; provider, model, reasoning_effort, approval, max_turns,
-            max_tool_rounds_per_input, record, cassette, allow_outside_workspace, instructions);
+            max_tool_rounds_per_input, record, cassette, allow_outside_workspace, instructions,
+            enable_loop_detection, loop_detection_window, one_call_per_step, context_window_tokens);
         if let Some(limits) = other.tool_output_limits {
             self.tool_output_limits.get_or_insert_with(BTreeMap::new).extend(limits);
         }
@@ -160,14 +173,36 @@ impl ConfigLayer {
 
     /// Parses a TOML document; `origin` names it in errors.
     pub fn parse_toml(text: &str, origin: &Path) -> Result<Self, ConfigError> {
-        toml::from_str(text)
-            .map_err(|e| ConfigError::Parse { origin: origin.display().to_string(), message: e.to_string() })
+        let origin = origin.display().to_string();
+        let layer: Self = toml::from_str(text)
+            .map_err(|e| ConfigError::Parse { origin: origin.clone(), message: e.to_string() })?;
+        layer.check(&origin)
     }
 
     /// Parses a JSON value (LSP initializationOptions or the `agentls` configuration section).
     pub fn from_json(value: serde_json::Value, origin: &str) -> Result<Self, ConfigError> {
-        serde_json::from_value(value)
-            .map_err(|e| ConfigError::Parse { origin: origin.to_string(), message: e.to_string() })
+        let layer: Self = serde_json::from_value(value)
+            .map_err(|e| ConfigError::Parse { origin: origin.to_string(), message: e.to_string() })?;
+        layer.check(origin)
+    }
+
+    /// The range checks a type cannot express; the error names `origin` and the key.
+    fn check(self, origin: &str) -> Result<Self, ConfigError> {
+        let invalid = |key: &str, expected: &str| ConfigError::Invalid {
+            origin: origin.to_string(),
+            key: key.to_string(),
+            expected: expected.to_string(),
+        };
+        if self.loop_detection_window.is_some_and(|w| w < MIN_LOOP_DETECTION_WINDOW) {
+            return Err(invalid(
+                "loop_detection_window",
+                "a number of tool calls of at least 2; to turn loop detection off, set enable_loop_detection = false",
+            ));
+        }
+        if self.context_window_tokens == Some(0) {
+            return Err(invalid("context_window_tokens", "a number of tokens greater than 0"));
+        }
+        Ok(self)
     }
 
     /// The layer the environment contributes (`AGENTLS_PROVIDER`, `AGENTLS_MODEL`).

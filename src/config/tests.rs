@@ -142,3 +142,32 @@ fn lsp_options_parse_as_a_layer() {
     let err = ConfigLayer::from_json(serde_json::json!({"modle": "x"}), "initializationOptions").unwrap_err();
     assert!(err.to_string().contains("initializationOptions") && err.to_string().contains("modle"));
 }
+
+#[test]
+fn loop_settings_parse_and_out_of_range_values_name_the_origin_and_key() {
+    let layer = ConfigLayer::parse_toml(
+        "one_call_per_step = true\nenable_loop_detection = false\nloop_detection_window = 4\n\
+         context_window_tokens = 32000\n[tool_line_limits]\nshell = 40\n",
+        Path::new("p.toml"),
+    )
+    .unwrap();
+    assert_eq!(
+        (layer.one_call_per_step, layer.enable_loop_detection, layer.loop_detection_window),
+        (Some(true), Some(false), Some(4))
+    );
+    assert_eq!(layer.context_window_tokens, Some(32000));
+    assert_eq!(layer.tool_line_limits, Some(BTreeMap::from([("shell".to_string(), 40)])));
+
+    let err = ConfigLayer::from_json(serde_json::json!({"loop_detection_window": 1}), "initializationOptions")
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid configuration in initializationOptions: `loop_detection_window`: a number of tool calls \
+         of at least 2; to turn loop detection off, set enable_loop_detection = false"
+    );
+    let err = ConfigLayer::parse_toml("context_window_tokens = 0\n", Path::new("p.toml")).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid configuration in p.toml: `context_window_tokens`: a number of tokens greater than 0"
+    );
+}

@@ -1,4 +1,5 @@
-//! Loop detection (spec §2.10): repeating patterns of 1, 2 or 3 tool calls filling the window.
+//! Loop detection (spec §2.10): repeating patterns of 1, 2 or 3 tool calls filling the window
+//! (each pattern at least twice).
 //!
 //! Invariant: a signature is the tool name plus a hash of its canonical arguments, so the same
 //! call with keys in another order is the same call.
@@ -48,7 +49,9 @@ fn is_repeating<T: PartialEq>(recent: &[T], window: usize) -> bool {
     if recent.len() < window {
         return false;
     }
-    [1, 2, 3].into_iter().filter(|len| window.is_multiple_of(*len)).any(|len| {
+    // A pattern must fill the window at least twice: in a window of 2, two different calls are
+    // not a loop.
+    [1, 2, 3].into_iter().filter(|len| window.is_multiple_of(*len) && window / len >= 2).any(|len| {
         let pattern = &recent[..len];
         recent.chunks(len).all(|chunk| chunk == pattern)
     })
@@ -73,6 +76,8 @@ mod tests {
         assert!(!is_repeating(&[1, 2, 3, 1, 2, 3, 1, 2, 3, 1], 10), "10 is not a multiple of 3");
         assert!(!is_repeating(&[1, 2, 3, 4, 1, 2, 3, 4], 8));
         assert!(!is_repeating(&[1; 9], 10), "window not full yet");
+        assert!(!is_repeating(&[1, 2], 2) && !is_repeating(&[1, 2, 3], 3), "a pattern must repeat");
+        assert!(is_repeating(&[1, 1], 2) && is_repeating(&[1, 2, 1, 2], 4));
     }
 
     #[test]

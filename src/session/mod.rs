@@ -98,22 +98,32 @@ impl Default for SessionConfig {
 }
 
 impl SessionConfig {
-    /// The session settings a loaded configuration asks for, with `model` as the model.
+    /// The session settings a loaded configuration asks for, with `model` as the model: the one
+    /// mapping from configuration keys to session settings, used by every host (the language
+    /// server and `agentls exec`). Every key of [`ConfigLayer`](crate::config::ConfigLayer) that
+    /// concerns the agent loop is read here; what a layer leaves unset keeps the default.
     pub fn from_config(config: &Config, model: impl Into<String>) -> Self {
         let layer = &config.layer;
         let shell = config.shell();
         let defaults = Self::default();
         Self {
             model: model.into(),
-            max_turns: layer.max_turns.unwrap_or(0),
-            max_tool_rounds_per_input: layer.max_tool_rounds_per_input.unwrap_or(0),
+            max_turns: layer.max_turns.unwrap_or(defaults.max_turns),
+            max_tool_rounds_per_input: layer
+                .max_tool_rounds_per_input
+                .unwrap_or(defaults.max_tool_rounds_per_input),
             default_command_timeout_ms: shell.default_timeout_ms,
             max_command_timeout_ms: shell.max_timeout_ms.unwrap_or(defaults.max_command_timeout_ms),
             reasoning_effort: layer.reasoning_effort,
             tool_output_limits: layer.tool_output_limits.clone().unwrap_or_default(),
+            tool_line_limits: layer.tool_line_limits.clone().unwrap_or_default(),
+            enable_loop_detection: layer.enable_loop_detection.unwrap_or(defaults.enable_loop_detection),
+            loop_detection_window: layer.loop_detection_window.unwrap_or(defaults.loop_detection_window),
+            max_subagent_depth: defaults.max_subagent_depth,
+            one_call_per_step: layer.one_call_per_step.unwrap_or(defaults.one_call_per_step),
             approval: layer.approval.unwrap_or(defaults.approval),
             instructions: layer.instructions.clone(),
-            ..defaults
+            context_window_tokens: layer.context_window_tokens,
         }
     }
 }
@@ -338,4 +348,46 @@ pub fn spawn(opts: SessionOptions) -> (SessionHandle, mpsc::UnboundedReceiver<Ev
         drop(events_open);
     });
     (SessionHandle { shared }, event_rx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ConfigLayer;
+
+    #[test]
+    fn every_loop_key_of_the_configuration_reaches_the_session_settings() {
+        let layer = ConfigLayer::parse_toml(
+            "max_turns = 7\nmax_tool_rounds_per_input = 3\napproval = \"deny\"\ninstructions = \"be brief\"\n\
+             enable_loop_detection = false\nloop_detection_window = 6\none_call_per_step = true\n\
+             context_window_tokens = 9000\nreasoning_effort = \"high\"\n\
+             [tool_output_limits]\ngrep = 100\n[tool_line_limits]\nshell = 20\n\
+             [shell]\ndefault_timeout_ms = 2000\nmax_timeout_ms = 4000\n",
+            std::path::Path::new("test.toml"),
+        )
+        .expect("valid");
+        let config = Config::defaults().overlay(layer);
+        assert_eq!(
+            SessionConfig::from_config(&config, "m"),
+            SessionConfig {
+                model: "m".into(),
+                max_turns: 7,
+                max_tool_rounds_per_input: 3,
+                default_command_timeout_ms: Some(2000),
+                max_command_timeout_ms: 4000,
+                reasoning_effort: Some(ReasoningEffort::High),
+                tool_output_limits: BTreeMap::from([("grep".into(), 100)]),
+                tool_line_limits: BTreeMap::from([("shell".into(), 20)]),
+                enable_loop_detection: false,
+                loop_detection_window: 6,
+                max_subagent_depth: 1,
+                one_call_per_step: true,
+                approval: Approval::Deny,
+                instructions: Some("be brief".into()),
+                context_window_tokens: Some(9000),
+            }
+        );
+        let defaults = SessionConfig::from_config(&Config::defaults(), "m");
+        assert_eq!(defaults, SessionConfig { model: "m".into(), ..SessionConfig::default() });
+    }
 }
