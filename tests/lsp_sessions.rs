@@ -392,3 +392,39 @@ async fn loop_settings_from_the_editor_reach_the_session_and_the_wire() {
     let second = request_text(&fx.mock, 1);
     assert!(second.contains("was not executed") && second.contains("lines omitted"), "{second}");
 }
+
+/// The instruction file of the context file's directory reaches the model with the prompt, is
+/// stored in the transcript, and is not handed over again after a resume.
+#[tokio::test]
+async fn a_prompts_context_brings_its_directorys_instructions_and_resume_keeps_them() {
+    let fx = Fixture::new().await;
+    std::fs::create_dir_all(fx.root.join("src/net")).expect("mkdir");
+    fx.write("src/net/AGENTS.md", "Network code never panics.\n");
+    let http = fx.write("src/net/http.rs", "pub fn get() {}\n");
+    let id = {
+        let client = fx.client(plugin_capabilities()).await;
+        let id = new_session(&client).await;
+        fx.mock.push(Turn::new().text("It gets."));
+        let context = json!({"uri": file_uri(&http)});
+        let prompt = json!({"sessionId": id, "text": "explain this", "context": context});
+        client.command("agentls.prompt", prompt).await.expect("prompt");
+        client.next_event(&id, "processing_end").await;
+        client.shutdown().await;
+        id
+    };
+    let first = request_text(&fx.mock, 0);
+    assert!(first.contains("Network code never panics."), "{first}");
+
+    let client = fx.client(plugin_capabilities()).await;
+    let resumed = client.command("agentls.resumeSession", json!({"sessionId": id})).await.expect("resume");
+    assert_eq!(resumed["turns"], json!(3), "user, instructions, assistant: {resumed}");
+    fx.mock.push(Turn::new().text("Still."));
+    let context = json!({"uri": file_uri(&http)});
+    client
+        .command("agentls.prompt", json!({"sessionId": id, "text": "and now?", "context": context}))
+        .await
+        .expect("prompt");
+    client.next_event(&id, "processing_end").await;
+    let second = request_text(&fx.mock, 1);
+    assert_eq!(second.matches("Network code never panics.").count(), 1, "{second}");
+}

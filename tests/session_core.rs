@@ -103,6 +103,7 @@ async fn process_input_loops_model_tools_model_until_natural_completion() {
             Turn::ToolResults(_) => "tool_results",
             Turn::System(_) => "system",
             Turn::Steering(_) => "steering",
+            Turn::Instructions(_) => "instructions",
         })
         .collect();
     assert_eq!(shape, ["user", "assistant", "tool_results", "assistant"]);

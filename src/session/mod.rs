@@ -10,6 +10,7 @@
 
 mod builder;
 mod events;
+mod instructions;
 mod loop_detection;
 mod prune;
 mod runner;
@@ -41,7 +42,7 @@ pub use events::{
 pub use loop_detection::{detect_loop, loop_warning};
 pub use prune::{Pruned, prune};
 pub use summary::summarize;
-pub use turn::{AssistantTurn, TextTurn, ToolResultsTurn, Turn, to_messages};
+pub use turn::{AssistantTurn, InstructionsTurn, TextTurn, ToolResultsTurn, Turn, to_messages};
 
 /// Limits and settings of a session (spec §2.2 plus what agentls adds).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -179,7 +180,8 @@ pub struct SessionOptions {
 
 /// Work queued for the session task.
 enum Command {
-    Submit { text: String, epoch: u64 },
+    /// `context`: files the input is about (their nested instruction files apply).
+    Submit { text: String, epoch: u64, context: Vec<PathBuf> },
     FollowUpWake,
     Close,
 }
@@ -224,8 +226,14 @@ impl SessionHandle {
 
     /// Queues a user input; it is processed after the inputs queued before it.
     pub fn submit(&self, text: String) {
+        self.submit_with_context(text, Vec::new());
+    }
+
+    /// Queues a user input about `context` (the file the user is in): the instruction files of
+    /// its subdirectories apply from this input on.
+    pub fn submit_with_context(&self, text: String, context: Vec<PathBuf>) {
         let epoch = self.shared.cancel_epoch.load(Ordering::SeqCst);
-        let _ = self.shared.commands.send(Command::Submit { text, epoch });
+        let _ = self.shared.commands.send(Command::Submit { text, epoch, context });
     }
 
     /// Injects a message after the current tool round (or before the next call when idle).

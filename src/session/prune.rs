@@ -1,7 +1,7 @@
 //! Context-overflow pruning (seed 002): what to drop when the provider says the conversation no
 //! longer fits.
 //!
-//! Invariants: system turns and the first user turn are kept; an assistant turn with tool calls
+//! Invariants: system and instructions turns and the first user turn are kept; an assistant turn with tool calls
 //! and the tool results that answer it are kept or dropped together; the newest round and the latest
 //! user request are never dropped; the cut prefers a user/steering boundary.
 
@@ -37,9 +37,9 @@ pub fn prune(history: &mut Vec<Turn>) -> Option<Pruned> {
         .find(|&e| history[e].is_user_boundary() && removed_by(e) >= target)
         .or_else(|| candidates.iter().copied().find(|&e| removed_by(e) >= target))
         .unwrap_or(*candidates.last().expect("not empty"));
-    // System turns and the user's latest request survive the cut.
+    // System and instructions turns and the user's latest request survive the cut.
     let kept: Vec<Turn> = (start..end)
-        .filter(|&i| matches!(history[i], Turn::System(_)) || Some(i) == latest_user)
+        .filter(|&i| matches!(history[i], Turn::System(_) | Turn::Instructions(_)) || Some(i) == latest_user)
         .map(|i| history[i].clone())
         .collect();
     let chars_removed = removed_by(end) - kept.iter().map(Turn::char_len).sum::<usize>();
@@ -92,6 +92,7 @@ mod tests {
                 Turn::User(u) => format!("U:{}", u.content),
                 Turn::Steering(s) => format!("S:{}", s.content),
                 Turn::System(s) => format!("Y:{}", s.content),
+                Turn::Instructions(i) => format!("I:{}", i.docs[0].content),
                 Turn::Assistant(a) => format!("A:{}", a.tool_calls.first().map_or("", |c| c.id.as_str())),
                 Turn::ToolResults(r) => format!("R:{}", r.results[0].call_id),
             })
@@ -142,5 +143,24 @@ mod tests {
         h.extend(call_round("b", 10));
         prune(&mut h).expect("something to drop");
         assert_eq!(shape(&h), ["U:task", "Y:note", "U:next", "A:b", "R:b"]);
+    }
+
+    #[test]
+    fn instructions_turns_survive() {
+        let docs = crate::profiles::ProjectDocs {
+            docs: vec![crate::profiles::project_docs::ProjectDoc {
+                path: "/repo/sub/AGENTS.md".into(),
+                content: "sub rules".into(),
+            }],
+            truncated: false,
+        };
+        let mut h = vec![Turn::user("task")];
+        h.extend(call_round("a", 1000));
+        h.push(Turn::instructions(docs));
+        h.extend(call_round("b", 1000));
+        h.push(Turn::user("next"));
+        h.extend(call_round("c", 10));
+        prune(&mut h).expect("something to drop");
+        assert_eq!(shape(&h), ["U:task", "I:sub rules", "U:next", "A:c", "R:c"]);
     }
 }

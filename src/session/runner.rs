@@ -19,6 +19,7 @@ use super::events::{
     OutputDelta, ProcessingEnd, SessionEnd, SessionStart, TextEnd, TextStart, ToolCallEnd, ToolCallStart,
     TurnLimit, Warning,
 };
+use super::instructions::Instructions;
 use super::loop_detection::{detect_loop, loop_warning};
 use super::summary::summarize;
 use super::turn::{Turn, to_messages};
@@ -50,6 +51,8 @@ struct Runner {
     ctx_template: ToolContext,
     environment: EnvironmentInfo,
     project_docs: ProjectDocs,
+    /// Instruction files of subdirectories, handed over as the agent reaches them.
+    instructions: Instructions,
     totals: Usage,
 }
 
@@ -104,21 +107,22 @@ pub(super) async fn run(
         ctx_template,
         environment,
         project_docs,
+        instructions: Instructions::new(&opts.cwd, opts.profile, &opts.history),
         totals: Usage::default(),
     };
     let cwd = opts.cwd;
     while let Some(command) = commands.recv().await {
         let input = match command {
-            Command::Submit { text, epoch } => Some((text, epoch)),
+            Command::Submit { text, epoch, context } => Some((text, epoch, context)),
             Command::FollowUpWake => {
                 let next = lock(&runner.shared.follow_ups).pop_front();
-                next.map(|t| (t, runner.shared.cancel_epoch.load(Ordering::SeqCst)))
+                next.map(|t| (t, runner.shared.cancel_epoch.load(Ordering::SeqCst), Vec::new()))
             }
             Command::Close => break,
         };
-        let Some((text, epoch)) = input else { continue };
+        let Some((text, epoch, context)) = input else { continue };
         let Some(token) = runner.begin_input(epoch) else { continue };
-        if runner.process(text, token, &cwd).await == EndReason::Fatal {
+        if runner.process(text, &context, token, &cwd).await == EndReason::Fatal {
             break;
         }
     }
@@ -153,14 +157,17 @@ impl Runner {
     async fn process(
         &mut self,
         mut text: String,
+        context: &[std::path::PathBuf],
         token: CancellationToken,
         cwd: &std::path::Path,
     ) -> EndReason {
         self.set_state(SessionState::Processing);
         let mut last_text;
         let mut reason;
+        let mut context = context;
         loop {
-            (reason, last_text) = self.process_input(text, &token, cwd).await;
+            (reason, last_text) = self.process_input(text, context, &token, cwd).await;
+            context = &[];
             if reason != EndReason::Completed {
                 break;
             }
@@ -198,11 +205,13 @@ impl Runner {
     async fn process_input(
         &mut self,
         input: String,
+        context: &[std::path::PathBuf],
         token: &CancellationToken,
         cwd: &std::path::Path,
     ) -> (EndReason, String) {
         self.push(Turn::user(input.clone()));
         self.events.emit(EventData::UserInput(Content { content: input }));
+        self.hand_over_instructions(context);
         self.drain_steering();
         let mut rounds = 0u32;
         let mut warned_context = false;
@@ -223,6 +232,9 @@ impl Runner {
             }
             if self.shared.docs_dirty.swap(false, Ordering::SeqCst) {
                 self.project_docs = discover_project_docs(cwd, self.profile);
+                if let Some(turn) = self.instructions.after_reload() {
+                    self.push(turn);
+                }
             }
 
             let response = match self.call_with_pruning(&config, token).await {
@@ -269,6 +281,7 @@ impl Runner {
             rounds += 1;
             let results = self.execute_tool_calls(&config, &calls, token).await;
             self.push(Turn::tool_results(results));
+            self.hand_over_instructions(&[]);
             if token.is_cancelled() {
                 return (EndReason::Cancelled, last_text);
             }
@@ -281,6 +294,13 @@ impl Runner {
                     self.events.emit(EventData::LoopDetection(Notice { message: warning }));
                 }
             }
+        }
+    }
+
+    /// Adds the instruction files of the subdirectories the work reached (see `instructions`).
+    fn hand_over_instructions(&mut self, context: &[std::path::PathBuf]) {
+        if let Some(turn) = self.instructions.after_work(&self.ctx_template.reads, context) {
+            self.push(turn);
         }
     }
 

@@ -1,13 +1,16 @@
 //! Conversation turns (spec §2.4) and their conversion to model messages.
 //!
 //! Invariants: a turn is stored exactly as it happened (assistant turns keep the provider's
-//! content parts, signatures included, so they can be echoed back); steering and system turns
-//! reach the model as user-role messages. Turns serialize as tagged JSON objects (transcripts).
+//! content parts, signatures included, so they can be echoed back); steering, system and
+//! instructions turns reach the model as user-role messages. Turns serialize as tagged JSON
+//! objects (transcripts).
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::llm::{ContentPart, Message, Response, ToolCall, ToolResult, Usage};
+use crate::profiles::ProjectDocs;
+use crate::profiles::project_docs::ProjectDoc;
 
 /// One entry of the conversation history.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -18,6 +21,19 @@ pub enum Turn {
     ToolResults(ToolResultsTurn),
     System(TextTurn),
     Steering(TextTurn),
+    /// Instruction files of a subdirectory that started to apply (see
+    /// [`NestedDocs`](crate::profiles::project_docs::NestedDocs)).
+    Instructions(InstructionsTurn),
+}
+
+/// Instruction files handed to the model in the middle of a session, with the text it got.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InstructionsTurn {
+    pub docs: Vec<ProjectDoc>,
+    /// True when the budget cut the text.
+    #[serde(default)]
+    pub truncated: bool,
+    pub timestamp: DateTime<Utc>,
 }
 
 /// A user, system or steering message.
@@ -64,6 +80,10 @@ impl Turn {
         Self::System(TextTurn { content: content.into(), timestamp: Utc::now() })
     }
 
+    pub fn instructions(docs: ProjectDocs) -> Self {
+        Self::Instructions(InstructionsTurn { docs: docs.docs, truncated: docs.truncated, timestamp: Utc::now() })
+    }
+
     pub fn tool_results(results: Vec<ToolResult>) -> Self {
         Self::ToolResults(ToolResultsTurn { results, timestamp: Utc::now() })
     }
@@ -89,6 +109,7 @@ impl Turn {
     pub fn to_message(&self) -> Message {
         match self {
             Self::User(t) | Self::Steering(t) | Self::System(t) => Message::user(t.content.clone()),
+            Self::Instructions(i) => Message::user(i.message()),
             Self::Assistant(a) if !a.parts.is_empty() => Message::assistant(a.parts.clone()),
             Self::Assistant(a) => {
                 let mut parts = Vec::new();
@@ -102,17 +123,30 @@ impl Turn {
         }
     }
 
-    /// Approximate size in characters (for the 4-characters-per-token estimate).
+    /// Size in characters (Unicode scalar values, not bytes: the spec's 4-characters-per-token
+    /// estimate counts characters, and text in other scripts is several bytes per character).
     pub fn char_len(&self) -> usize {
+        let chars = |s: &str| s.chars().count();
         match self {
-            Self::User(t) | Self::Steering(t) | Self::System(t) => t.content.len(),
+            Self::User(t) | Self::Steering(t) | Self::System(t) => chars(&t.content),
             Self::Assistant(a) => {
-                a.content.len()
-                    + a.reasoning.as_ref().map_or(0, String::len)
-                    + a.tool_calls.iter().map(|c| c.name.len() + c.arguments.to_string().len()).sum::<usize>()
+                chars(&a.content)
+                    + a.reasoning.as_deref().map_or(0, chars)
+                    + a.tool_calls
+                        .iter()
+                        .map(|c| chars(&c.name) + chars(&c.arguments.to_string()))
+                        .sum::<usize>()
             }
-            Self::ToolResults(r) => r.results.iter().map(|r| r.content.len()).sum(),
+            Self::ToolResults(r) => r.results.iter().map(|r| chars(&r.content)).sum(),
+            Self::Instructions(i) => chars(&i.message()),
         }
+    }
+}
+
+impl InstructionsTurn {
+    /// The text the model reads.
+    pub fn message(&self) -> String {
+        ProjectDocs { docs: self.docs.clone(), truncated: self.truncated }.nested_message()
     }
 }
 
@@ -150,5 +184,19 @@ mod tests {
         let messages = to_messages(&history);
         assert_eq!(messages[1].content, response.content, "assistant parts echoed unchanged");
         assert_eq!(messages[2].role, crate::llm::Role::User, "steering becomes a user message");
+    }
+
+    #[test]
+    fn size_counts_characters_not_bytes() {
+        // Four characters of four, three, two and one bytes.
+        assert_eq!(Turn::user("😀€éa").char_len(), 4);
+        let results = Turn::tool_results(vec![ToolResult {
+            call_id: "c1".into(),
+            name: "read_file".into(),
+            content: "日本語".into(),
+            is_error: false,
+            images: Vec::new(),
+        }]);
+        assert_eq!(results.char_len(), 3);
     }
 }

@@ -1,4 +1,5 @@
-//! Which files the agent read in a session (and the text hash it saw) and which it changed.
+//! Which files the agent read in a session (and the text hash it saw), which it changed, and
+//! every file it touched either way (for the instruction files of their directories).
 //! Invariant: `check` passes only for a file read in this session whose current text is the text
 //! last read or written by the agent.
 
@@ -23,6 +24,18 @@ struct ReadState {
     /// In the order first changed; `changed_set` holds the same paths for lookups.
     changed: Vec<PathBuf>,
     changed_set: HashSet<PathBuf>,
+    /// Every path read, written or changed, in the order first touched; `touched_set` holds the
+    /// same paths for lookups.
+    touched: Vec<PathBuf>,
+    touched_set: HashSet<PathBuf>,
+}
+
+impl ReadState {
+    fn touch(&mut self, path: &Path) {
+        if self.touched_set.insert(path.to_path_buf()) {
+            self.touched.push(path.to_path_buf());
+        }
+    }
 }
 
 /// Files read in a session and the snapshot each was read at (read-before-edit guard), plus the
@@ -39,12 +52,16 @@ impl ReadTracker {
 
     /// Records that the agent saw `snapshot`'s text.
     pub fn record_read(&self, snapshot: &Snapshot) {
-        self.lock().seen.insert(snapshot.path.clone(), snapshot.hash);
+        let mut state = self.lock();
+        state.seen.insert(snapshot.path.clone(), snapshot.hash);
+        state.touch(&snapshot.path);
     }
 
     /// Records that the agent's own edit left `path` with `text` (so it may edit it again).
     pub fn record_written(&self, path: &Path, text: &str) {
-        self.lock().seen.insert(path.to_path_buf(), content_hash(text.as_bytes()));
+        let mut state = self.lock();
+        state.seen.insert(path.to_path_buf(), content_hash(text.as_bytes()));
+        state.touch(path);
     }
 
     /// The read-before-edit guard: `snapshot` (the file's current text) must be what was read.
@@ -69,6 +86,7 @@ impl ReadTracker {
             state.changed_set.insert(path.to_path_buf());
             state.changed.push(path.to_path_buf());
         }
+        state.touch(path);
     }
 
     /// Records every file an applied change set touched, and the text the agent left in it.
@@ -96,7 +114,30 @@ impl ReadTracker {
         self.lock().changed.clone()
     }
 
+    /// Files the agent read, wrote or changed, in the order first touched, from the `skip`th on
+    /// (a caller that remembers how many it has seen gets only the new ones).
+    pub fn touched_files(&self, skip: usize) -> Vec<PathBuf> {
+        self.lock().touched.iter().skip(skip).cloned().collect()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, ReadState> {
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn touched_files_are_listed_once_in_first_touched_order() {
+        let reads = ReadTracker::new();
+        reads.record_written(Path::new("/w/b.rs"), "b");
+        reads.record_change(Path::new("/w/a.rs"));
+        reads.record_change(Path::new("/w/b.rs"));
+        reads.record_written(Path::new("/w/a.rs"), "a2");
+        assert_eq!(reads.touched_files(0), [PathBuf::from("/w/b.rs"), PathBuf::from("/w/a.rs")]);
+        assert_eq!(reads.touched_files(1), [PathBuf::from("/w/a.rs")]);
+        assert!(reads.touched_files(2).is_empty());
     }
 }

@@ -10,7 +10,9 @@ use agentls::config::{Approval, ProviderKind, ProviderSettings, Secret};
 use agentls::exec::{ExecutionEnvironment, LocalExecutionEnvironment};
 use agentls::llm::{Client, RetryPolicy};
 use agentls::profiles::ProfileKind;
-use agentls::session::{self, Event, EventKind, SessionConfig, SessionHandle, SessionOptions, SessionState};
+use agentls::session::{
+    self, Event, EventKind, SessionConfig, SessionHandle, SessionOptions, SessionState, Turn,
+};
 use agentls::tools::Tool;
 use agentls::workspace::{DiskPort, Workspace};
 use serde_json::Value;
@@ -62,6 +64,10 @@ pub struct Setup {
     pub approval: Approval,
     /// Wraps the local environment (e.g. to record what tools ask of it).
     pub wrap_env: Option<WrapEnv>,
+    /// The turns of a resumed session.
+    pub history: Vec<Turn>,
+    /// The directory to work in (a resumed session's); a new temporary one when `None`.
+    pub dir: Option<TempDir>,
 }
 
 impl Setup {
@@ -76,6 +82,8 @@ impl Setup {
             git: false,
             approval: Approval::Auto,
             wrap_env: None,
+            history: Vec::new(),
+            dir: None,
         }
     }
 
@@ -117,7 +125,10 @@ pub fn run_git(dir: &Path, args: &[&str]) {
 impl Harness {
     pub async fn start(setup: Setup) -> Self {
         let mock = MockProvider::start(dialect(setup.profile)).await;
-        let dir = tempfile::tempdir().expect("tempdir");
+        let dir = match setup.dir {
+            Some(dir) => dir,
+            None => tempfile::tempdir().expect("tempdir"),
+        };
         if setup.git {
             run_git(dir.path(), &["init", "-q", "-b", "main"]);
         }
@@ -156,7 +167,7 @@ impl Harness {
             editor: Arc::new(DiskPort::new(setup.approval)),
             config: setup.config,
             cwd,
-            history: Vec::new(),
+            history: setup.history,
             tools,
         };
         let (handle, events) = session::spawn(opts);

@@ -90,17 +90,17 @@ fn with_context(state: &ServerState, text: String, context: Option<CommandArgs>)
 pub async fn prompt(state: &Arc<ServerState>, args: &CommandArgs) -> Result<Value> {
     let text = args.required_str("text")?;
     let context = args.optional_object("context")?;
+    let context_path = context
+        .as_ref()
+        .and_then(|c| c.optional_str("uri").ok().flatten())
+        .and_then(|uri| convert::parse_uri(&uri))
+        .and_then(|uri| convert::path_of(&uri));
     let session = match args.optional_str("sessionId")? {
         Some(_) => session(state, args)?,
         None => {
             // Without a session: the latest one of the workspace folder holding the context file
             // (or of any folder), else a new one rooted there.
-            let context_path = context
-                .as_ref()
-                .and_then(|c| c.optional_str("uri").ok().flatten())
-                .and_then(|uri| convert::parse_uri(&uri))
-                .and_then(|uri| convert::path_of(&uri));
-            let root = context_path.and_then(|path| {
+            let root = context_path.as_ref().and_then(|path| {
                 state
                     .roots()
                     .into_iter()
@@ -119,7 +119,7 @@ pub async fn prompt(state: &Arc<ServerState>, args: &CommandArgs) -> Result<Valu
     // Instruction files are re-read for every new input, so an edit on disk counts even before
     // the watcher reports it.
     session.handle.reload_project_docs();
-    session.handle.submit(text);
+    session.handle.submit_with_context(text, context_path.into_iter().collect());
     Ok(json!({"sessionId": session.id}))
 }
 
@@ -204,7 +204,7 @@ fn history_entries(turns: &[Turn], cwd: &std::path::Path) -> Vec<HistoryEntry> {
                 text: t.content.clone(),
                 timestamp: t.timestamp.to_rfc3339(),
             }),
-            Turn::System(_) => {}
+            Turn::System(_) | Turn::Instructions(_) => {}
             Turn::Assistant(a) => out.push(HistoryEntry::Assistant {
                 text: a.content.clone(),
                 reasoning: a.reasoning.clone(),
