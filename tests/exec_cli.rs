@@ -297,11 +297,11 @@ fn count_of(events: &[Value], kind: &str) -> usize {
 /// Two shell calls in one step (the second would create `second-ran`), then the same call twice:
 /// a repeating pattern for a loop-detection window of 2.
 fn push_settings_script(mock: &MockProvider) {
-    mock.push(
-        Reply::new()
-            .tool_call("c1", "shell", json!({"command": "seq 1 50"}))
-            .tool_call("c2", "shell", json!({"command": "touch second-ran"})),
-    );
+    mock.push(Reply::new().tool_call("c1", "shell", json!({"command": "seq 1 50"})).tool_call(
+        "c2",
+        "shell",
+        json!({"command": "touch second-ran"}),
+    ));
     mock.push(Reply::new().tool_call("c3", "shell", json!({"command": "seq 1 50"})));
     mock.push(Reply::new().tool_call("c4", "shell", json!({"command": "seq 1 50"})));
     mock.push(Reply::new().text("done"));
@@ -378,7 +378,15 @@ async fn loop_flags_override_the_configuration_file() {
     // `--loop-detection=false` turns it off again; `--one-call-per-step` alone turns that on.
     let mock = MockProvider::start(Dialect::Anthropic).await;
     push_settings_script(&mock);
-    let args = ["--provider", "anthropic", "--json", "--loop-detection=false", "--loop-detection-window", "2", "count"];
+    let args = [
+        "--provider",
+        "anthropic",
+        "--json",
+        "--loop-detection=false",
+        "--loop-detection-window",
+        "2",
+        "count",
+    ];
     let out = exec(&mock, dir.path(), &args).await;
     assert_eq!(count_of(&json_events(&out), "loop_detection"), 0, "{}", stderr(&out));
     let mock = MockProvider::start(Dialect::OpenAiChat).await;
@@ -392,7 +400,8 @@ async fn loop_flags_override_the_configuration_file() {
 async fn bad_loop_settings_are_usage_errors_naming_the_file_or_flag_and_the_key() {
     let mock = MockProvider::start(Dialect::Anthropic).await;
     let dir = repo();
-    let out = exec(&mock, dir.path(), &["--provider", "anthropic", "--loop-detection-window", "1", "x"]).await;
+    let out =
+        exec(&mock, dir.path(), &["--provider", "anthropic", "--loop-detection-window", "1", "x"]).await;
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--loop-detection-window") && stderr(&out).contains("at least 2"));
 

@@ -375,7 +375,11 @@ async fn loop_settings_from_the_editor_reach_the_session_and_the_wire() {
     });
     client.initialize(&fx.root, plugin_capabilities(), settings).await;
     let read = json!({"file_path": path_text(&lib)});
-    fx.mock.push(Turn::new().tool_call("c1", "read_file", read.clone()).tool_call("c2", "glob", json!({"pattern": "*"})));
+    fx.mock.push(Turn::new().tool_call("c1", "read_file", read.clone()).tool_call(
+        "c2",
+        "glob",
+        json!({"pattern": "*"}),
+    ));
     fx.mock.push(Turn::new().tool_call("c3", "read_file", read.clone()));
     fx.mock.push(Turn::new().tool_call("c4", "read_file", read));
     fx.mock.push(Turn::new().text("done"));

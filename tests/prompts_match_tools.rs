@@ -50,8 +50,10 @@ impl ToolInfo {
                 Some((name.clone(), values.collect()))
             })
             .collect();
-        let defaults =
-            properties.iter().filter_map(|(name, p)| Some((name.clone(), p.get("default")?.clone()))).collect();
+        let defaults = properties
+            .iter()
+            .filter_map(|(name, p)| Some((name.clone(), p.get("default")?.clone())))
+            .collect();
         Self {
             name: tool.name().to_string(),
             description: tool.description().to_string(),
@@ -147,7 +149,11 @@ async fn render(profile: ProfileKind, tools: &[ToolInfo], problems: &mut Vec<Str
         let calls = fixture_calls(&tool.name);
         for call in &calls {
             let outcome = registry.execute_value(&tool.name, call.clone(), &fx.ctx).await;
-            assert!(!outcome.is_error, "{profile}: fixture call {} {call} failed: {}", tool.name, outcome.content);
+            assert!(
+                !outcome.is_error,
+                "{profile}: fixture call {} {call} failed: {}",
+                tool.name, outcome.content
+            );
             outputs.entry(tool.name.clone()).or_default().push(outcome.content);
         }
         // A default the schema declares is what the tool does when the parameter is left out.
@@ -287,7 +293,9 @@ impl Checker<'_> {
                             t.name
                         ));
                     } else if universe.is_tool(span) && offered(span).is_none() {
-                        problem(format!("names the tool `{span}`, which the {profile} profile does not offer"));
+                        problem(format!(
+                            "names the tool `{span}`, which the {profile} profile does not offer"
+                        ));
                     } else if offered(span).is_none() && universe.is_parameter(span) {
                         match subject {
                             Some(t) if !t.declares(span) && !t.is_enum_value(span) => {
@@ -306,7 +314,9 @@ impl Checker<'_> {
                     };
                     let name = subject.map_or("any tool".to_string(), |t| format!("`{}`", t.name));
                     if shown.is_empty() {
-                        problem(format!("shows the format `{span}` for {name}, which has no fixture call to check it"));
+                        problem(format!(
+                            "shows the format `{span}` for {name}, which has no fixture call to check it"
+                        ));
                     } else if !shown.iter().any(|out| out.lines().any(|l| format.is_match(l))) {
                         let sample: Vec<&str> = shown.iter().flat_map(|o| o.lines()).take(3).collect();
                         problem(format!(

@@ -12,10 +12,10 @@
 //! | 9.1 | max_tool_rounds_per_input | max_tool_rounds_per_input_stops_the_loop |
 //! | 9.1 | max_turns across inputs | max_turns_stops_the_loop_across_inputs |
 //! | 9.1 | abort: stop, kill processes, CLOSED | close_interrupts_and_ends_with_session_end_then_closed, session_processes::* |
-//! | 9.1 | loop detection | loop_detection_injects_a_warning_steering_turn, parity_matrix::loop_detection::* |
+//! | 9.1 | loop detection | loop_detection_injects_a_warning_steering_turn, parity_matrix::loop_detection::*, exec_cli::loop_flags_override_the_configuration_file |
 //! | 9.1 | sequential inputs | multiple_sequential_inputs_share_the_history |
 //! | 9.2 | codex / Claude Code / gemini-cli tools | tools_registry::profiles_register_their_reference_agents_tools, parity_matrix::native_edit_format::* |
-//! | 9.2 | provider-specific system prompt | profiles::tests::each_profile_has_its_own_prompt_covering_the_topics (unit), session_prompts::system_prompt_has_every_layer_in_order_for_each_profile |
+//! | 9.2 | provider-specific system prompt | profiles::tests::each_profile_has_its_own_prompt_covering_the_topics (unit), session_prompts::system_prompt_has_every_layer_in_order_for_each_profile, prompts_match_tools::* (the prompts never contradict their tools) |
 //! | 9.2 | custom tools on any profile | session_prompts::custom_tools_are_offered_on_top_of_every_profile |
 //! | 9.2 | name collisions: latest wins | session_prompts::a_custom_tool_replaces_the_profile_tool_of_the_same_name, custom_tool_with_the_same_name_overrides_the_earlier_one |
 //! | 9.3 | dispatch through the registry | process_input_loops_model_tools_model_until_natural_completion, tools_registry::* |
@@ -33,12 +33,12 @@
 //! | 9.5 | verbatim markers | tools_truncation::head_tail_marker_is_verbatim, tools_truncation::line_marker_is_verbatim |
 //! | 9.5 | TOOL_CALL_END has the full output | tool_call_end_has_full_output_and_the_model_gets_the_truncated_one |
 //! | 9.5 | default limits of §5.2 | tools_truncation::default_character_limits_and_modes_match_the_spec_table, tools_truncation::default_line_limits_match_the_spec_table |
-//! | 9.5 | limits overridable | tool_output_limits_are_overridable, tool_line_limits_are_overridable |
+//! | 9.5 | limits overridable | tool_output_limits_are_overridable, tool_line_limits_are_overridable, exec_cli::loop_settings_of_the_configuration_file_reach_the_session_and_the_wire |
 //! | 9.6 | steer after the current round, as SteeringTurn, user role | steer_is_injected_after_the_current_tool_round, parity_matrix::steering::* |
 //! | 9.6 | follow_up after the input | follow_up_is_processed_after_the_current_input_completes |
 //! | 9.7 | reasoning_effort passed through, changes on the next call | reasoning_effort_is_passed_through_and_changes_on_the_next_call, parity_matrix::reasoning_effort_change::* |
 //! | 9.7 | low / medium / high / null | every_reasoning_effort_value_reaches_the_request |
-//! | 9.8 | base, environment, tools, project docs, user override last, only the profile's files | session_prompts::system_prompt_has_every_layer_in_order_for_each_profile, profiles::project_docs::tests::* (unit) |
+//! | 9.8 | base, environment, tools, project docs, user override last, only the profile's files | session_prompts::system_prompt_has_every_layer_in_order_for_each_profile, profiles::project_docs::tests::* (unit), session_instructions::* (subdirectories' files) |
 //! | 9.10 | every §2.9 event kind | every_spec_event_kind_is_emitted, command_output_streams_while_the_command_runs |
 //! | 9.10 | async delivery, order, SESSION_START/END bracket | events_are_emitted_in_order_and_bracket_the_session |
 //! | 9.10 | TOOL_CALL_END untruncated | tool_call_end_has_full_output_and_the_model_gets_the_truncated_one, parity_matrix::truncation::* |

@@ -74,13 +74,17 @@ async fn a_subdirectorys_instructions_apply_once_the_agent_reads_there() {
 
         let after_read = h.request_text(2);
         let result_at = after_read.find("body of http.rs").expect("the read reached the model");
-        let agents_at = after_read.find("rule-net-agents").unwrap_or_else(|| panic!("{profile}: {after_read}"));
+        let agents_at =
+            after_read.find("rule-net-agents").unwrap_or_else(|| panic!("{profile}: {after_read}"));
         assert!(result_at < agents_at, "{profile}: the instructions follow the read's result");
         assert!(agents_at < after_read.find(own).expect("own file"), "{profile}: AGENTS.md, then its own");
         for other in &foreign {
             assert!(!after_read.contains(other), "{profile} must not load {other}");
         }
-        assert!(!system_prompt(profile, &h.body(2)).contains("rule-net"), "{profile}: not in the system prompt");
+        assert!(
+            !system_prompt(profile, &h.body(2)).contains("rule-net"),
+            "{profile}: not in the system prompt"
+        );
 
         let later = h.request_text(3);
         assert_eq!(count(&later, "rule-net-agents"), 1, "{profile}: handed over once");
@@ -171,7 +175,11 @@ async fn a_resumed_session_sends_the_same_instructions_and_does_not_repeat_them(
     let history: Vec<Turn> = serde_json::from_value(stored).expect("the transcript's turns read back");
     let Harness { dir, .. } = h;
     let mut resumed = Harness::start(Setup { history, dir: Some(dir), ..repo(profile) }).await;
-    resumed.mock.push(Reply::new().tool_call("c2", "read_file", read_call(profile, &root, "src/net/http.rs")));
+    resumed.mock.push(Reply::new().tool_call(
+        "c2",
+        "read_file",
+        read_call(profile, &root, "src/net/http.rs"),
+    ));
     resumed.mock.push(Reply::new().text("same"));
     assert_eq!(reason(&resumed.run("and again").await), "completed");
     let after = without_cache_marks(resumed.body(0)["messages"].clone());

@@ -78,7 +78,10 @@ async fn offset_past_the_end_is_an_error() {
     let outcome =
         read(&fx, ReadFileShape::FilePath, serde_json::json!({"file_path": "short.txt", "offset": 5})).await;
     assert!(outcome.is_error);
-    assert_eq!(outcome.content, "Tool error (read_file): offset 5 is past the end of short.txt, which has 2 lines.");
+    assert_eq!(
+        outcome.content,
+        "Tool error (read_file): offset 5 is past the end of short.txt, which has 2 lines."
+    );
 }
 
 #[tokio::test]
@@ -88,7 +91,9 @@ async fn binary_files_are_refused_with_a_clear_error() {
     let outcome = read(&fx, ReadFileShape::FilePath, serde_json::json!({"file_path": "blob.bin"})).await;
     assert!(outcome.is_error);
     assert!(
-        outcome.content.starts_with("Tool error (read_file): Cannot read blob.bin: it is a binary file, not text."),
+        outcome
+            .content
+            .starts_with("Tool error (read_file): Cannot read blob.bin: it is a binary file, not text."),
         "{}",
         outcome.content
     );

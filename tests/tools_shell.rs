@@ -68,7 +68,10 @@ async fn the_session_default_timeout_applies_with_the_spec_message() {
     let fx = Fixture::with_port(RecordingPort::allowing(), short_limits(300, 600_000));
     let outcome = run(&fx, ShellTool::new(), serde_json::json!({"command": "echo started; sleep 30"})).await;
     assert!(outcome.is_error);
-    assert_eq!(without_duration(&outcome.content), format!("Tool error (shell): started\n{}", timeout_message(300)));
+    assert_eq!(
+        without_duration(&outcome.content),
+        format!("Tool error (shell): started\n{}", timeout_message(300))
+    );
     assert_eq!(
         timeout_message(300),
         "[ERROR: Command timed out after 300ms. Partial output is shown above. \
@@ -112,7 +115,8 @@ async fn large_output_is_truncated_for_the_model_with_markers() {
     let outcome = run(&fx, ShellTool::new(), serde_json::json!({"command": "seq 1 100000"})).await;
     assert!(!outcome.is_error);
     assert!(
-        outcome.content.starts_with("1\n2\n") && without_duration(&outcome.content).ends_with("100000\nExit code: 0")
+        outcome.content.starts_with("1\n2\n")
+            && without_duration(&outcome.content).ends_with("100000\nExit code: 0")
     );
     assert!(outcome.model_content.contains("characters were removed from the middle"));
     assert!(outcome.model_content.contains("lines omitted ...]"));

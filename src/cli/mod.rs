@@ -15,7 +15,9 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::config::{Approval, Config, ConfigLayer, Env, LoadOptions, MIN_LOOP_DETECTION_WINDOW, ProviderKind};
+use crate::config::{
+    Approval, Config, ConfigLayer, Env, LoadOptions, MIN_LOOP_DETECTION_WINDOW, ProviderKind,
+};
 use crate::llm::ReasoningEffort;
 
 #[derive(Debug, Parser)]

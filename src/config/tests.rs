@@ -158,8 +158,9 @@ fn loop_settings_parse_and_out_of_range_values_name_the_origin_and_key() {
     assert_eq!(layer.context_window_tokens, Some(32000));
     assert_eq!(layer.tool_line_limits, Some(BTreeMap::from([("shell".to_string(), 40)])));
 
-    let err = ConfigLayer::from_json(serde_json::json!({"loop_detection_window": 1}), "initializationOptions")
-        .unwrap_err();
+    let err =
+        ConfigLayer::from_json(serde_json::json!({"loop_detection_window": 1}), "initializationOptions")
+            .unwrap_err();
     assert_eq!(
         err.to_string(),
         "invalid configuration in initializationOptions: `loop_detection_window`: a number of tool calls \

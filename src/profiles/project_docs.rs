@@ -359,7 +359,9 @@ mod tests {
         let other = nested.for_files([root.join("other/inner/mod.rs").as_path()]);
         assert_eq!(contents(&other), ["other agents"]);
         // The chain itself (root and working directory) is the system prompt's.
-        assert!(nested.for_files([root.join("sub/AGENTS.md").as_path(), root.join("x.rs").as_path()]).is_empty());
+        assert!(
+            nested.for_files([root.join("sub/AGENTS.md").as_path(), root.join("x.rs").as_path()]).is_empty()
+        );
         // Outside the project: nothing.
         assert!(nested.for_files([Path::new("/etc/hostname")]).is_empty());
     }
@@ -382,7 +384,8 @@ mod tests {
     fn restored_files_are_not_handed_over_again() {
         let (_tmp, root) = nested_repo();
         let mut nested = NestedDocs::new(&root.join("sub"), ProfileKind::OpenAi);
-        nested.restore(&[ProjectDoc { path: root.join("sub/deep/AGENTS.md"), content: "deep agents".into() }]);
+        nested
+            .restore(&[ProjectDoc { path: root.join("sub/deep/AGENTS.md"), content: "deep agents".into() }]);
         assert!(nested.for_files([root.join("sub/deep/x/lib.rs").as_path()]).is_empty());
         assert!(nested.refresh().is_empty());
     }

@@ -181,7 +181,11 @@ pub struct SessionOptions {
 /// Work queued for the session task.
 enum Command {
     /// `context`: files the input is about (their nested instruction files apply).
-    Submit { text: String, epoch: u64, context: Vec<PathBuf> },
+    Submit {
+        text: String,
+        epoch: u64,
+        context: Vec<PathBuf>,
+    },
     FollowUpWake,
     Close,
 }

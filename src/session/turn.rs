@@ -81,7 +81,11 @@ impl Turn {
     }
 
     pub fn instructions(docs: ProjectDocs) -> Self {
-        Self::Instructions(InstructionsTurn { docs: docs.docs, truncated: docs.truncated, timestamp: Utc::now() })
+        Self::Instructions(InstructionsTurn {
+            docs: docs.docs,
+            truncated: docs.truncated,
+            timestamp: Utc::now(),
+        })
     }
 
     pub fn tool_results(results: Vec<ToolResult>) -> Self {

@@ -109,14 +109,14 @@ mod tests {
     fn other_agents_search_and_shell_arguments_map_onto_ours() {
         let grep = ["pattern", "path", "glob_filter", "case_insensitive", "context_lines", "max_results"];
         assert_eq!(
-            normalized(
-                json!({"pattern": "x", "glob": "*.rs", "-i": true, "-C": 2, "head_limit": 5}),
-                &grep
-            ),
+            normalized(json!({"pattern": "x", "glob": "*.rs", "-i": true, "-C": 2, "head_limit": 5}), &grep),
             json!({"pattern": "x", "glob_filter": "*.rs", "case_insensitive": true, "context_lines": 2, "max_results": 5})
         );
         assert_eq!(
-            normalized(json!({"command": "ls", "timeout": 500, "cwd": "src"}), &["command", "timeout_ms", "workdir"]),
+            normalized(
+                json!({"command": "ls", "timeout": 500, "cwd": "src"}),
+                &["command", "timeout_ms", "workdir"]
+            ),
             json!({"command": "ls", "timeout_ms": 500, "workdir": "src"})
         );
         // `include` is read_many_files' own parameter there: never renamed.

@@ -293,7 +293,9 @@ impl ToolRegistry {
                     is_error: false,
                 }
             }
-            Ok(Err(error)) => ToolCallOutcome::error(tool_error_message(name, &error.0), &self.truncation, name),
+            Ok(Err(error)) => {
+                ToolCallOutcome::error(tool_error_message(name, &error.0), &self.truncation, name)
+            }
             Err(panic) => {
                 let what = panic
                     .downcast_ref::<String>()
