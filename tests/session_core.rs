@@ -61,7 +61,7 @@ use agentls::session::{ConfigChange, EventKind, SessionState, Turn};
 use serde_json::json;
 use session_harness::calls::sent_result;
 use session_harness::tools::{Big, Echo, Fail, Gate, Rendezvous};
-use session_harness::{Harness, Setup, data, kinds, of_kind, reason, str_of};
+use session_harness::{Harness, Setup, data, kinds, of_kind, reason, str_of, turn_kinds};
 use support::mock_provider::{ErrorPreset, Turn as Reply};
 use tokio::sync::{Barrier, Notify};
 
@@ -93,20 +93,7 @@ async fn process_input_loops_model_tools_model_until_natural_completion() {
     assert_eq!(reason(&events), "completed");
     assert_eq!(h.requests().len(), 2);
     assert!(h.request_text(1).contains("echo: hi"), "the tool result reaches the model");
-    let shape: Vec<&str> = h
-        .handle
-        .history()
-        .iter()
-        .map(|t| match t {
-            Turn::User(_) => "user",
-            Turn::Assistant(_) => "assistant",
-            Turn::ToolResults(_) => "tool_results",
-            Turn::System(_) => "system",
-            Turn::Steering(_) => "steering",
-            Turn::Instructions(_) => "instructions",
-        })
-        .collect();
-    assert_eq!(shape, ["user", "assistant", "tool_results", "assistant"]);
+    assert_eq!(turn_kinds(&h.handle.history()), ["user", "assistant", "tool_results", "assistant"]);
 }
 
 #[tokio::test]

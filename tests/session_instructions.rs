@@ -11,7 +11,7 @@ use agentls::profiles::ProfileKind;
 use agentls::session::Turn;
 use serde_json::json;
 use session_harness::calls::{read_call, system_prompt};
-use session_harness::{Harness, Setup, reason};
+use session_harness::{Harness, Setup, reason, turn_kinds};
 use support::mock_provider::Turn as Reply;
 
 /// A repository whose `src/net` has instructions for every profile, with a file to read.
@@ -41,18 +41,14 @@ fn count(haystack: &str, needle: &str) -> usize {
     haystack.matches(needle).count()
 }
 
-fn shape(history: &[Turn]) -> Vec<&'static str> {
-    history
-        .iter()
-        .map(|t| match t {
-            Turn::User(_) => "user",
-            Turn::Assistant(_) => "assistant",
-            Turn::ToolResults(_) => "tool_results",
-            Turn::System(_) => "system",
-            Turn::Steering(_) => "steering",
-            Turn::Instructions(_) => "instructions",
-        })
-        .collect()
+/// A session of `profile` on [`repo`] whose first input read `src/net/http.rs`, and its root.
+async fn after_reading_http(profile: ProfileKind, setup: Setup) -> (Harness, std::path::PathBuf) {
+    let mut h = Harness::start(setup).await;
+    let root = h.dir.path().canonicalize().expect("root");
+    h.mock.push(Reply::new().tool_call("c1", "read_file", read_call(profile, &root, "src/net/http.rs")));
+    h.mock.push(Reply::new().text("read it"));
+    assert_eq!(reason(&h.run("read http.rs").await), "completed", "{profile}");
+    (h, root)
 }
 
 #[tokio::test]
@@ -89,7 +85,7 @@ async fn a_subdirectorys_instructions_apply_once_the_agent_reads_there() {
         let later = h.request_text(3);
         assert_eq!(count(&later, "rule-net-agents"), 1, "{profile}: handed over once");
         assert_eq!(
-            shape(&h.handle.history()),
+            turn_kinds(&h.handle.history()),
             [
                 "user",
                 "assistant",
@@ -135,7 +131,7 @@ async fn a_prompts_context_file_applies_its_directorys_instructions_before_the_f
         let asked = request.find("what does this do?").expect("the prompt");
         let applied = request.find("rule-net-agents").unwrap_or_else(|| panic!("{profile}: {request}"));
         assert!(asked < applied, "{profile}: the instructions follow the prompt");
-        assert_eq!(shape(&h.handle.history()), ["user", "instructions", "assistant"], "{profile}");
+        assert_eq!(turn_kinds(&h.handle.history()), ["user", "instructions", "assistant"], "{profile}");
     }
 }
 
@@ -163,25 +159,14 @@ fn without_cache_marks(mut value: serde_json::Value) -> serde_json::Value {
 #[tokio::test]
 async fn a_resumed_session_sends_the_same_instructions_and_does_not_repeat_them() {
     let profile = ProfileKind::Anthropic;
-    let mut h = Harness::start(repo(profile)).await;
-    let root = h.dir.path().canonicalize().expect("root");
-    h.mock.push(Reply::new().tool_call("c1", "read_file", read_call(profile, &root, "src/net/http.rs")));
-    h.mock.push(Reply::new().text("read it"));
-    assert_eq!(reason(&h.run("read http.rs").await), "completed");
+    let (mut h, _) = after_reading_http(profile, repo(profile)).await;
     let before = h.body(1)["messages"].clone();
     let stored = serde_json::to_value(h.handle.history()).expect("history as JSON");
     h.close().await;
 
     let history: Vec<Turn> = serde_json::from_value(stored).expect("the transcript's turns read back");
     let Harness { dir, .. } = h;
-    let mut resumed = Harness::start(Setup { history, dir: Some(dir), ..repo(profile) }).await;
-    resumed.mock.push(Reply::new().tool_call(
-        "c2",
-        "read_file",
-        read_call(profile, &root, "src/net/http.rs"),
-    ));
-    resumed.mock.push(Reply::new().text("same"));
-    assert_eq!(reason(&resumed.run("and again").await), "completed");
+    let (resumed, _) = after_reading_http(profile, Setup { history, dir: Some(dir), ..repo(profile) }).await;
     let after = without_cache_marks(resumed.body(0)["messages"].clone());
     let replayed = without_cache_marks(before);
     let replayed = replayed.as_array().expect("messages");
@@ -192,11 +177,7 @@ async fn a_resumed_session_sends_the_same_instructions_and_does_not_repeat_them(
 #[tokio::test]
 async fn a_changed_instruction_file_is_handed_over_again_after_a_reload() {
     let profile = ProfileKind::Gemini;
-    let mut h = Harness::start(repo(profile)).await;
-    let root = h.dir.path().canonicalize().expect("root");
-    h.mock.push(Reply::new().tool_call("c1", "read_file", read_call(profile, &root, "src/net/http.rs")));
-    h.mock.push(Reply::new().text("read"));
-    h.run("read http.rs").await;
+    let (mut h, root) = after_reading_http(profile, repo(profile)).await;
     std::fs::write(root.join("src/net/GEMINI.md"), "rule-net-gemini, revised").expect("edit");
     h.mock.push(Reply::new().text("noted"));
     h.run("unchanged until a reload").await;

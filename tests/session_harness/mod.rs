@@ -231,6 +231,21 @@ impl Harness {
     }
 }
 
+/// The kind of each turn of a history, in order.
+pub fn turn_kinds(history: &[Turn]) -> Vec<&'static str> {
+    history
+        .iter()
+        .map(|t| match t {
+            Turn::User(_) => "user",
+            Turn::Assistant(_) => "assistant",
+            Turn::ToolResults(_) => "tool_results",
+            Turn::System(_) => "system",
+            Turn::Steering(_) => "steering",
+            Turn::Instructions(_) => "instructions",
+        })
+        .collect()
+}
+
 pub fn kinds(events: &[Event]) -> Vec<EventKind> {
     events.iter().map(|e| e.kind()).collect()
 }
