@@ -24,7 +24,8 @@ export function userSettings(): UserSettings {
   const out: Record<string, unknown> = {};
   for (const [key, field] of SETTING_KEYS) {
     const i = cfg.inspect(key);
-    const v = i?.workspaceFolderValue ?? i?.workspaceValue ?? i?.globalValue;
+    // the narrowest scope that sets it wins, even with null ("the server's configuration")
+    const v = [i?.workspaceFolderValue, i?.workspaceValue, i?.globalValue].find((x) => x !== undefined);
     if (v !== undefined) out[field] = v;
   }
   return out as UserSettings;

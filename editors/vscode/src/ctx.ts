@@ -7,7 +7,8 @@ import { ExecuteCommandRequest, State, type LanguageClient } from 'vscode-langua
 import { ChatView, type ChatActions } from './chat/view';
 import { ChatStore } from './chat/store';
 import type { ChatOp } from './chat/model';
-import { createClient, RestartPolicy } from './client';
+import { createClient, RestartPolicy, userSettings } from './client';
+import { problemsMessage, translateSettings } from './config';
 import {
   DiagnosticsRequest,
   EventNotification,
@@ -48,6 +49,8 @@ export class Ctx implements ChatActions, vscode.Disposable {
   private server: StatusFacts['server'] = 'starting';
   private readonly disposables: vscode.Disposable[] = [];
   private readonly activatedAt = Date.now();
+  /** The settings problem last shown, so an unchanged one is not shown again. */
+  private shownSettingsProblem: string | undefined;
 
   constructor(extension: vscode.ExtensionContext) {
     const fs = new ProposalFs();
@@ -99,6 +102,7 @@ export class Ctx implements ChatActions, vscode.Disposable {
         });
       return;
     }
+    this.reportSettingProblems();
     this.output.info(`starting ${found.path} serve --stdio`);
     const policy = new RestartPolicy((willRestart) => this.onServerClosed(willRestart));
     const client = createClient(found.path, process.env, this.output, policy);
@@ -186,8 +190,23 @@ export class Ctx implements ChatActions, vscode.Disposable {
       void vscode.window.showInformationMessage('agentls: the server path changed.', 'Restart Server').then((c) => c && this.restart());
       return;
     }
+    this.reportSettingProblems();
     // The server pulls the `agentls` section again (its pull model); applies to new sessions.
     void this.client?.sendNotification('workspace/didChangeConfiguration', { settings: null });
+  }
+
+  /** Tells the user about settings left out of the server's layer (once per distinct problem). */
+  private reportSettingProblems(): void {
+    const { problems } = translateSettings(userSettings());
+    const message = problemsMessage(problems);
+    if (message === this.shownSettingsProblem) return;
+    this.shownSettingsProblem = message;
+    if (!message) return;
+    this.output.warn(message);
+    const open = 'Open Setting';
+    void vscode.window.showWarningMessage(message, open).then((choice) => {
+      if (choice === open) void vscode.commands.executeCommand('workbench.action.openSettings', problems[0].setting);
+    });
   }
 
   // ---- server commands ----

@@ -1,19 +1,170 @@
 // Settings → the `agentls` configuration section the server parses (strictly, snake_case).
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
-import { serverLayer } from '../src/config';
+import { problemsMessage, serverLayer, SETTING_KEYS, translateSettings, type UserSettings } from '../src/config';
 
 test('nothing set: an empty layer (the server keeps its own configuration)', () => {
-  assert.deepEqual(serverLayer({}), {});
+  assert.deepEqual(translateSettings({}), { layer: {}, problems: [] });
 });
 
+/** One value for every setting (Required: a new setting cannot be left out here). */
+const everySetting: Required<UserSettings> = {
+  provider: 'anthropic',
+  model: 'claude-test',
+  approval: 'auto',
+  reasoningEffort: 'low',
+  shellPermission: 'ask',
+  shellAllow: ['cargo test', ' git status '],
+  maxTurns: 40,
+  maxToolRoundsPerInput: 12,
+  loopDetectionEnabled: true,
+  loopDetectionWindow: 6,
+  oneCallPerStep: true,
+  contextWindowTokens: 32768,
+  toolLineLimits: { shell: 20, grep: 0 },
+  toolOutputLimits: { read_file: 8000 },
+};
+
 test('every setting maps to the server key', () => {
-  assert.deepEqual(
-    serverLayer({ provider: 'anthropic', model: 'claude-test', approval: 'auto', reasoningEffort: 'low', shellPermission: 'ask', shellAllow: ['cargo test', ' git status '] }),
-    { provider: 'anthropic', model: 'claude-test', approval: 'auto', reasoning_effort: 'low', shell: { permission: 'ask', allow: ['cargo test', 'git status'] } },
-  );
+  assert.deepEqual(translateSettings(everySetting), {
+    layer: {
+      provider: 'anthropic',
+      model: 'claude-test',
+      approval: 'auto',
+      reasoning_effort: 'low',
+      max_turns: 40,
+      max_tool_rounds_per_input: 12,
+      enable_loop_detection: true,
+      loop_detection_window: 6,
+      one_call_per_step: true,
+      context_window_tokens: 32768,
+      tool_line_limits: { shell: 20, grep: 0 },
+      tool_output_limits: { read_file: 8000 },
+      shell: { permission: 'ask', allow: ['cargo test', 'git status'] },
+    },
+    problems: [],
+  });
 });
 
 test('empty strings are not sent; an explicitly empty allow list is', () => {
   assert.deepEqual(serverLayer({ provider: '', model: '  ', reasoningEffort: '', shellAllow: [] }), { shell: { allow: [] } });
+});
+
+test('null (the settings UI\'s "server configuration") and empty maps are not sent', () => {
+  assert.deepEqual(
+    translateSettings({
+      maxTurns: null,
+      maxToolRoundsPerInput: null,
+      loopDetectionEnabled: null,
+      loopDetectionWindow: null,
+      oneCallPerStep: null,
+      contextWindowTokens: null,
+      toolLineLimits: {},
+      toolOutputLimits: null,
+    }),
+    { layer: {}, problems: [] },
+  );
+});
+
+test('off and zero are values of their own: false switches and 0 (unlimited) counts are sent', () => {
+  assert.deepEqual(serverLayer({ loopDetectionEnabled: false, oneCallPerStep: false, maxTurns: 0, maxToolRoundsPerInput: 0 }), {
+    enable_loop_detection: false,
+    one_call_per_step: false,
+    max_turns: 0,
+    max_tool_rounds_per_input: 0,
+  });
+});
+
+test('a value the server would refuse is left out and reported; the other settings are still sent', () => {
+  // settings.json can hold anything, whatever the schema says
+  const settings = {
+    model: 'claude-test',
+    maxTurns: -1,
+    maxToolRoundsPerInput: 2.5,
+    loopDetectionEnabled: 'yes',
+    loopDetectionWindow: 1,
+    oneCallPerStep: true,
+    contextWindowTokens: 0,
+  } as unknown as UserSettings;
+  assert.deepEqual(translateSettings(settings), {
+    layer: { model: 'claude-test', one_call_per_step: true },
+    problems: [
+      { setting: 'agentls.maxTurns', value: '-1', expected: 'a whole number of model turns, 0 for unlimited' },
+      { setting: 'agentls.maxToolRoundsPerInput', value: '2.5', expected: 'a whole number of tool rounds, 0 for unlimited' },
+      { setting: 'agentls.loopDetection.enabled', value: '"yes"', expected: 'true, false, or null for the server configuration' },
+      {
+        setting: 'agentls.loopDetection.window',
+        value: '1',
+        expected: 'a whole number of tool calls, at least 2 (to turn loop detection off, set agentls.loopDetection.enabled to false)',
+      },
+      { setting: 'agentls.contextWindowTokens', value: '0', expected: 'a whole number of tokens, greater than 0' },
+    ],
+  });
+});
+
+test('counts beyond what the server holds are refused (max_turns is 32-bit)', () => {
+  assert.deepEqual(translateSettings({ maxTurns: 4_294_967_296, contextWindowTokens: 1e20 }).problems.map((p) => p.setting), [
+    'agentls.maxTurns',
+    'agentls.contextWindowTokens',
+  ]);
+  assert.deepEqual(serverLayer({ maxTurns: 4_294_967_295 }), { max_turns: 4_294_967_295 });
+});
+
+test('tool limits: bad entries are left out one by one, the good ones are sent', () => {
+  const settings = {
+    toolLineLimits: { shell: 20, grep: -5, glob: '100' },
+    toolOutputLimits: ['shell', 100],
+  } as unknown as UserSettings;
+  assert.deepEqual(translateSettings(settings), {
+    layer: { tool_line_limits: { shell: 20 } },
+    problems: [
+      { setting: 'agentls.toolLineLimits', entry: 'grep', value: '-5', expected: 'a whole number of lines, 0 for no line limit' },
+      { setting: 'agentls.toolLineLimits', entry: 'glob', value: '"100"', expected: 'a whole number of lines, 0 for no line limit' },
+      { setting: 'agentls.toolOutputLimits', value: '["shell",100]', expected: 'an object mapping tool names to character counts, e.g. { "shell": 100 }' },
+    ],
+  });
+});
+
+test('the problems are told in one message naming each setting and what it takes', () => {
+  assert.equal(problemsMessage([]), undefined);
+  const { problems } = translateSettings({ loopDetectionWindow: 1, toolLineLimits: { shell: -1 } });
+  assert.equal(
+    problemsMessage(problems),
+    'agentls: these settings were not sent to the server (the rest were): agentls.loopDetection.window is 1, expected a whole number of tool calls, at least 2 (to turn loop detection off, set agentls.loopDetection.enabled to false); agentls.toolLineLimits["shell"] is -1, expected a whole number of lines, 0 for no line limit.',
+  );
+  assert.equal(
+    problemsMessage(translateSettings({ contextWindowTokens: 0 }).problems),
+    'agentls: this setting was not sent to the server (the rest were): agentls.contextWindowTokens is 0, expected a whole number of tokens, greater than 0.',
+  );
+});
+
+// The compiled tests run from out/test/; the manifest and the server's source are files of the repository.
+const extensionDir = join(__dirname, '../..');
+
+test('the settings read are exactly the ones package.json declares (besides the server path)', () => {
+  const manifest = JSON.parse(readFileSync(join(extensionDir, 'package.json'), 'utf8')) as {
+    contributes: { configuration: { properties: Record<string, unknown> } };
+  };
+  const declared = Object.keys(manifest.contributes.configuration.properties).filter((k) => k !== 'agentls.server.path');
+  assert.deepEqual(declared.sort(), SETTING_KEYS.map(([key]) => `agentls.${key}`).sort());
+});
+
+test('every key the translation sends is a field of the server\'s ConfigLayer', () => {
+  const rust = readFileSync(join(extensionDir, '../../src/config/mod.rs'), 'utf8');
+  const fields = (struct: string): string[] => {
+    const body = rust.match(new RegExp(`pub struct ${struct} \\{([^}]*)\\}`))?.[1];
+    assert.ok(body, `pub struct ${struct} in src/config/mod.rs`);
+    return [...body.matchAll(/pub (\w+):/g)].map((m) => m[1]);
+  };
+  const layer = serverLayer(everySetting);
+  const configLayer = fields('ConfigLayer');
+  for (const key of Object.keys(layer)) assert.ok(configLayer.includes(key), `${key} is a ConfigLayer field`);
+  const shellLayer = fields('ShellLayer');
+  for (const key of Object.keys(layer.shell ?? {})) assert.ok(shellLayer.includes(key), `shell.${key} is a ShellLayer field`);
+  // every setting sends one key: a setting that translates to nothing would do nothing
+  const sent = Object.keys(layer).filter((k) => k !== 'shell').length + Object.keys(layer.shell ?? {}).length;
+  assert.equal(sent, SETTING_KEYS.length);
+  assert.equal(Object.keys(everySetting).length, SETTING_KEYS.length);
 });
