@@ -510,6 +510,17 @@ async fn settings_are_pulled_with_workspace_configuration_and_win_over_initializ
         .await;
     let created = fx.client.command("agentls.newSession", json!({})).await.expect("newSession");
     assert_eq!(created["model"], "changed-in-the-editor");
+
+    // A setting the user cleared is gone (the section replaces the last one, it is not merged
+    // into it): the initialization options apply again.
+    fx.client.auto_answer("workspace/configuration", json!([{"approval": "auto"}]));
+    fx.client.notify("workspace/didChangeConfiguration", json!({"settings": null}));
+    let pulled = |p: &serde_json::Value| {
+        p["message"].as_str().unwrap_or_default().contains("the editor's `agentls` settings")
+    };
+    fx.client.next_notification_where("window/logMessage", pulled).await;
+    let created = fx.client.command("agentls.newSession", json!({})).await.expect("newSession");
+    assert_eq!(created["model"], "from-init-options");
 }
 
 #[tokio::test]

@@ -96,9 +96,14 @@ where
 
 const PIPE_BYTES: usize = 256 << 10;
 
-/// `agentls serve`: LSP over stdio on a multi-threaded runtime.
+/// `agentls serve`: LSP over stdio on one thread.
+///
+/// Everything the server does between a provider's bytes and the editor's notification is a
+/// hand-off between tasks (session, pump, framework, writer); on one thread each is a queue
+/// push, on several it is a wake-up of another thread per event. Blocking work (file reads,
+/// search, commands' I/O) runs on tokio's blocking pool, so it never stalls the loop.
 pub fn run_stdio(options: ServerOptions) -> std::io::Result<Ended> {
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let ended = runtime.block_on(serve(tokio::io::stdin(), tokio::io::stdout(), options));
     // The stdin reader may sit in a blocking read after `exit`; do not wait for it.
     runtime.shutdown_timeout(Duration::from_millis(200));

@@ -29,12 +29,15 @@ async fn pull_configuration(state: &ServerState) {
     match state.outbound.request::<request::WorkspaceConfiguration>(params).await {
         Ok(values) => match values.into_iter().next() {
             Some(section) if section.as_object().is_some_and(|o| !o.is_empty()) => {
-                if state.merge_client_settings(section, "workspace/configuration") {
+                if state.set_client_settings(section, "workspace/configuration") {
                     let message = "agentls: using the editor's `agentls` settings for new sessions";
                     state.outbound.log(MessageType::INFO, message.to_string()).await;
                 }
             }
-            _ => tracing::debug!("the editor has no `agentls` settings"),
+            _ => {
+                tracing::debug!("the editor has no `agentls` settings");
+                state.set_client_settings(Value::Object(Default::default()), "workspace/configuration");
+            }
         },
         Err(e) => tracing::info!("no settings from the editor: {e}"),
     }
@@ -199,7 +202,7 @@ impl LanguageServer for Backend {
             tokio::spawn(async move { pull_configuration(&state).await });
             return;
         }
-        let _ = self.state.merge_client_settings(section, "workspace/didChangeConfiguration");
+        let _ = self.state.set_client_settings(section, "workspace/didChangeConfiguration");
     }
 
     async fn did_change_workspace_folders(&self, params: DidChangeWorkspaceFoldersParams) {

@@ -76,8 +76,9 @@ pub struct ServerState {
     pub(super) options: ServerOptions,
     profile: OnceLock<ClientProfile>,
     roots: RwLock<Vec<PathBuf>>,
-    /// The `initializationOptions` and `workspace/didChangeConfiguration` layer.
-    client_layer: RwLock<ConfigLayer>,
+    /// The editor's configuration layer: its `initializationOptions`, with its latest `agentls`
+    /// settings section (`workspace/configuration`, `didChangeConfiguration`) over them.
+    client_layer: RwLock<ClientLayers>,
     pub(super) documents: Arc<DocumentStore>,
     pub(super) permissions: PermissionBroker,
     pub(super) reviews: ReviewBroker,
@@ -101,7 +102,7 @@ impl ServerState {
             options,
             profile: OnceLock::new(),
             roots: RwLock::new(Vec::new()),
-            client_layer: RwLock::new(ConfigLayer::default()),
+            client_layer: RwLock::new(ClientLayers::default()),
             documents,
             permissions: PermissionBroker::new(rules),
         }
@@ -112,7 +113,9 @@ impl ServerState {
         *self.roots.write().unwrap_or_else(|p| p.into_inner()) = roots;
         if let Some(options) = options.filter(|v| !v.is_null()) {
             match ConfigLayer::from_json(options, "initializationOptions") {
-                Ok(layer) => *self.client_layer.write().unwrap_or_else(|p| p.into_inner()) = layer,
+                Ok(layer) => {
+                    self.client_layer.write().unwrap_or_else(|p| p.into_inner()).initialization = layer
+                }
                 Err(e) => tracing::warn!("{e}; continuing with the other configuration layers"),
             }
         }
@@ -161,15 +164,18 @@ impl ServerState {
     }
 
     pub(super) fn client_layer(&self) -> ConfigLayer {
-        self.client_layer.read().unwrap_or_else(|p| p.into_inner()).clone()
+        let layers = self.client_layer.read().unwrap_or_else(|p| p.into_inner());
+        let mut layer = layers.initialization.clone();
+        layer.merge(layers.settings.clone());
+        layer
     }
 
-    /// Merges the editor's `agentls` settings over the client layer (later settings win);
-    /// `false` when they are invalid and were ignored.
-    pub(super) fn merge_client_settings(&self, section: Value, origin: &str) -> bool {
+    /// Takes the editor's whole `agentls` settings section as its settings (a setting the user
+    /// cleared is gone, not kept from before); `false` when it is invalid and was ignored.
+    pub(super) fn set_client_settings(&self, section: Value, origin: &str) -> bool {
         match ConfigLayer::from_json(section, origin) {
             Ok(layer) => {
-                self.client_layer.write().unwrap_or_else(|p| p.into_inner()).merge(layer);
+                self.client_layer.write().unwrap_or_else(|p| p.into_inner()).settings = layer;
                 true
             }
             Err(e) => {
@@ -178,4 +184,12 @@ impl ServerState {
             }
         }
     }
+}
+
+/// The editor's two sources of configuration: `initializationOptions`, fixed at start, and the
+/// `agentls` settings section, replaced whole whenever the editor sends or is asked for it.
+#[derive(Debug, Default)]
+struct ClientLayers {
+    initialization: ConfigLayer,
+    settings: ConfigLayer,
 }
