@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use agentls::config::Approval;
 use agentls::config::ProfileKind;
-use agentls::exec::LocalExecutionEnvironment;
+use agentls::exec::{ExecutionEnvironment, LocalExecutionEnvironment};
 use agentls::exec::ShellLimits;
 use agentls::tools::ToolContext;
 use agentls::tools::profiles::{ToolSetOptions, profile_tools};
@@ -72,10 +72,11 @@ async fn run_scenario(dir: &Path) -> Result<(), String> {
         (call["tool"].as_str().unwrap().to_string(), call["args"].clone())
     };
     let registry = profile_tools(profile_for(&tool), &ToolSetOptions { read_before_edit: false });
+    let env: Arc<dyn ExecutionEnvironment> = Arc::new(LocalExecutionEnvironment::new(root.clone()));
     let ctx = ToolContext {
-        env: Arc::new(LocalExecutionEnvironment::new(root.clone())),
-        workspace: Arc::new(Workspace::for_disk(root.clone())),
-        editor: Arc::new(DiskPort::new(Approval::Auto)),
+        env: Arc::clone(&env),
+        workspace: Arc::new(Workspace::default()),
+        editor: Arc::new(DiskPort::new(env, Approval::Auto)),
         reads: Arc::new(ReadTracker::new()),
         cwd: root.clone(),
         call_id: "conformance".into(),

@@ -38,8 +38,9 @@ impl Tool for ProposeText {
     }
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let path = args["path"].as_str().unwrap_or_default();
-        let resolved = ctx.workspace.resolve(&ctx.cwd, path).map_err(|e| ToolError::new(e.to_string()))?;
-        let snapshot = ctx.workspace.read(&resolved).map_err(|e| ToolError::new(e.to_string()))?;
+        let resolved = ctx.resolve(path)?;
+        let snapshot =
+            ctx.workspace.read(&*ctx.env, &resolved).await.map_err(|e| ToolError::new(e.to_string()))?;
         let change = FileChange::modify(snapshot, path, args["text"].as_str().unwrap_or_default());
         let set = ChangeSet::new(vec![change]).map_err(|e| ToolError::new(e.to_string()))?;
         let outcome = ctx.editor.propose(set).await.map_err(|e| ToolError::new(e.to_string()))?;

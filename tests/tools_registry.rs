@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use agentls::config::ProfileKind;
 use agentls::exec::{
-    DirEntry, ExecError, ExecRequest, ExecResult, ExecutionEnvironment, GrepOptions, GrepResult,
+    DirEntry, ExecError, ExecRequest, ExecResult, ExecutionEnvironment, FileStat, GrepOptions, GrepResult,
 };
 use agentls::tools::profiles::{ToolSetOptions, profile_tools};
 use agentls::tools::registry::{BatchEvent, BatchMode, ToolCallOutcome, ToolCallRequest, ToolRegistry};
@@ -405,11 +405,23 @@ impl ExecutionEnvironment for EchoEnvironment {
     async fn read_file(&self, _: &Path, _: Option<usize>, _: Option<usize>) -> Result<String, ExecError> {
         Ok(String::new())
     }
-    async fn read_bytes(&self, _: &Path) -> Result<Vec<u8>, ExecError> {
-        Ok(Vec::new())
+    async fn read_bytes(&self, _: &Path, _: u64) -> Result<Arc<[u8]>, ExecError> {
+        Ok(Arc::from([]))
+    }
+    async fn file_equals(&self, _: &Path, expected: &[u8]) -> Result<bool, ExecError> {
+        Ok(expected.is_empty())
     }
     async fn write_file(&self, _: &Path, _: &str) -> Result<(), ExecError> {
         Err(ExecError::ReadOnly)
+    }
+    async fn create_file(&self, _: &Path, _: &str, _: Option<u32>) -> Result<(), ExecError> {
+        Err(ExecError::ReadOnly)
+    }
+    async fn remove_file(&self, _: &Path) -> Result<(), ExecError> {
+        Err(ExecError::ReadOnly)
+    }
+    async fn stat(&self, _: &Path) -> Result<Option<FileStat>, ExecError> {
+        Ok(None)
     }
     async fn file_exists(&self, _: &Path) -> bool {
         false

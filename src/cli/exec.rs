@@ -88,7 +88,7 @@ fn run_inner(env: &Env, args: ExecArgs) -> Result<u8, Failure> {
             profile: None,
             history: Vec::new(),
             documents: None,
-            editor: Arc::new(DiskPort::new(approval)),
+            editor: Arc::new(DiskPort::new(builder.environment(), approval)),
             extra_tools: Vec::new(),
             transcripts: None,
         };

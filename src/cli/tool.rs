@@ -126,13 +126,11 @@ pub fn run(env: &Env, args: ToolArgs) -> Result<ExitCode, String> {
     let limits = local_options.limits.clone();
     let exec_env: Arc<dyn ExecutionEnvironment> =
         Arc::new(LocalExecutionEnvironment::with_options(local_options));
-    let allow_outside = config.layer.allow_outside_workspace.unwrap_or(false);
-    let workspace = Workspace::new(vec![cwd.clone()], Default::default(), allow_outside);
     let cancel = CancellationToken::new();
     let ctx = ToolContext {
         env: Arc::clone(&exec_env),
-        workspace: Arc::new(workspace),
-        editor: Arc::new(DiskPort::new(Approval::Auto)),
+        workspace: Arc::new(Workspace::default()),
+        editor: Arc::new(DiskPort::new(Arc::clone(&exec_env), Approval::Auto)),
         reads: Arc::new(ReadTracker::new()),
         cwd,
         call_id: "cli".to_string(),

@@ -1,7 +1,13 @@
 //! The local machine as an execution environment: direct file access inside the workspace roots,
 //! commands through `/bin/bash -c` in their own process group, search with the ripgrep crates.
+//!
+//! File operations of up to [`INLINE_BYTES`] run on the calling task: a few system calls cost
+//! less than handing them to another thread, and a patch of a thousand files makes thousands.
+//! Larger ones run where blocking is allowed (`block_in_place`), so other tasks keep running.
 
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -10,8 +16,8 @@ use super::ShellLimits;
 use super::paths::PathPolicy;
 use super::process::{self, LiveGroups, Spawn};
 use super::{
-    DirEntry, ExecError, ExecRequest, ExecResult, ExecutionEnvironment, GrepOptions, GrepResult,
-    env_filter::filter_environment, search,
+    DirEntry, ExecError, ExecRequest, ExecResult, ExecutionEnvironment, FileKind, FileStat, GrepOptions,
+    GrepResult, env_filter::filter_environment, search, shared,
 };
 use crate::config::{Config, EnvPolicy};
 
@@ -120,6 +126,114 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| ExecError::Io { path: String::new(), message: format!("search task failed: {e}") })?
 }
 
+/// File work larger than this (bytes read, compared or written) leaves the calling task.
+const INLINE_BYTES: u64 = 1 << 20;
+
+/// Runs blocking file work of `bytes` bytes: inline when small, else through `block_in_place`
+/// on a multi-threaded runtime (inline on any other).
+fn file_work<T>(bytes: u64, work: impl FnOnce() -> T) -> T {
+    if bytes > INLINE_BYTES
+        && let Ok(handle) = tokio::runtime::Handle::try_current()
+        && handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
+    {
+        return tokio::task::block_in_place(work);
+    }
+    work()
+}
+
+/// Opens `path` for reading, refusing a directory; with the file's size.
+fn open_file(path: &Path) -> Result<(std::fs::File, u64), ExecError> {
+    let file = std::fs::File::open(path).map_err(|e| ExecError::io(path, e))?;
+    let metadata = file.metadata().map_err(|e| ExecError::io(path, e))?;
+    if metadata.is_dir() {
+        return Err(ExecError::IsDirectory { path: path.display().to_string() });
+    }
+    Ok((file, metadata.len()))
+}
+
+/// Whether the rest of `file` is exactly `expected`, compared block by block (no copy of the
+/// file is made).
+fn same_content(file: &mut std::fs::File, expected: &[u8]) -> std::io::Result<bool> {
+    const BLOCK: usize = 256 * 1024;
+    // One byte more than expected, to notice a file that grew since its size was read.
+    let mut block = vec![0; (expected.len() + 1).min(BLOCK)];
+    let mut at = 0;
+    loop {
+        let read = match file.read(&mut block) {
+            Ok(read) => read,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(error),
+        };
+        if read == 0 {
+            return Ok(at == expected.len());
+        }
+        if expected.get(at..at + read) != Some(&block[..read]) {
+            return Ok(false);
+        }
+        at += read;
+    }
+}
+
+/// Opens `path` with `options`, creating its parent directories when they are missing.
+fn open_creating_parents(path: &Path, options: &std::fs::OpenOptions) -> std::io::Result<std::fs::File> {
+    match options.open(path) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            options.open(path)
+        }
+        opened => opened,
+    }
+}
+
+/// Writes `bytes` over the file at `path` in place, from its start, then cuts it to their length.
+/// The file keeps its inode, so its hard links, owner, permissions, ACLs and extended attributes
+/// stay as they are, and watchers see a modification. No temporary file is made: overwriting
+/// costs a few system calls, where a new inode and a rename cost ten times as much on ext4 (see
+/// docs/ARCHITECTURE.md, "Writing files").
+fn write_in_place(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut file = open_creating_parents(path, std::fs::OpenOptions::new().write(true).create(true))?;
+    file.write_all(bytes)?;
+    file.set_len(bytes.len() as u64)
+}
+
+/// Creates `path` with `bytes`, failing when anything (even a dangling symlink) is there
+/// already. A half-written new file is removed.
+fn create_new(path: &Path, bytes: &[u8], mode: Option<u32>) -> std::io::Result<()> {
+    let mut file = open_creating_parents(path, std::fs::OpenOptions::new().write(true).create_new(true))?;
+    let written = file.write_all(bytes).and_then(|()| set_mode(&file, mode));
+    if written.is_err() {
+        let _ = std::fs::remove_file(path);
+    }
+    written
+}
+
+#[cfg(unix)]
+fn set_mode(file: &std::fs::File, mode: Option<u32>) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    match mode {
+        Some(mode) => file.set_permissions(std::fs::Permissions::from_mode(mode)),
+        None => Ok(()),
+    }
+}
+
+#[cfg(not(unix))]
+fn set_mode(_file: &std::fs::File, _mode: Option<u32>) -> std::io::Result<()> {
+    Ok(())
+}
+
+#[cfg(unix)]
+fn mode_of(metadata: &std::fs::Metadata) -> Option<u32> {
+    use std::os::unix::fs::PermissionsExt;
+    Some(metadata.permissions().mode() & 0o7777)
+}
+
+#[cfg(not(unix))]
+fn mode_of(_metadata: &std::fs::Metadata) -> Option<u32> {
+    None
+}
+
 #[async_trait]
 impl ExecutionEnvironment for LocalExecutionEnvironment {
     async fn read_file(
@@ -128,7 +242,7 @@ impl ExecutionEnvironment for LocalExecutionEnvironment {
         offset: Option<usize>,
         limit: Option<usize>,
     ) -> Result<String, ExecError> {
-        let path = self.resolve_path(path)?;
+        let path = self.paths.check(path)?;
         let text = tokio::fs::read_to_string(&path).await.map_err(|e| match e.kind() {
             std::io::ErrorKind::InvalidData => {
                 ExecError::InvalidInput(format!("{} is not a UTF-8 text file", path.display()))
@@ -143,28 +257,76 @@ impl ExecutionEnvironment for LocalExecutionEnvironment {
         Ok(text.split_inclusive('\n').skip(skip).take(take).collect())
     }
 
-    async fn read_bytes(&self, path: &Path) -> Result<Vec<u8>, ExecError> {
-        let path = self.resolve_path(path)?;
-        tokio::fs::read(&path).await.map_err(|e| ExecError::io(&path, e))
+    async fn read_bytes(&self, path: &Path, max_len: u64) -> Result<Arc<[u8]>, ExecError> {
+        let path = self.paths.check(path)?;
+        let (mut file, len) = open_file(&path)?;
+        if len > max_len {
+            return Err(ExecError::TooLarge { path: path.display().to_string(), size: len, limit: max_len });
+        }
+        file_work(len, || shared::read_shared(&mut file, len)).map_err(|e| ExecError::io(&path, e))
+    }
+
+    async fn file_equals(&self, path: &Path, expected: &[u8]) -> Result<bool, ExecError> {
+        let path = self.paths.check(path)?;
+        let (mut file, len) = open_file(&path)?;
+        if len != expected.len() as u64 {
+            return Ok(false);
+        }
+        file_work(len, || same_content(&mut file, expected)).map_err(|e| ExecError::io(&path, e))
     }
 
     async fn write_file(&self, path: &Path, content: &str) -> Result<(), ExecError> {
-        let path = self.resolve_path(path)?;
-        if let Some(parent) = path.parent() {
-            tokio::fs::create_dir_all(parent).await.map_err(|e| ExecError::io(parent, e))?;
+        let path = self.paths.check(path)?;
+        file_work(content.len() as u64, || write_in_place(&path, content.as_bytes()))
+            .map_err(|e| ExecError::io(&path, e))
+    }
+
+    async fn create_file(&self, path: &Path, content: &str, mode: Option<u32>) -> Result<(), ExecError> {
+        let path = self.paths.check(path)?;
+        file_work(content.len() as u64, || create_new(&path, content.as_bytes(), mode))
+            .map_err(|e| ExecError::io(&path, e))
+    }
+
+    async fn remove_file(&self, path: &Path) -> Result<(), ExecError> {
+        let path = self.paths.check(path)?;
+        std::fs::remove_file(&path).map_err(|e| ExecError::io(&path, e))
+    }
+
+    async fn stat(&self, path: &Path) -> Result<Option<FileStat>, ExecError> {
+        let path = self.paths.check(path)?;
+        match std::fs::metadata(&path) {
+            Ok(metadata) => {
+                let kind = if metadata.is_dir() {
+                    FileKind::Directory
+                } else if metadata.is_file() {
+                    FileKind::File
+                } else {
+                    FileKind::Other
+                };
+                Ok(Some(FileStat { kind, len: metadata.len(), mode: mode_of(&metadata) }))
+            }
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                ) =>
+            {
+                // A symlink that leads nowhere still takes the name.
+                Ok(path.symlink_metadata().is_ok().then_some(FileStat { kind: FileKind::Other, len: 0, mode: None }))
+            }
+            Err(error) => Err(ExecError::io(&path, error)),
         }
-        tokio::fs::write(&path, content).await.map_err(|e| ExecError::io(&path, e))
     }
 
     async fn file_exists(&self, path: &Path) -> bool {
-        match self.resolve_path(path) {
+        match self.paths.check(path) {
             Ok(path) => tokio::fs::try_exists(path).await.unwrap_or(false),
             Err(_) => false,
         }
     }
 
     async fn list_directory(&self, path: &Path, depth: usize) -> Result<Vec<DirEntry>, ExecError> {
-        let path = self.resolve_path(path)?;
+        let path = self.paths.check(path)?.into_owned();
         blocking(move || search::list_directory(&path, depth)).await
     }
 
@@ -202,19 +364,23 @@ impl ExecutionEnvironment for LocalExecutionEnvironment {
     }
 
     async fn grep(&self, pattern: &str, path: &Path, options: GrepOptions) -> Result<GrepResult, ExecError> {
-        let path = self.resolve_path(path)?;
+        let path = self.paths.check(path)?.into_owned();
         let pattern = pattern.to_string();
         blocking(move || search::grep(&pattern, &path, &options)).await
     }
 
     async fn glob(&self, pattern: &str, path: &Path) -> Result<Vec<PathBuf>, ExecError> {
-        let path = self.resolve_path(path)?;
+        let path = self.paths.check(path)?.into_owned();
         let pattern = pattern.to_string();
         blocking(move || search::glob(&pattern, &path)).await
     }
 
     fn resolve_path(&self, path: &Path) -> Result<PathBuf, ExecError> {
         self.paths.resolve(path)
+    }
+
+    fn resolve_paths(&self, paths: &[&Path]) -> Vec<Result<PathBuf, ExecError>> {
+        self.paths.resolve_all(paths)
     }
 
     async fn cleanup(&self) {

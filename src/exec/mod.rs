@@ -7,13 +7,17 @@
 //! - Child processes never inherit secrets (`*_API_KEY`, `*_SECRET`, `*_TOKEN`, `*_PASSWORD`,
 //!   `*_CREDENTIAL`…), whatever the environment policy.
 //! - Paths are resolved against the working directory with symlinks followed; paths outside the
-//!   workspace roots are refused unless the environment was built to allow them.
+//!   workspace roots are refused unless the environment was built to allow them. File
+//!   operations take the paths `resolve_path` returns as they are (no second resolution).
+//! - Files are written in place: an existing file keeps its inode (links, owner, mode, extended
+//!   attributes); `create_file` never replaces anything, not even a dangling symlink.
 
 mod env_filter;
 mod local;
 mod paths;
 mod process;
 mod search;
+mod shared;
 mod wrappers;
 
 use std::collections::BTreeMap;
@@ -26,7 +30,9 @@ use tokio_util::sync::CancellationToken;
 
 pub use env_filter::{CORE_VARIABLES, filter_environment, is_secret_name};
 pub use local::{LocalExecutionEnvironment, LocalOptions};
+pub(crate) use paths::canonicalize_lenient;
 pub use process::KILL_GRACE;
+pub(crate) use shared::{SharedStrBuilder, into_shared_str};
 pub use wrappers::{LoggingExecutionEnvironment, OutputExecutionEnvironment, ReadOnlyExecutionEnvironment};
 
 /// A failure of an environment operation. Messages say what went wrong and what to do.
@@ -34,6 +40,12 @@ pub use wrappers::{LoggingExecutionEnvironment, OutputExecutionEnvironment, Read
 pub enum ExecError {
     #[error("{path} does not exist; check the path (glob or list_dir can find the right one)")]
     NotFound { path: String },
+    #[error("{path} already exists")]
+    AlreadyExists { path: String },
+    #[error("{path} is a directory, not a file")]
+    IsDirectory { path: String },
+    #[error("{path} is too large ({size} bytes, limit {limit})")]
+    TooLarge { path: String, size: u64, limit: u64 },
     #[error("{path} is outside the workspace ({roots}); only paths inside the workspace can be used")]
     OutsideWorkspace { path: String, roots: String },
     #[error("permission denied: {path}")]
@@ -55,6 +67,8 @@ impl ExecError {
         match error.kind() {
             std::io::ErrorKind::NotFound => Self::NotFound { path },
             std::io::ErrorKind::PermissionDenied => Self::PermissionDenied { path },
+            std::io::ErrorKind::AlreadyExists => Self::AlreadyExists { path },
+            std::io::ErrorKind::IsADirectory => Self::IsDirectory { path },
             _ => Self::Io { path, message: error.to_string() },
         }
     }
@@ -132,6 +146,25 @@ pub struct DirEntry {
     pub depth: usize,
 }
 
+/// What a path names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    File,
+    Directory,
+    /// Anything else that takes the name: a symlink that leads nowhere, a socket, a device.
+    Other,
+}
+
+/// What [`ExecutionEnvironment::stat`] says about a path (symlinks followed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileStat {
+    pub kind: FileKind,
+    /// Size in bytes.
+    pub len: u64,
+    /// Permission bits (`0o644`), where the environment has them.
+    pub mode: Option<u32>,
+}
+
 /// What `grep` reports per file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum GrepMode {
@@ -190,7 +223,8 @@ pub struct GrepResult {
 }
 
 /// Files, processes and search, wherever they live (local by default). Implement it to run the
-/// same tools in a container, over SSH, or in memory.
+/// same tools in a container, over SSH, or in memory: the tools and the committer that writes
+/// their change sets reach files only through it.
 #[async_trait]
 pub trait ExecutionEnvironment: Send + Sync {
     /// Reads a text file; `offset` is the 1-based first line, `limit` the number of lines.
@@ -200,10 +234,24 @@ pub trait ExecutionEnvironment: Send + Sync {
         offset: Option<usize>,
         limit: Option<usize>,
     ) -> Result<String, ExecError>;
-    /// Reads a file's raw bytes (images, binary detection).
-    async fn read_bytes(&self, path: &Path) -> Result<Vec<u8>, ExecError>;
-    /// Writes a file, creating parent directories.
+    /// Reads a file's raw bytes; a directory or a file over `max_len` bytes is refused
+    /// ([`ExecError::IsDirectory`], [`ExecError::TooLarge`]) before anything is read.
+    async fn read_bytes(&self, path: &Path, max_len: u64) -> Result<Arc<[u8]>, ExecError>;
+    /// Whether the file at `path` holds exactly `expected`, compared as it is read (an
+    /// environment elsewhere may compare digests instead of sending the file).
+    async fn file_equals(&self, path: &Path, expected: &[u8]) -> Result<bool, ExecError>;
+    /// Writes `content` to `path` in place: an existing file is overwritten from its start, then
+    /// cut to the new length, and keeps its inode; a missing one is created (parent directories
+    /// too).
     async fn write_file(&self, path: &Path, content: &str) -> Result<(), ExecError>;
+    /// Creates `path` with `content` and, when given, the permission bits `mode`; parent
+    /// directories are created. Fails with [`ExecError::AlreadyExists`] when anything is at
+    /// `path`, even a symlink that leads nowhere; a half-written file is removed.
+    async fn create_file(&self, path: &Path, content: &str, mode: Option<u32>) -> Result<(), ExecError>;
+    /// Removes a file (not a directory).
+    async fn remove_file(&self, path: &Path) -> Result<(), ExecError>;
+    /// What is at `path`, symlinks followed; `None` when nothing is.
+    async fn stat(&self, path: &Path) -> Result<Option<FileStat>, ExecError>;
     async fn file_exists(&self, path: &Path) -> bool;
     /// Lists a directory down to `depth` levels (1 = direct children), gitignored entries skipped.
     async fn list_directory(&self, path: &Path, depth: usize) -> Result<Vec<DirEntry>, ExecError>;
@@ -212,8 +260,14 @@ pub trait ExecutionEnvironment: Send + Sync {
     async fn grep(&self, pattern: &str, path: &Path, options: GrepOptions) -> Result<GrepResult, ExecError>;
     /// Files below `path` matching a glob, newest first.
     async fn glob(&self, pattern: &str, path: &Path) -> Result<Vec<PathBuf>, ExecError>;
-    /// Makes a path absolute against the working directory and checks it may be used.
+    /// Makes a path absolute against the working directory, symlinks followed, and checks it
+    /// may be used.
     fn resolve_path(&self, path: &Path) -> Result<PathBuf, ExecError>;
+    /// Resolves many paths like [`ExecutionEnvironment::resolve_path`], in order; an
+    /// environment may share work between them (the local one canonicalizes each folder once).
+    fn resolve_paths(&self, paths: &[&Path]) -> Vec<Result<PathBuf, ExecError>> {
+        paths.iter().map(|path| self.resolve_path(path)).collect()
+    }
 
     async fn initialize(&self) -> Result<(), ExecError> {
         Ok(())

@@ -7,10 +7,12 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{
-    DirEntry, ExecError, ExecRequest, ExecResult, ExecutionEnvironment, GrepOptions, GrepResult, OutputSink,
+    DirEntry, ExecError, ExecRequest, ExecResult, ExecutionEnvironment, FileStat, GrepOptions, GrepResult,
+    OutputSink,
 };
 
-/// Implements the trait for `$ty`: the given methods, everything else delegated to `$inner`.
+/// Implements the trait for `$ty`: the given methods (commands and the operations that change
+/// files), everything else delegated to `$inner`.
 macro_rules! wrapper_impl {
     ($ty:ty, $inner:ident, { $($own:item)* }) => {
         #[async_trait]
@@ -20,8 +22,14 @@ macro_rules! wrapper_impl {
         -> Result<String, ExecError> {
             self.$inner.read_file(path, offset, limit).await
         }
-        async fn read_bytes(&self, path: &Path) -> Result<Vec<u8>, ExecError> {
-            self.$inner.read_bytes(path).await
+        async fn read_bytes(&self, path: &Path, max_len: u64) -> Result<Arc<[u8]>, ExecError> {
+            self.$inner.read_bytes(path, max_len).await
+        }
+        async fn file_equals(&self, path: &Path, expected: &[u8]) -> Result<bool, ExecError> {
+            self.$inner.file_equals(path, expected).await
+        }
+        async fn stat(&self, path: &Path) -> Result<Option<FileStat>, ExecError> {
+            self.$inner.stat(path).await
         }
         async fn file_exists(&self, path: &Path) -> bool {
             self.$inner.file_exists(path).await
@@ -37,6 +45,9 @@ macro_rules! wrapper_impl {
         }
         fn resolve_path(&self, path: &Path) -> Result<PathBuf, ExecError> {
             self.$inner.resolve_path(path)
+        }
+        fn resolve_paths(&self, paths: &[&Path]) -> Vec<Result<PathBuf, ExecError>> {
+            self.$inner.resolve_paths(paths)
         }
         async fn initialize(&self) -> Result<(), ExecError> {
             self.$inner.initialize().await
@@ -57,7 +68,7 @@ macro_rules! wrapper_impl {
     };
 }
 
-/// Logs each command and its outcome through `tracing`.
+/// Logs each command and its outcome, and each file written, created or removed, through `tracing`.
 pub struct LoggingExecutionEnvironment {
     inner: Arc<dyn ExecutionEnvironment>,
 }
@@ -72,6 +83,16 @@ wrapper_impl!(LoggingExecutionEnvironment, inner, {
     async fn write_file(&self, path: &Path, content: &str) -> Result<(), ExecError> {
         tracing::info!(path = %path.display(), bytes = content.len(), "write_file");
         self.inner.write_file(path, content).await
+    }
+
+    async fn create_file(&self, path: &Path, content: &str, mode: Option<u32>) -> Result<(), ExecError> {
+        tracing::info!(path = %path.display(), bytes = content.len(), "create_file");
+        self.inner.create_file(path, content, mode).await
+    }
+
+    async fn remove_file(&self, path: &Path) -> Result<(), ExecError> {
+        tracing::info!(path = %path.display(), "remove_file");
+        self.inner.remove_file(path).await
     }
 
     async fn exec_command(&self, request: ExecRequest) -> Result<ExecResult, ExecError> {
@@ -90,7 +111,8 @@ wrapper_impl!(LoggingExecutionEnvironment, inner, {
     }
 });
 
-/// Refuses every write; commands still run (they are not analysed for write intent).
+/// Refuses every file write, create and removal; commands still run (they are not analysed for
+/// write intent).
 pub struct ReadOnlyExecutionEnvironment {
     inner: Arc<dyn ExecutionEnvironment>,
 }
@@ -103,6 +125,14 @@ impl ReadOnlyExecutionEnvironment {
 
 wrapper_impl!(ReadOnlyExecutionEnvironment, inner, {
     async fn write_file(&self, _path: &Path, _content: &str) -> Result<(), ExecError> {
+        Err(ExecError::ReadOnly)
+    }
+
+    async fn create_file(&self, _path: &Path, _content: &str, _mode: Option<u32>) -> Result<(), ExecError> {
+        Err(ExecError::ReadOnly)
+    }
+
+    async fn remove_file(&self, _path: &Path) -> Result<(), ExecError> {
         Err(ExecError::ReadOnly)
     }
 
@@ -133,6 +163,14 @@ impl OutputExecutionEnvironment {
 wrapper_impl!(OutputExecutionEnvironment, inner, {
     async fn write_file(&self, path: &Path, content: &str) -> Result<(), ExecError> {
         self.inner.write_file(path, content).await
+    }
+
+    async fn create_file(&self, path: &Path, content: &str, mode: Option<u32>) -> Result<(), ExecError> {
+        self.inner.create_file(path, content, mode).await
+    }
+
+    async fn remove_file(&self, path: &Path) -> Result<(), ExecError> {
+        self.inner.remove_file(path).await
     }
 
     async fn exec_command(&self, mut request: ExecRequest) -> Result<ExecResult, ExecError> {

@@ -14,8 +14,13 @@
 //!   supported; otherwise they are done on disk, and only for files the editor does not have
 //!   open. A client without `workspace.applyEdit` gets every change on disk; its open files are
 //!   refused, never written behind it.
+//! - The disk's part goes through the one file writer, the session's [`DiskCommitter`]: checked
+//!   against the text read here, `O_EXCL` for creates, all files or none. Without confirmation it
+//!   is written before the editor's part and undone when the editor does not apply that; with
+//!   confirmation (the editor asks the user) it is written only after the editor applied its part.
 //! - `applied: false`, an editor error or no answer in time is a failure: nothing is reported
-//!   as applied.
+//!   as applied. The model is told "nothing was changed" only when nothing was, and otherwise
+//!   which files were changed.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -32,8 +37,12 @@ use tower_lsp_server::ls_types::{
 use super::capabilities::ClientProfile;
 use super::convert;
 use super::outbound::Outbound;
+use crate::exec::ExecutionEnvironment;
 use crate::workspace::position::{PositionEncoding, position_of};
-use crate::workspace::{DocumentStore, FileOp, FileOutcome, ResolvedChangeSet, compute_hunks, rebase};
+use crate::workspace::{
+    CommitError, DiskCommitter, DocumentStore, FileOp, FileOutcome, FileStatus, ResolvedChangeSet, ResolvedFile,
+    Snapshot, WorkspaceError, compute_hunks, read_text, rebase,
+};
 
 const DIFF_DEADLINE: Duration = Duration::from_millis(500);
 const ANNOTATION: &str = "agentls";
@@ -49,6 +58,8 @@ struct Current {
     /// The version to send with an edit: the reported one, unless the text holds a server edit
     /// the editor has not reported yet (its version is then unknown).
     version: Option<i32>,
+    /// What the file holds on disk, when it was read (the file is not open).
+    disk: Option<Arc<str>>,
 }
 
 impl Current {
@@ -57,18 +68,22 @@ impl Current {
     }
 }
 
-fn current(documents: &DocumentStore, path: &Path) -> Result<Option<Current>, String> {
+async fn current(
+    documents: &DocumentStore,
+    env: &dyn ExecutionEnvironment,
+    path: &Path,
+) -> Result<Option<Current>, String> {
     if let Some(buffer) = documents.get(path) {
         let version = buffer.confirmed.then_some(buffer.version);
-        return Ok(Some(Current { text: buffer.text, reported: Some(buffer.version), version }));
+        return Ok(Some(Current { text: buffer.text, reported: Some(buffer.version), version, disk: None }));
     }
-    let disk = match std::fs::read_to_string(path) {
+    let disk = match read_text(env, path).await {
         Ok(text) => Some(text),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(WorkspaceError::NotFound(_)) => None,
         Err(e) => return Err(format!("cannot read {}: {e}; nothing was changed", path.display())),
     };
-    let text = documents.unopened_text(path, disk.as_deref()).or_else(|| disk.map(Arc::from));
-    Ok(text.map(|text| Current { text, reported: None, version: None }))
+    let text = documents.unopened_text(path, disk.as_deref()).or_else(|| disk.clone());
+    Ok(text.map(|text| Current { text, reported: None, version: None, disk }))
 }
 
 /// Minimal edits turning `old` into `new`, in the client's position encoding.
@@ -85,12 +100,6 @@ pub fn minimal_edits(old: &str, new: &str, encoding: PositionEncoding) -> Vec<Te
         .collect()
 }
 
-/// A disk operation for a client that cannot express it.
-enum DiskOp {
-    Write(PathBuf, Arc<str>),
-    Remove(PathBuf),
-}
-
 /// A text the editor will hold once it applied the edit: path, reported version, before, after.
 type Expectation = (PathBuf, Option<i32>, Arc<str>, Arc<str>);
 
@@ -98,7 +107,8 @@ type Expectation = (PathBuf, Option<i32>, Arc<str>, Arc<str>);
 struct Plan {
     operations: Vec<DocumentChangeOperation>,
     changes: HashMap<Uri, Vec<TextEdit>>,
-    disk: Vec<DiskOp>,
+    /// What the editor cannot do, as changes of the text on disk, for the committer.
+    disk: Vec<ResolvedFile>,
     outcomes: Vec<FileOutcome>,
     expectations: Vec<Expectation>,
 }
@@ -120,9 +130,21 @@ fn annotate(edits: Vec<TextEdit>, confirm: bool) -> Vec<OneOf<TextEdit, Annotate
         .collect()
 }
 
-fn plan(
+/// `file` as a change from the text `disk` holds (`None`: the file is new) to `text`, for the
+/// committer; the review's outcome is kept.
+fn on_disk(file: &ResolvedFile, disk: Option<&Arc<str>>, text: Option<Arc<str>>) -> ResolvedFile {
+    let mut file = file.clone();
+    if let Some(disk) = disk {
+        file.change.base = Some(Snapshot::from_disk(file.change.path.clone(), disk.clone()));
+    }
+    file.final_text = text;
+    file
+}
+
+async fn plan(
     change: &ResolvedChangeSet,
     documents: &DocumentStore,
+    env: &dyn ExecutionEnvironment,
     profile: &ClientProfile,
     confirm: bool,
 ) -> Result<Plan, String> {
@@ -156,7 +178,7 @@ fn plan(
             continue;
         }
         let fc = &file.change;
-        let now = current(documents, &fc.path)?;
+        let now = current(documents, env, &fc.path).await?;
         match &fc.op {
             FileOp::Create => {
                 if now.is_some() {
@@ -179,7 +201,7 @@ fn plan(
                     text_edit(&mut p, &fc.path, None, minimal_edits("", &text, profile.encoding))?;
                     p.expectations.push((fc.path.clone(), None, Arc::from(""), text.clone()));
                 } else {
-                    p.disk.push(DiskOp::Write(fc.path.clone(), text.clone()));
+                    p.disk.push(on_disk(file, None, Some(text.clone())));
                 }
                 p.outcomes.push(FileOutcome::committed(file, Some(text), false));
             }
@@ -205,7 +227,7 @@ fn plan(
                         fc.display_path
                     ));
                 } else {
-                    p.disk.push(DiskOp::Remove(fc.path.clone()));
+                    p.disk.push(on_disk(file, now.disk.as_ref(), None));
                 }
                 p.outcomes.push(FileOutcome::committed(file, None, false));
             }
@@ -232,7 +254,7 @@ fn plan(
                 let edits = minimal_edits(&now.text, &merged, profile.encoding);
                 match &fc.op {
                     FileOp::Rename { to } => {
-                        if current(documents, to)?.is_some() {
+                        if current(documents, env, to).await?.is_some() {
                             return Err(format!("{} already exists; nothing was changed", to.display()));
                         }
                         if profile.document_changes && profile.rename_files {
@@ -249,8 +271,7 @@ fn plan(
                                 fc.display_path
                             ));
                         } else {
-                            p.disk.push(DiskOp::Write(to.clone(), merged.clone()));
-                            p.disk.push(DiskOp::Remove(fc.path.clone()));
+                            p.disk.push(on_disk(file, now.disk.as_ref(), Some(merged.clone())));
                         }
                     }
                     _ if profile.apply_edit => {
@@ -270,7 +291,7 @@ fn plan(
                             fc.display_path
                         ));
                     }
-                    _ => p.disk.push(DiskOp::Write(fc.path.clone(), merged.clone())),
+                    _ => p.disk.push(on_disk(file, now.disk.as_ref(), Some(merged.clone()))),
                 }
                 p.outcomes.push(FileOutcome::committed(file, Some(merged), rebased));
             }
@@ -279,11 +300,13 @@ fn plan(
     Ok(p)
 }
 
-/// Applies `change` in the editor; `confirm` asks the client to confirm each edit (plain
-/// clients with change-annotation support). Returns what happened to each file.
+/// Applies `change` in the editor (and on `env`'s disk where the editor cannot); `confirm` asks
+/// the client to confirm each edit (plain clients with change-annotation support). Returns what
+/// happened to each file.
 pub async fn apply(
     outbound: &Outbound,
     documents: &DocumentStore,
+    env: &Arc<dyn ExecutionEnvironment>,
     profile: &ClientProfile,
     change: &ResolvedChangeSet,
     label: &str,
@@ -297,60 +320,122 @@ pub async fn apply(
             );
         }
     }
-    let plan = plan(change, documents, profile, confirm)?;
-    let has_edit = !plan.operations.is_empty() || !plan.changes.is_empty();
-    if has_edit {
-        let mut edit = WorkspaceEdit::default();
-        if profile.document_changes {
-            edit.document_changes = Some(DocumentChanges::Operations(plan.operations));
-        } else {
-            edit.changes = Some(plan.changes);
+    let plan = plan(change, documents, &**env, profile, confirm).await?;
+    let mut outcomes = plan.outcomes;
+    let in_editor: Vec<String> = outcomes
+        .iter()
+        .filter(|outcome| !plan.disk.iter().any(|file| file.change.path == outcome.path))
+        .filter(|outcome| outcome.status != FileStatus::Rejected)
+        .map(|outcome| outcome.display_path.clone())
+        .collect();
+    let edit = workspace_edit(plan.operations, plan.changes, profile, label, confirm);
+    let disk = (!plan.disk.is_empty()).then_some(ResolvedChangeSet { files: plan.disk });
+    let committer = DiskCommitter::new(Arc::clone(env));
+    let committed = match (edit, disk) {
+        (None, None) => Vec::new(),
+        (None, Some(disk)) => committer.commit_undoable(disk).await.map_err(|error| error.to_string())?.files,
+        (Some(edit), None) => {
+            send(outbound, edit, label, confirm).await.map_err(|reason| format!("{reason}; nothing was changed"))?;
+            Vec::new()
         }
-        if confirm {
-            edit.change_annotations = Some(HashMap::from([(
-                ANNOTATION.to_string(),
-                ChangeAnnotation {
-                    label: label.to_string(),
-                    needs_confirmation: Some(true),
-                    description: Some("Proposed by the agentls agent".into()),
-                },
-            )]));
+        (Some(edit), Some(disk)) if confirm => {
+            // The user confirms the editor's part: nothing reaches the disk before that.
+            send(outbound, edit, label, confirm).await.map_err(|reason| format!("{reason}; nothing was changed"))?;
+            match committer.commit_undoable(disk).await {
+                Ok(committed) => committed.files,
+                Err(error) => {
+                    for (path, reported, before, after) in plan.expectations {
+                        documents.expect(&path, reported, before, after);
+                    }
+                    return Err(applied_in_editor_only(&in_editor, &error));
+                }
+            }
         }
-        let deadline = if confirm { outbound.deadlines.human } else { outbound.deadlines.request };
-        let params = ApplyWorkspaceEditParams { label: Some(label.to_string()), edit };
-        let response = outbound
-            .request_within::<ApplyWorkspaceEdit>(params, deadline)
-            .await
-            .map_err(|e| format!("{e}; nothing was applied"))?;
-        if !response.applied {
-            let reason = response.failure_reason.unwrap_or_else(|| "no reason given".into());
-            return Err(format!("the editor did not apply the edit ({reason}); nothing was changed"));
+        (Some(edit), Some(disk)) => {
+            let committed = committer.commit_undoable(disk).await.map_err(|error| error.to_string())?;
+            if let Err(reason) = send(outbound, edit, label, confirm).await {
+                return Err(match committed.undo().await {
+                    Ok(()) => format!("{reason}; nothing was changed"),
+                    Err(left) => format!(
+                        "{reason}; the files already changed on disk could not all be put back: {left}. Read them \
+                         before editing them further"
+                    ),
+                });
+            }
+            committed.files
         }
-        for (path, reported, before, after) in plan.expectations {
-            documents.expect(&path, reported, before, after);
+    };
+    for (path, reported, before, after) in plan.expectations {
+        documents.expect(&path, reported, before, after);
+    }
+    // The committer may have merged changes that reached the disk after the plan was made.
+    for file in committed {
+        if let Some(outcome) = outcomes.iter_mut().find(|outcome| outcome.path == file.path) {
+            outcome.rebased |= file.rebased;
+            outcome.final_text = file.final_text;
         }
     }
-    for op in plan.disk {
-        let result = match &op {
-            DiskOp::Write(path, text) => path
-                .parent()
-                .map(std::fs::create_dir_all)
-                .transpose()
-                .and_then(|_| std::fs::write(path, text.as_bytes())),
-            DiskOp::Remove(path) => std::fs::remove_file(path),
-        };
-        if let Err(e) = result {
-            let path = match &op {
-                DiskOp::Write(p, _) | DiskOp::Remove(p) => p,
-            };
-            return Err(format!(
-                "could not write {}: {e}{}",
-                path.display(),
-                if has_edit { " (the editor edits were applied)" } else { "; nothing was changed" }
-            ));
-        }
+    Ok(outcomes)
+}
+
+/// The edit for the editor, if it has anything to do.
+fn workspace_edit(
+    operations: Vec<DocumentChangeOperation>,
+    changes: HashMap<Uri, Vec<TextEdit>>,
+    profile: &ClientProfile,
+    label: &str,
+    confirm: bool,
+) -> Option<WorkspaceEdit> {
+    if operations.is_empty() && changes.is_empty() {
+        return None;
     }
-    Ok(plan.outcomes)
+    let mut edit = WorkspaceEdit::default();
+    if profile.document_changes {
+        edit.document_changes = Some(DocumentChanges::Operations(operations));
+    } else {
+        edit.changes = Some(changes);
+    }
+    if confirm {
+        edit.change_annotations = Some(HashMap::from([(
+            ANNOTATION.to_string(),
+            ChangeAnnotation {
+                label: label.to_string(),
+                needs_confirmation: Some(true),
+                description: Some("Proposed by the agentls agent".into()),
+            },
+        )]));
+    }
+    Some(edit)
+}
+
+/// Sends `edit` with `workspace/applyEdit`; the error says why the editor did not apply it.
+async fn send(outbound: &Outbound, edit: WorkspaceEdit, label: &str, confirm: bool) -> Result<(), String> {
+    let deadline = if confirm { outbound.deadlines.human } else { outbound.deadlines.request };
+    let params = ApplyWorkspaceEditParams { label: Some(label.to_string()), edit };
+    let response =
+        outbound.request_within::<ApplyWorkspaceEdit>(params, deadline).await.map_err(|e| e.to_string())?;
+    if !response.applied {
+        let reason = response.failure_reason.unwrap_or_else(|| "no reason given".into());
+        return Err(format!("the editor did not apply the edit ({reason})"));
+    }
+    Ok(())
+}
+
+/// What the model is told when the editor applied its part and the disk's part failed.
+fn applied_in_editor_only(in_editor: &[String], error: &CommitError) -> String {
+    let applied = format!("The editor applied your edits to {}", in_editor.join(", "));
+    match error {
+        CommitError::NotRolledBack { left, .. } => format!(
+            "{applied}, but the files to change on disk were not: {}; and the files written on disk before it \
+             could not all be put back: {left}. Read them before editing them further",
+            error.reason()
+        ),
+        _ => format!(
+            "{applied}, but the files to change on disk were left as they were: {}. Read the files again before \
+             editing them further",
+            error.reason()
+        ),
+    }
 }
 
 #[cfg(test)]

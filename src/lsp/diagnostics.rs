@@ -81,8 +81,7 @@ impl Tool for DiagnosticsTool {
         let state = self.state.upgrade().ok_or_else(|| ToolError::new("the editor connection is closed"))?;
         let uri = match args.get("path").and_then(Value::as_str) {
             Some(path) => {
-                let resolved =
-                    ctx.workspace.resolve(&ctx.cwd, path).map_err(|e| ToolError::new(e.to_string()))?;
+                let resolved = ctx.resolve(path)?;
                 let uri = super::convert::uri_of(&resolved)
                     .ok_or_else(|| ToolError::new(format!("{path} is not a file path")))?;
                 Some(uri.as_str().to_string())

@@ -6,10 +6,11 @@
 //! - Approval `auto` applies at once, `deny` refuses, `review` asks first. Nothing is applied
 //!   that the user rejected.
 //! - `save` writes only the files it is given (the ones the agent changed), and of their text
-//!   only the agent's changes unless the user agrees to more.
+//!   only the agent's changes unless the user agrees to more; it writes them through the
+//!   session's committer (checked against the text read, all files or none).
 
-use std::path::{Path, PathBuf};
-use std::sync::{OnceLock, Weak};
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock, Weak};
 
 use async_trait::async_trait;
 use futures::FutureExt;
@@ -22,10 +23,11 @@ use super::protocol::{PermissionParams, ReviewParams, SaveDocumentsParams, SaveD
 use super::review::{self, ReviewDecision};
 use super::state::ServerState;
 use crate::config::Approval;
+use crate::exec::ExecutionEnvironment;
 use crate::session::SessionHandle;
 use crate::workspace::{
-    ChangeOutcome, ChangeSet, EditorPort, FileDecision, FileOutcome, PermissionDecision, PermissionRequest,
-    PortError,
+    ChangeOutcome, ChangeSet, Committer, DiskCommitter, EditorPort, FileChange, FileDecision, FileOutcome,
+    PermissionDecision, PermissionRequest, PortError, Snapshot, WorkspaceError, read_text,
 };
 
 /// A question for a plugin client, sent by the session's event pump so that it follows the
@@ -46,6 +48,9 @@ pub struct LspEditorPort {
     /// Review and permission announcements go through the session's event pump, so they
     /// follow the `tool_call_start` of their call (reviews also carry its id).
     announce: tokio::sync::mpsc::UnboundedSender<Announcement>,
+    /// The session's execution environment: what the editor cannot apply or save is written to
+    /// its files, through the committer.
+    env: Arc<dyn ExecutionEnvironment>,
 }
 
 fn gone() -> PortError {
@@ -63,8 +68,9 @@ impl LspEditorPort {
         state: Weak<ServerState>,
         policy: PermissionPolicy,
         announce: tokio::sync::mpsc::UnboundedSender<Announcement>,
+        env: Arc<dyn ExecutionEnvironment>,
     ) -> Self {
-        Self { session_id, state, handle: OnceLock::new(), policy, announce }
+        Self { session_id, state, handle: OnceLock::new(), policy, announce, env }
     }
 
     /// Fires when the session's current turn is cancelled: questions the editor holds open
@@ -108,8 +114,16 @@ impl LspEditorPort {
                 // The client's own preview asks the user (needsConfirmation annotations).
                 let resolved = change.clone().accept_all();
                 return Ok(
-                    match apply::apply(&state.outbound, &state.documents, &profile, &resolved, &label, true)
-                        .await
+                    match apply::apply(
+                        &state.outbound,
+                        &state.documents,
+                        &self.env,
+                        &profile,
+                        &resolved,
+                        &label,
+                        true,
+                    )
+                    .await
                     {
                         Ok(files) => ChangeOutcome { files, feedback: None, error: None },
                         Err(e) => rejected(change, None, Some(format!("The change was not applied: {e}"))),
@@ -139,7 +153,8 @@ impl LspEditorPort {
             let files = resolved.files.iter().map(FileOutcome::rejected).collect();
             return Ok(ChangeOutcome { files, feedback, error: None });
         }
-        Ok(match apply::apply(&state.outbound, &state.documents, &profile, &resolved, &label, false).await {
+        Ok(match apply::apply(&state.outbound, &state.documents, &self.env, &profile, &resolved, &label, false).await
+        {
             Ok(files) => ChangeOutcome { files, feedback, error: None },
             Err(e) => ChangeOutcome { files: Vec::new(), feedback, error: Some(e) },
         })
@@ -163,7 +178,7 @@ impl LspEditorPort {
                 }
             }
         }
-        write_agent_changes(&state, paths).await
+        write_agent_changes(&state, &self.env, paths).await
     }
 }
 
@@ -173,21 +188,33 @@ const DONT_SAVE: &str = "Don't save";
 /// Writes the agent's changes to `paths` for an editor that does not save them itself: the disk
 /// text with the server's edits of each file replayed on it, so the user's other unsaved changes
 /// stay in the buffer. Where the two cannot be told apart (the agent edited lines the user changed
-/// and has not saved), the user is asked before the whole buffer is written.
-async fn write_agent_changes(state: &ServerState, paths: &[PathBuf]) -> Result<(), PortError> {
+/// and has not saved), the user is asked before the whole buffer is written. The files are
+/// written together through the committer: each still holding the text read here (else merged
+/// with what changed), all of them or none.
+async fn write_agent_changes(
+    state: &ServerState,
+    env: &Arc<dyn ExecutionEnvironment>,
+    paths: &[PathBuf],
+) -> Result<(), PortError> {
+    let mut writes = Vec::new();
+    let mut unchanged = Vec::new();
+    let mut not_saved = Vec::new();
     for path in paths {
         let shown = state.shown_path(path);
-        let disk = match std::fs::read_to_string(path) {
+        let disk = match read_text(&**env, path).await {
             Ok(text) => Some(text),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(PortError(format!("cannot read {shown}: {e}"))),
+            Err(WorkspaceError::NotFound(_)) => None,
+            Err(e) => {
+                not_saved.push(format!("cannot read {shown}: {e}"));
+                continue;
+            }
         };
         let held = state.documents.get(path).map(|buffer| buffer.text);
         let Some(held) = held.or_else(|| state.documents.unopened_text(path, disk.as_deref())) else {
             continue; // the editor holds nothing newer than the disk
         };
         if disk.as_deref() == Some(&*held) {
-            state.documents.written(path);
+            unchanged.push(path);
             continue;
         }
         let text = match state.documents.server_edits_onto(path, disk.as_deref().unwrap_or("")) {
@@ -201,27 +228,32 @@ async fn write_agent_changes(state: &ServerState, paths: &[PathBuf]) -> Result<(
                 match state.outbound.ask(MessageType::WARNING, question, &[SAVE_BUFFER, DONT_SAVE]).await {
                     Ok(Some(answer)) if answer == SAVE_BUFFER => held.to_string(),
                     _ => {
-                        return Err(PortError(format!(
+                        not_saved.push(format!(
                             "{shown} was not saved: your edit touches lines the user changed and has not saved, and \
                              the user chose not to save them"
-                        )));
+                        ));
+                        continue;
                     }
                 }
             }
         };
-        if disk.as_deref() != Some(text.as_str()) {
-            write_file(path, &text).map_err(|e| PortError(format!("cannot save {shown}: {e}")))?;
+        match disk {
+            Some(disk) if *disk == *text => unchanged.push(path),
+            Some(disk) => writes.push(FileChange::modify(Snapshot::from_disk(path.clone(), disk), shown, text)),
+            None => writes.push(FileChange::create(path.clone(), shown, text)),
         }
-        state.documents.written(path);
     }
-    Ok(())
-}
-
-fn write_file(path: &Path, text: &str) -> std::io::Result<()> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)?;
+    unchanged.into_iter().for_each(|path| state.documents.written(path));
+    if !writes.is_empty() {
+        let written: Vec<PathBuf> = writes.iter().map(|change| change.path.clone()).collect();
+        let change = ChangeSet::new(writes).map_err(|error| PortError(error.to_string()))?;
+        DiskCommitter::new(Arc::clone(env))
+            .commit(change.accept_all())
+            .await
+            .map_err(|error| PortError(format!("the edited files were not saved: {error}")))?;
+        written.iter().for_each(|path| state.documents.written(path));
     }
-    std::fs::write(path, text)
+    if not_saved.is_empty() { Ok(()) } else { Err(PortError(not_saved.join("; "))) }
 }
 
 fn panic_message(panic: Box<dyn std::any::Any + Send>) -> String {

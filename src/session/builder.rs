@@ -3,8 +3,9 @@
 //! environment, tools and transcript — and adds only what is its own (the editor port).
 //!
 //! Invariants:
-//! - Two steps: [`SessionBuilder::load`] reads the configuration (the host builds its editor
-//!   port from it), [`SessionBuilder::build`] resolves the provider and assembles the rest.
+//! - Two steps: [`SessionBuilder::load`] reads the configuration and makes the execution
+//!   environment (the host builds its editor port from them: the port commits to that
+//!   environment's files), [`SessionBuilder::build`] resolves the provider and assembles the rest.
 //! - The local-server probe (a TCP connect, only when no provider is configured and no key is
 //!   set) runs on a blocking thread, never on an async worker.
 //! - Every failure is a typed [`BuildError`]; hosts map its kind (exit code, JSON-RPC error)
@@ -18,7 +19,7 @@ use crate::config::{
     Approval, Config, ConfigError, ConfigLayer, Env, LoadOptions, ProfileKind, ResolveError, provider,
     resolve_provider,
 };
-use crate::exec::{LocalExecutionEnvironment, LocalOptions};
+use crate::exec::{ExecutionEnvironment, LocalExecutionEnvironment, LocalOptions};
 use crate::llm::{self, LlmError};
 use crate::store::{TranscriptHeader, TranscriptRecorder, TranscriptStore};
 use crate::tools::Tool;
@@ -72,6 +73,8 @@ pub struct SessionBuilder {
     root: PathBuf,
     config: Config,
     default_approval: Approval,
+    /// Where the session's tools run and its files are written.
+    environment: Arc<dyn ExecutionEnvironment>,
 }
 
 impl SessionBuilder {
@@ -80,7 +83,15 @@ impl SessionBuilder {
     pub fn load(env: &Env, root: PathBuf, overrides: ConfigLayer) -> Result<Self, BuildError> {
         let options = LoadOptions { project_root: Some(root.clone()), user_file: None, overrides };
         let config = Config::load(env, options)?;
-        Ok(Self { env: env.clone(), root, config, default_approval: Approval::Review })
+        let mut local = LocalOptions::from_config(&config, &root);
+        local.roots = vec![root.clone()];
+        let environment = Arc::new(LocalExecutionEnvironment::with_options(local));
+        Ok(Self { env: env.clone(), root, config, default_approval: Approval::Review, environment })
+    }
+
+    /// The session's execution environment: its editor port writes files through it.
+    pub fn environment(&self) -> Arc<dyn ExecutionEnvironment> {
+        Arc::clone(&self.environment)
     }
 
     pub fn config(&self) -> &Config {
@@ -101,7 +112,7 @@ impl SessionBuilder {
 
     /// Resolves the provider and assembles the session.
     pub async fn build(self, parts: SessionParts) -> Result<BuiltSession, BuildError> {
-        let Self { env, root, config, default_approval: _ } = &self;
+        let Self { env, root, config, default_approval: _, environment } = &self;
         let settings = {
             let (config, env) = (config.clone(), env.clone());
             let resolved = tokio::task::spawn_blocking({
@@ -118,12 +129,8 @@ impl SessionBuilder {
         let model = settings.model.clone();
         let profile = parts.profile.unwrap_or_else(|| ProfileKind::for_provider(settings.kind));
         let client = llm::Client::from_config(config, settings).map_err(BuildError::Client)?;
-        let allow_outside = config.layer.allow_outside_workspace.unwrap_or(false);
-        let documents = parts.documents.unwrap_or_else(|| Arc::new(DocumentStore::new()));
-        let workspace = Arc::new(Workspace::new(vec![root.clone()], documents, allow_outside));
-        let mut local = LocalOptions::from_config(config, root);
-        local.roots = vec![root.clone()];
-        let env = Arc::new(LocalExecutionEnvironment::with_options(local));
+        let documents = parts.documents.unwrap_or_default();
+        let workspace = Arc::new(Workspace::new(documents));
         let mut session_config = SessionConfig::from_config(config, model.clone());
         session_config.approval = self.approval();
         let id = parts.id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
@@ -154,7 +161,7 @@ impl SessionBuilder {
             id: Some(id.clone()),
             profile,
             client,
-            env,
+            env: Arc::clone(environment),
             workspace,
             editor: parts.editor,
             config: session_config,

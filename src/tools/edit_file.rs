@@ -125,11 +125,12 @@ pub(crate) async fn propose_string_edit(
             "No changes to make: old_string and new_string are exactly the same. Give the new text in new_string.",
         ));
     }
-    let path: PathBuf = ctx
+    let path: PathBuf = ctx.resolve(&request.file_path)?;
+    let snapshot = ctx
         .workspace
-        .resolve(&ctx.cwd, &request.file_path)
+        .read_if_exists(&*ctx.env, &path)
+        .await
         .map_err(|error| ToolError::new(error.to_string()))?;
-    let snapshot = ctx.workspace.read_if_exists(&path).map_err(|error| ToolError::new(error.to_string()))?;
     let shown = crate::workspace::shown_path(&request.file_path, &ctx.cwd);
     let display = shown.as_str();
     let (change, replacements, created) = match snapshot {

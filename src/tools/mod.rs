@@ -3,6 +3,8 @@
 //! Invariants:
 //! - A tool never panics on model input and never writes files itself: edit tools build a
 //!   `workspace::ChangeSet` and hand it to the [`EditorPort`](crate::workspace::EditorPort).
+//! - A tool reaches files only through the workspace (open buffers) and the execution
+//!   environment (everything else, paths included): never through `std::fs` or `Path` queries.
 //! - `ToolOutput::content` is the full, untruncated output; truncation for the model happens in
 //!   the registry/session, so `tool_call_end` events can carry everything.
 //! - Every failure the model can act on is a [`ToolError`], which becomes an `is_error` result.
@@ -83,6 +85,20 @@ pub struct ToolContext {
     pub shell: ShellLimits,
     /// Fires when the turn is interrupted; long tools stop promptly.
     pub cancel: CancellationToken,
+}
+
+impl ToolContext {
+    /// The absolute path a model-given `path` names (relative to the working directory, or
+    /// absolute), resolved by the environment: symlinks followed, roots enforced.
+    pub fn resolve(&self, path: &str) -> Result<PathBuf, ToolError> {
+        let path = path.trim();
+        if path.is_empty() {
+            return Err(ToolError::new(
+                "empty path: give a file path relative to the working directory or absolute",
+            ));
+        }
+        self.env.resolve_path(&self.cwd.join(path)).map_err(|error| ToolError::new(error.to_string()))
+    }
 }
 
 /// A tool the model can call.

@@ -3,14 +3,14 @@
 //! refused. Every read is recorded for the read-before-edit guard.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::paths::{display, parse_args, resolve};
+use super::paths::{display, parse_args};
 use super::{Tool, ToolContext, ToolError, ToolImage, ToolOutput};
+use crate::exec::ExecError;
 use crate::workspace::WorkspaceError;
 
 /// Lines returned when the call sets no limit.
@@ -124,7 +124,7 @@ impl Tool for ReadFileTool {
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let args: Args = parse_args(self.name(), args)?;
-        let path = resolve(ctx, &args.file_path)?;
+        let path = ctx.resolve(&args.file_path)?;
         let shown = display(ctx, &path);
 
         if let Some(media_type) = image_media_type(&path)
@@ -133,22 +133,17 @@ impl Tool for ReadFileTool {
             return read_image(ctx, &path, &shown, media_type).await;
         }
 
-        let workspace = Arc::clone(&ctx.workspace);
-        let target = path.clone();
-        let snapshot = tokio::task::spawn_blocking(move || workspace.read(&target))
-            .await
-            .map_err(|e| ToolError::new(format!("reading {shown} failed: {e}")))?
-            .map_err(|error| match error {
-                WorkspaceError::Binary(_) | WorkspaceError::NotUtf8(_) => ToolError::new(format!(
-                    "Cannot read {shown}: it is a binary file, not text. read_file reads text files and \
-                     images (PNG, JPEG, GIF, WebP); use a shell command (e.g. `file` or `xxd | head`) to \
-                     inspect other binary files."
-                )),
-                WorkspaceError::IsDirectory(_) => ToolError::new(format!(
-                    "{shown} is a directory, not a file; use list_dir or glob to see what it contains."
-                )),
-                other => ToolError::new(other.to_string()),
-            })?;
+        let snapshot = ctx.workspace.read(&*ctx.env, &path).await.map_err(|error| match error {
+            WorkspaceError::Binary(_) | WorkspaceError::NotUtf8(_) => ToolError::new(format!(
+                "Cannot read {shown}: it is a binary file, not text. read_file reads text files and \
+                 images (PNG, JPEG, GIF, WebP); use a shell command (e.g. `file` or `xxd | head`) to \
+                 inspect other binary files."
+            )),
+            WorkspaceError::IsDirectory(_) => ToolError::new(format!(
+                "{shown} is a directory, not a file; use list_dir or glob to see what it contains."
+            )),
+            other => ToolError::new(other.to_string()),
+        })?;
         ctx.reads.record_read(&snapshot);
 
         let text: &str = &snapshot.text;
@@ -189,15 +184,14 @@ async fn read_image(
     shown: &str,
     media_type: &str,
 ) -> Result<ToolOutput, ToolError> {
-    let data = ctx.env.read_bytes(path).await.map_err(|e| ToolError::new(e.to_string()))?;
-    if data.len() as u64 > MAX_IMAGE_BYTES {
-        return Err(ToolError::new(format!(
-            "{shown} is too large to show ({} bytes; the limit is {MAX_IMAGE_BYTES} bytes).",
-            data.len()
-        )));
-    }
+    let data = ctx.env.read_bytes(path, MAX_IMAGE_BYTES).await.map_err(|error| match error {
+        ExecError::TooLarge { size, .. } => ToolError::new(format!(
+            "{shown} is too large to show ({size} bytes; the limit is {MAX_IMAGE_BYTES} bytes)."
+        )),
+        error => ToolError::new(error.to_string()),
+    })?;
     Ok(ToolOutput {
         content: format!("Image {shown} ({media_type}, {} bytes) is attached.", data.len()),
-        images: vec![ToolImage { media_type: media_type.to_string(), data }],
+        images: vec![ToolImage { media_type: media_type.to_string(), data: data.to_vec() }],
     })
 }

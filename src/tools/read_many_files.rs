@@ -4,16 +4,16 @@
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use async_trait::async_trait;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::paths::{display, parse_args, resolve, resolve_or_cwd};
-use super::read_file::image_media_type;
+use super::paths::{display, parse_args, resolve_or_cwd};
+use super::read_file::{MAX_IMAGE_BYTES, image_media_type};
 use super::{Tool, ToolContext, ToolError, ToolImage, ToolOutput};
+use crate::exec::FileKind;
 
 /// Most files read in one call.
 pub const MAX_FILES: usize = 500;
@@ -114,8 +114,9 @@ impl Tool for ReadManyFilesTool {
                 }
                 continue;
             }
-            let path = resolve(ctx, spec)?;
-            if path.is_dir() {
+            let path = ctx.resolve(spec)?;
+            let is_dir = matches!(ctx.env.stat(&path).await, Ok(Some(stat)) if stat.kind == FileKind::Directory);
+            if is_dir {
                 let pattern = if recursive { "**/*" } else { "*" };
                 match ctx.env.glob(pattern, &path).await {
                     Ok(found) => files.extend(
@@ -126,7 +127,7 @@ impl Tool for ReadManyFilesTool {
                     ),
                     Err(e) => problems.push(format!("{spec}: {e}")),
                 }
-            } else if ctx.workspace.exists(&path) {
+            } else if ctx.workspace.exists(&*ctx.env, &path).await {
                 files.insert((path, true));
             } else {
                 problems.push(format!("{spec}: no such file or directory"));
@@ -153,10 +154,10 @@ impl Tool for ReadManyFilesTool {
             }
             if let Some(media_type) = image_media_type(&path) {
                 if explicit {
-                    match ctx.env.read_bytes(&path).await {
+                    match ctx.env.read_bytes(&path, MAX_IMAGE_BYTES).await {
                         Ok(data) => {
                             out.push_str(&format!("--- {shown} ---\n\n[image attached: {media_type}]\n\n"));
-                            images.push(ToolImage { media_type: media_type.to_string(), data });
+                            images.push(ToolImage { media_type: media_type.to_string(), data: data.to_vec() });
                             read += 1;
                         }
                         Err(e) => skipped.push(format!("{shown} ({e})")),
@@ -166,10 +167,8 @@ impl Tool for ReadManyFilesTool {
                 }
                 continue;
             }
-            let workspace = Arc::clone(&ctx.workspace);
-            let target = path.clone();
-            match tokio::task::spawn_blocking(move || workspace.read(&target)).await {
-                Ok(Ok(snapshot)) => {
+            match ctx.workspace.read(&*ctx.env, &path).await {
+                Ok(snapshot) => {
                     ctx.reads.record_read(&snapshot);
                     out.push_str(&format!("--- {shown} ---\n\n{}", snapshot.text));
                     if !snapshot.text.ends_with('\n') {
@@ -178,7 +177,6 @@ impl Tool for ReadManyFilesTool {
                     out.push('\n');
                     read += 1;
                 }
-                Ok(Err(e)) => skipped.push(format!("{shown} ({e})")),
                 Err(e) => skipped.push(format!("{shown} ({e})")),
             }
         }

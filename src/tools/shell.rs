@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::paths::{parse_args, resolve};
+use super::paths::parse_args;
 use super::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::exec::{ExecRequest, ExecResult};
 use crate::workspace::{PermissionDecision, PermissionRequest};
@@ -121,7 +121,7 @@ impl Tool for ShellTool {
             return Err(ToolError::new("The command is empty; give the command to run."));
         }
         let cwd = match args.workdir.as_deref() {
-            Some(dir) => resolve(ctx, dir)?,
+            Some(dir) => ctx.resolve(dir)?,
             None => ctx.cwd.clone(),
         };
 

@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::{Tool, ToolContext, ToolError, ToolOutput};
+use crate::exec::FileKind;
 use crate::workspace::{ChangeSet, FileChange};
 
 const DESCRIPTION: &str = "Write content to a file. Creates the file and parent directories if needed; \
@@ -54,13 +55,17 @@ impl Tool for WriteFileTool {
         let (file_path, content) = (field("file_path")?, field("content")?);
         let shown = crate::workspace::shown_path(file_path, &ctx.cwd);
         let display = shown.as_str();
-        let path =
-            ctx.workspace.resolve(&ctx.cwd, file_path).map_err(|error| ToolError::new(error.to_string()))?;
-        if path.is_dir() {
+        let path = ctx.resolve(file_path)?;
+        if let Ok(Some(stat)) = ctx.env.stat(&path).await
+            && stat.kind == FileKind::Directory
+        {
             return Err(ToolError::new(format!("{display} is a directory; give the path of a file")));
         }
-        let existing =
-            ctx.workspace.read_if_exists(&path).map_err(|error| ToolError::new(error.to_string()))?;
+        let existing = ctx
+            .workspace
+            .read_if_exists(&*ctx.env, &path)
+            .await
+            .map_err(|error| ToolError::new(error.to_string()))?;
         let change = match existing {
             Some(snapshot) => {
                 if self.require_read {

@@ -1,9 +1,16 @@
 //! Committing a reviewed change set: the [`Committer`] seam, the disk committer, and the
-//! [`ChangeOutcome`] the tool reports to the model. Invariant: a commit is validated completely
-//! (existence, overwrite refusals, changes since the base snapshot, rebase) before the first
-//! write, and a failed write rolls back what was already written: all files or none.
+//! [`ChangeOutcome`] the tool reports to the model. The disk committer is the one writer of files:
+//! `agentls exec`, `agentls tool` and the language server's disk fallback all commit through it,
+//! and it reaches files only through an [`ExecutionEnvironment`].
+//!
+//! Invariants:
+//! - A commit is validated completely (existence, overwrite refusals, changes since the base
+//!   snapshot, rebase) before the first write.
+//! - A failed write rolls back what was already written: all files or none. When the rollback
+//!   itself fails, the error names the files left changed; it never says nothing was changed.
+//! - An undo (a rollback, or [`Committed::undo`]) puts a file back only while it still holds what
+//!   the commit left in it, and never creates a file over one that appeared meanwhile.
 
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -11,28 +18,89 @@ use async_trait::async_trait;
 
 use super::change::{FileOp, ResolvedChangeSet, ResolvedFile};
 use super::rebase::{RebaseConflict, rebase};
-use super::{Snapshot, WorkspaceError, read_disk_text};
+use super::{Snapshot, WorkspaceError, read_text};
+use crate::exec::{ExecError, ExecutionEnvironment, FileKind};
 
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+/// Why a commit did not happen (or, for [`CommitError::NotRolledBack`], did not fully undo).
+#[derive(Debug, Clone, PartialEq)]
 pub enum CommitError {
-    #[error(
-        "{path} changed since you read it and your edit overlaps the change ({conflict}); nothing was changed. \
-         Read the file again and redo the edit against its current text"
-    )]
     Conflict { path: PathBuf, conflict: RebaseConflict },
-    #[error("{0} changed since you read it; nothing was changed. Read it again before deleting it")]
     ChangedBeforeDelete(PathBuf),
-    #[error(
-        "{0} already exists; refusing to overwrite it (nothing was changed). Edit it instead, or delete it first"
-    )]
     AlreadyExists(PathBuf),
-    #[error("{0} no longer exists (it was deleted since you read it); nothing was changed")]
     Vanished(PathBuf),
-    #[error("{0}; nothing was changed")]
-    Workspace(#[from] WorkspaceError),
-    #[error("could not write {path}: {message}; nothing was changed")]
+    Workspace(WorkspaceError),
     Io { path: PathBuf, message: String },
+    /// `error` stopped the commit, and the files written before it could not all be put back.
+    NotRolledBack { error: Box<CommitError>, left: UndoError },
 }
+
+impl From<WorkspaceError> for CommitError {
+    fn from(error: WorkspaceError) -> Self {
+        Self::Workspace(error)
+    }
+}
+
+impl CommitError {
+    /// What went wrong, without saying what that left changed (for callers that changed other
+    /// things before committing).
+    pub fn reason(&self) -> String {
+        match self {
+            Self::Conflict { path, conflict } => format!(
+                "{} changed since you read it and your edit overlaps the change ({conflict})",
+                path.display()
+            ),
+            Self::ChangedBeforeDelete(path) => format!("{} changed since you read it", path.display()),
+            Self::AlreadyExists(path) => format!("{} already exists; refusing to overwrite it", path.display()),
+            Self::Vanished(path) => {
+                format!("{} no longer exists (it was deleted since you read it)", path.display())
+            }
+            Self::Workspace(error) => error.to_string(),
+            Self::Io { path, message } => format!("could not write {}: {message}", path.display()),
+            Self::NotRolledBack { error, .. } => error.reason(),
+        }
+    }
+
+    /// Whether nothing at all was changed.
+    pub fn changed_nothing(&self) -> bool {
+        !matches!(self, Self::NotRolledBack { .. })
+    }
+
+    /// What the model should do next.
+    fn advice(&self) -> &'static str {
+        match self {
+            Self::Conflict { .. } => "Read the file again and redo the edit against its current text",
+            Self::ChangedBeforeDelete(_) => "Read it again before deleting it",
+            Self::AlreadyExists(_) => "Edit it instead, or delete it first",
+            _ => "",
+        }
+    }
+}
+
+impl std::fmt::Display for CommitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NotRolledBack { error, left } => write!(
+                f,
+                "{}; the files written before it could not all be put back: {left}. Read them before editing them further",
+                error.reason()
+            ),
+            _ => {
+                write!(f, "{}; nothing was changed", self.reason())?;
+                match self.advice() {
+                    "" => Ok(()),
+                    advice => write!(f, ". {advice}"),
+                }
+            }
+        }
+    }
+}
+
+impl std::error::Error for CommitError {}
+
+/// Files an undo could not put back, each with the reason.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{}", .0.join("; "))]
+pub struct UndoError(pub Vec<String>);
 
 /// Applies reviewed change sets somewhere (the disk here; editor buffers in the language server).
 #[async_trait]
@@ -169,81 +237,112 @@ impl ChangeOutcome {
     }
 }
 
-/// Applies change sets to files on disk.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct DiskCommitter;
+/// Applies change sets to the files of an execution environment (the local disk, or wherever
+/// the session's tools run).
+#[derive(Clone)]
+pub struct DiskCommitter {
+    env: Arc<dyn ExecutionEnvironment>,
+}
 
-/// One planned disk operation, computed and checked before anything is written. Each carries
-/// the file's verified current content, so undoing it needs no second read.
+/// A commit that happened, with what is needed to undo it.
+pub struct Committed {
+    pub files: Vec<FileOutcome>,
+    undo: Vec<Undo>,
+    env: Arc<dyn ExecutionEnvironment>,
+}
+
+impl Committed {
+    /// Puts every file back as it was before the commit, last change first; a file that changed
+    /// again since is left alone and named in the error.
+    pub async fn undo(self) -> Result<(), UndoError> {
+        undo_all(&*self.env, self.undo).await
+    }
+}
+
+/// One planned operation, computed and checked before anything is written. Each carries the
+/// file's verified current content, so undoing it needs no second read.
 enum Action {
-    Remove { path: PathBuf, previous: Arc<str>, permissions: std::fs::Permissions },
-    Write { path: PathBuf, text: Arc<str>, permissions: Option<std::fs::Permissions>, previous: Previous },
+    Remove { path: PathBuf, previous: Arc<str>, mode: Option<u32> },
+    /// Creates `path` (O_EXCL) when `previous` is `None`, else overwrites it in place.
+    Write { path: PathBuf, text: Arc<str>, mode: Option<u32>, previous: Option<Arc<str>> },
 }
 
-/// What a write replaces.
-enum Previous {
-    /// Nothing (a create, or a path a planned remove vacates): undo removes the written file.
-    Nothing,
-    /// This verified content with its permissions: undo writes it back.
-    Content(Arc<str>, std::fs::Permissions),
-}
-
-/// How to undo one performed disk operation.
+/// How to undo one performed operation.
 enum Undo {
-    Restore { path: PathBuf, text: Arc<str>, permissions: std::fs::Permissions },
-    Remove { path: PathBuf },
+    /// A removed file: create it again, with its mode.
+    Recreate { path: PathBuf, text: Arc<str>, mode: Option<u32> },
+    /// An overwritten file: write `previous` back while it holds `written` (`None`: a write that
+    /// failed half way, put back whatever it holds).
+    Rewrite { path: PathBuf, previous: Arc<str>, written: Option<Arc<str>> },
+    /// A created file: remove it while it holds `written`.
+    Remove { path: PathBuf, written: Arc<str> },
 }
 
 impl DiskCommitter {
-    fn plan(change: &ResolvedChangeSet) -> Result<(Vec<Action>, Vec<FileOutcome>), CommitError> {
+    pub fn new(env: Arc<dyn ExecutionEnvironment>) -> Self {
+        Self { env }
+    }
+
+    /// Commits like [`Committer::commit`] and keeps what is needed to undo the commit (for a
+    /// caller with more to do that may fail: the language server's editor edit).
+    pub async fn commit_undoable(&self, change: ResolvedChangeSet) -> Result<Committed, CommitError> {
+        let (actions, files) = self.plan(&change).await?;
+        let undo = self.perform(actions).await?;
+        Ok(Committed { files, undo, env: Arc::clone(&self.env) })
+    }
+
+    async fn plan(&self, change: &ResolvedChangeSet) -> Result<(Vec<Action>, Vec<FileOutcome>), CommitError> {
+        let env = &*self.env;
         let vacated: Vec<&Path> = change
             .files
             .iter()
             .filter(|file| file.accepted && matches!(file.change.op, FileOp::Delete | FileOp::Rename { .. }))
             .map(|file| file.change.path.as_path())
             .collect();
+        let refuse_existing = async |target: &Path| -> Result<(), CommitError> {
+            let taken = env.stat(target).await.map_err(|error| exec_error(target, error))?.is_some();
+            if taken && !vacated.contains(&target) {
+                return Err(CommitError::AlreadyExists(target.to_path_buf()));
+            }
+            Ok(())
+        };
         let mut removes = Vec::new();
         let mut writes = Vec::new();
         let mut outcomes = Vec::new();
-        let mut block = Vec::new();
         for file in &change.files {
             if !file.accepted {
                 outcomes.push(FileOutcome::rejected(file));
                 continue;
             }
             let change = &file.change;
-            let refuse_existing = |target: &Path| -> Result<(), CommitError> {
-                if target.symlink_metadata().is_ok() && !vacated.contains(&target) {
-                    return Err(CommitError::AlreadyExists(target.to_path_buf()));
-                }
-                Ok(())
-            };
             match &change.op {
                 FileOp::Create => {
-                    refuse_existing(&change.path)?;
+                    refuse_existing(&change.path).await?;
                     let text = file.final_text.clone().unwrap_or_else(|| Arc::from(""));
                     writes.push(Action::Write {
                         path: change.path.clone(),
                         text: text.clone(),
-                        permissions: None,
-                        previous: Previous::Nothing,
+                        mode: None,
+                        previous: None,
                     });
                     outcomes.push(FileOutcome::committed(file, Some(text), false));
                 }
                 FileOp::Delete => {
-                    let current = current_state(&change.path, change.base.as_ref(), &mut block)?;
+                    let current = current_state(env, &change.path, change.base.as_ref(), true).await?;
                     if !current.is_base {
                         return Err(CommitError::ChangedBeforeDelete(change.path.clone()));
                     }
                     removes.push(Action::Remove {
                         path: change.path.clone(),
                         previous: current.text,
-                        permissions: current.permissions,
+                        mode: current.mode,
                     });
                     outcomes.push(FileOutcome::committed(file, None, false));
                 }
                 FileOp::Modify | FileOp::Rename { .. } => {
-                    let current = current_state(&change.path, change.base.as_ref(), &mut block)?;
+                    let target = change.target_path().to_path_buf();
+                    let moved = target != change.path;
+                    let current = current_state(env, &change.path, change.base.as_ref(), moved).await?;
                     let proposed = file.final_text.clone().unwrap_or_else(|| Arc::from(""));
                     let (text, rebased) = if current.is_base {
                         (proposed, false)
@@ -254,24 +353,22 @@ impl DiskCommitter {
                             })?;
                         (Arc::from(merged), true)
                     };
-                    let target = change.target_path().to_path_buf();
-                    let previous = if target != change.path {
-                        refuse_existing(&target)?;
+                    if moved {
+                        refuse_existing(&target).await?;
                         removes.push(Action::Remove {
                             path: change.path.clone(),
                             previous: current.text,
-                            permissions: current.permissions.clone(),
+                            mode: current.mode,
                         });
-                        Previous::Nothing
+                        writes.push(Action::Write { path: target, text: text.clone(), mode: current.mode, previous: None });
                     } else {
-                        Previous::Content(current.text, current.permissions.clone())
-                    };
-                    writes.push(Action::Write {
-                        path: target,
-                        text: text.clone(),
-                        permissions: Some(current.permissions),
-                        previous,
-                    });
+                        writes.push(Action::Write {
+                            path: target,
+                            text: text.clone(),
+                            mode: None,
+                            previous: Some(current.text),
+                        });
+                    }
                     outcomes.push(FileOutcome::committed(file, Some(text), rebased));
                 }
             }
@@ -280,67 +377,47 @@ impl DiskCommitter {
         Ok((removes, outcomes))
     }
 
-    fn perform(actions: Vec<Action>) -> Result<(), CommitError> {
-        let mut undo: Vec<Undo> = Vec::new();
+    /// Performs `actions` in order; on a failure, undoes the ones done.
+    async fn perform(&self, actions: Vec<Action>) -> Result<Vec<Undo>, CommitError> {
+        let mut undo = Vec::new();
         for action in actions {
-            if let Err(error) = Self::perform_one(action, &mut undo) {
-                for step in undo.into_iter().rev() {
-                    let result = match &step {
-                        Undo::Restore { path, text, permissions } => {
-                            restore(path, text.as_bytes(), permissions)
-                        }
-                        Undo::Remove { path } => std::fs::remove_file(path),
-                    };
-                    if let Err(undo_error) = result {
-                        tracing::error!(%undo_error, "could not roll back a partially applied change set");
+            if let Err(error) = self.perform_one(action, &mut undo).await {
+                return Err(match undo_all(&*self.env, undo).await {
+                    Ok(()) => error,
+                    Err(left) => {
+                        tracing::error!(%left, "could not roll back a partially applied change set");
+                        CommitError::NotRolledBack { error: Box::new(error), left }
                     }
-                }
-                return Err(error);
+                });
             }
         }
-        Ok(())
+        Ok(undo)
     }
 
-    fn perform_one(action: Action, undo: &mut Vec<Undo>) -> Result<(), CommitError> {
+    async fn perform_one(&self, action: Action, undo: &mut Vec<Undo>) -> Result<(), CommitError> {
+        let env = &*self.env;
         match action {
-            Action::Remove { path, previous, permissions } => {
-                std::fs::remove_file(&path)
-                    .map_err(|error| CommitError::Io { path: path.clone(), message: error.to_string() })?;
-                undo.push(Undo::Restore { path, text: previous, permissions });
+            Action::Remove { path, previous, mode } => {
+                env.remove_file(&path).await.map_err(|error| write_error(&path, error))?;
+                undo.push(Undo::Recreate { path, text: previous, mode });
             }
-            Action::Write { path, text, permissions, previous } => {
-                let io = |error: std::io::Error| CommitError::Io {
-                    path: path.clone(),
-                    message: error.to_string(),
-                };
-                match previous {
-                    Previous::Nothing => {
-                        if let Some(parent) = path.parent() {
-                            std::fs::create_dir_all(parent).map_err(io)?;
-                        }
-                        create(&path, text.as_bytes(), permissions.as_ref()).map_err(|error| {
-                            // Created since the plan was checked: never overwrite what nobody saw.
-                            if error.kind() == std::io::ErrorKind::AlreadyExists {
-                                CommitError::AlreadyExists(path.clone())
-                            } else {
-                                io(error)
-                            }
-                        })?;
-                        undo.push(Undo::Remove { path });
-                    }
-                    Previous::Content(previous, permissions) => {
-                        if let Err(error) = overwrite(&path, text.as_bytes(), previous.len()) {
-                            // Put back what this write may have half replaced; the previous text
-                            // fits in the space the file already had, so this does not fail for
-                            // want of space.
-                            if let Err(undo_error) = overwrite(&path, previous.as_bytes(), text.len()) {
-                                tracing::error!(%undo_error, path = %path.display(), "could not restore a file after a failed write");
-                            }
-                            return Err(io(error));
-                        }
-                        undo.push(Undo::Restore { path, text: previous, permissions });
-                    }
+            Action::Write { path, text, mode, previous: None } => {
+                env.create_file(&path, &text, mode).await.map_err(|error| match error {
+                    // Created since the plan was checked: never overwrite what nobody saw.
+                    ExecError::AlreadyExists { .. } => CommitError::AlreadyExists(path.clone()),
+                    error => write_error(&path, error),
+                })?;
+                undo.push(Undo::Remove { path, written: text });
+            }
+            Action::Write { path, text, previous: Some(previous), .. } => {
+                if let Err(error) = env.write_file(&path, &text).await {
+                    // Put back what this write may have half replaced; the previous text fits in
+                    // the space the file already had, so this does not fail for want of space.
+                    let error = write_error(&path, error);
+                    undo.push(Undo::Rewrite { path, previous, written: None });
+                    return Err(error);
                 }
+                undo.push(Undo::Rewrite { path, previous, written: Some(text) });
             }
         }
         Ok(())
@@ -350,115 +427,105 @@ impl DiskCommitter {
 #[async_trait]
 impl Committer for DiskCommitter {
     async fn commit(&self, change: ResolvedChangeSet) -> Result<Vec<FileOutcome>, CommitError> {
-        let work = move || {
-            let (actions, outcomes) = Self::plan(&change)?;
-            Self::perform(actions)?;
-            Ok(outcomes)
-        };
-        match tokio::runtime::Handle::try_current() {
-            Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-                tokio::task::block_in_place(work)
+        Ok(self.commit_undoable(change).await?.files)
+    }
+}
+
+/// Undoes `steps`, last first; the files that could not be put back are in the error.
+async fn undo_all(env: &dyn ExecutionEnvironment, steps: Vec<Undo>) -> Result<(), UndoError> {
+    let mut left = Vec::new();
+    for step in steps.into_iter().rev() {
+        if let Err(problem) = undo_one(env, step).await {
+            left.push(problem);
+        }
+    }
+    if left.is_empty() { Ok(()) } else { Err(UndoError(left)) }
+}
+
+async fn undo_one(env: &dyn ExecutionEnvironment, step: Undo) -> Result<(), String> {
+    let changed_since = |path: &Path| format!("{} changed again since it was written; it was left as it is", path.display());
+    let still_holds = async |path: &Path, written: &str| {
+        env.file_equals(path, written.as_bytes()).await.map_err(|error| format!("{}: {error}", path.display()))
+    };
+    match step {
+        Undo::Recreate { path, text, mode } => env
+            .create_file(&path, &text, mode)
+            .await
+            .map_err(|error| format!("{} was removed and could not be created again: {error}", path.display())),
+        Undo::Rewrite { path, previous, written } => {
+            if let Some(written) = written
+                && !still_holds(&path, &written).await?
+            {
+                return Err(changed_since(&path));
             }
-            _ => work(),
+            env.write_file(&path, &previous)
+                .await
+                .map_err(|error| format!("{} could not be written back: {error}", path.display()))
+        }
+        Undo::Remove { path, written } => {
+            if !still_holds(&path, &written).await? {
+                return Err(changed_since(&path));
+            }
+            env.remove_file(&path)
+                .await
+                .map_err(|error| format!("{} was created and could not be removed: {error}", path.display()))
         }
     }
 }
 
-/// A file's content on disk when a commit is planned, with its permissions.
+/// A file's content when a commit is planned, with its permission bits when asked for.
 struct CurrentState {
-    /// The base snapshot's text itself when the disk still holds it (no copy is made).
+    /// The base snapshot's text itself when the file still holds it (no copy is made).
     text: Arc<str>,
     is_base: bool,
-    permissions: std::fs::Permissions,
+    mode: Option<u32>,
 }
 
 /// Reads what `path` holds now. When it is byte for byte the `base` the change was computed
-/// against (the usual case), the base text is reused; the file is compared in blocks without
-/// being copied.
-fn current_state(
+/// against (the usual case), the base text is reused; the environment compares the file
+/// without it being copied.
+async fn current_state(
+    env: &dyn ExecutionEnvironment,
     path: &Path,
     base: Option<&Snapshot>,
-    block: &mut Vec<u8>,
+    with_mode: bool,
 ) -> Result<CurrentState, CommitError> {
     let vanished = |error: WorkspaceError| match error {
         WorkspaceError::NotFound(path) => CommitError::Vanished(path),
         error => error.into(),
     };
-    let io = |error: std::io::Error| vanished(WorkspaceError::io(path, &error));
-    let mut file = std::fs::File::open(path).map_err(io)?;
-    let metadata = file.metadata().map_err(io)?;
-    if metadata.is_dir() {
-        return Err(CommitError::Workspace(WorkspaceError::IsDirectory(path.to_path_buf())));
-    }
-    let permissions = metadata.permissions();
-    if let Some(base) = base
-        && metadata.len() == base.text.len() as u64
-        && same_content(&mut file, base.text.as_bytes(), block).map_err(io)?
-    {
-        return Ok(CurrentState { text: base.text.clone(), is_base: true, permissions });
-    }
-    let text = read_disk_text(path).map_err(vanished)?;
-    Ok(CurrentState { text, is_base: false, permissions })
-}
-
-/// Whether the rest of `file` is exactly `expected`; `block` is scratch space, reused across files.
-fn same_content(file: &mut std::fs::File, expected: &[u8], block: &mut Vec<u8>) -> std::io::Result<bool> {
-    const BLOCK: usize = 256 * 1024;
-    // One byte more than expected, to notice a file that grew since its size was read.
-    let wanted = (expected.len() + 1).min(BLOCK);
-    if block.len() < wanted {
-        block.resize(wanted, 0);
-    }
-    let block = &mut block[..wanted];
-    let mut at = 0;
-    loop {
-        let read = match file.read(block) {
-            Ok(read) => read,
-            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(error) => return Err(error),
-        };
-        if read == 0 {
-            return Ok(at == expected.len());
+    let mode = if with_mode {
+        match env.stat(path).await.map_err(|error| exec_error(path, error))? {
+            None => return Err(CommitError::Vanished(path.to_path_buf())),
+            Some(stat) if stat.kind == FileKind::Directory => {
+                return Err(WorkspaceError::IsDirectory(path.to_path_buf()).into());
+            }
+            Some(stat) => stat.mode,
         }
-        if expected.get(at..at + read) != Some(&block[..read]) {
-            return Ok(false);
+    } else {
+        None
+    };
+    if let Some(base) = base {
+        match env.file_equals(path, base.text.as_bytes()).await {
+            Ok(true) => return Ok(CurrentState { text: base.text.clone(), is_base: true, mode }),
+            Ok(false) => {}
+            Err(error) => return Err(vanished(WorkspaceError::from_exec(path, error))),
         }
-        at += read;
     }
+    let text = read_text(env, path).await.map_err(vanished)?;
+    Ok(CurrentState { text, is_base: false, mode })
 }
 
-/// Writes `bytes` over the file at `path` in place, from its start, then cuts it to their length
-/// when it held more (`previous_len` bytes). The file keeps its inode, so its hard links, owner,
-/// permissions, ACLs and extended attributes stay as they are, and watchers see a modification.
-/// No temporary file is made: overwriting costs a few system calls, where a new inode and a
-/// rename cost ten times as much on ext4 (see docs/ARCHITECTURE.md, "Writing files").
-fn overwrite(path: &Path, bytes: &[u8], previous_len: usize) -> std::io::Result<()> {
-    let mut file = std::fs::OpenOptions::new().write(true).open(path)?;
-    file.write_all(bytes)?;
-    if previous_len > bytes.len() {
-        file.set_len(bytes.len() as u64)?;
-    }
-    Ok(())
+/// An environment error met while checking `path`.
+fn exec_error(path: &Path, error: ExecError) -> CommitError {
+    CommitError::Workspace(WorkspaceError::from_exec(path, error))
 }
 
-/// Creates `path` with `bytes`, failing when anything (even a dangling symlink) is there
-/// already. A half-written new file is removed.
-fn create(path: &Path, bytes: &[u8], permissions: Option<&std::fs::Permissions>) -> std::io::Result<()> {
-    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(path)?;
-    let written = file.write_all(bytes).and_then(|()| match permissions {
-        Some(permissions) => file.set_permissions(permissions.clone()),
-        None => Ok(()),
-    });
-    if written.is_err() {
-        let _ = std::fs::remove_file(path);
-    }
-    written
-}
-
-/// Puts `bytes` back at `path` with `permissions`, whether the file is still there or was removed.
-fn restore(path: &Path, bytes: &[u8], permissions: &std::fs::Permissions) -> std::io::Result<()> {
-    let mut file = std::fs::OpenOptions::new().write(true).create(true).truncate(false).open(path)?;
-    file.write_all(bytes)?;
-    file.set_len(bytes.len() as u64)?;
-    file.set_permissions(permissions.clone())
+/// An environment error met while writing `path`.
+fn write_error(path: &Path, error: ExecError) -> CommitError {
+    let message = match error {
+        ExecError::Io { message, .. } => message,
+        error => error.to_string(),
+    };
+    CommitError::Io { path: path.to_path_buf(), message }
 }

@@ -1,7 +1,7 @@
 //! The editor port of headless runs (`agentls exec`, `agentls tool`): change sets go straight to
-//! disk under approval `auto` (or `review`, which has no reviewer here) and are refused under
-//! `deny`; shell permission follows the same policy. Invariant: the disk is the truth, so saving
-//! is a no-op.
+//! the environment's files through the [`DiskCommitter`] under approval `auto` (or `review`, which
+//! has no reviewer here) and are refused under `deny`; shell permission follows the same policy.
+//! Invariant: the files are the truth, so saving is a no-op.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -11,6 +11,7 @@ use async_trait::async_trait;
 use super::commit::{ChangeOutcome, Committer, DiskCommitter, FileOutcome};
 use super::{ChangeSet, EditorPort, PermissionDecision, PermissionRequest, PortError};
 use crate::config::Approval;
+use crate::exec::ExecutionEnvironment;
 
 pub struct DiskPort {
     committer: Arc<dyn Committer>,
@@ -18,8 +19,9 @@ pub struct DiskPort {
 }
 
 impl DiskPort {
-    pub fn new(approval: Approval) -> Self {
-        Self::with_committer(Arc::new(DiskCommitter), approval)
+    /// A port that commits to the files of `env`.
+    pub fn new(env: Arc<dyn ExecutionEnvironment>, approval: Approval) -> Self {
+        Self::with_committer(Arc::new(DiskCommitter::new(env)), approval)
     }
 
     pub fn with_committer(committer: Arc<dyn Committer>, approval: Approval) -> Self {

@@ -291,12 +291,13 @@ impl DocumentStore {
     }
 }
 
-/// Buffers are keyed by the same canonical path [`super::Workspace::resolve`] returns.
+/// Buffers are keyed by the same canonical path the execution environment's `resolve_path`
+/// returns.
 fn store_key(path: &Path) -> PathBuf {
-    super::canonicalize_lenient(path)
+    crate::exec::canonicalize_lenient(path)
 }
 
-/// The document open at `path`. Paths from [`super::Workspace::resolve`] are keys already, so
+/// The document open at `path`. Resolved paths are keys already, so
 /// the file system is only asked (to canonicalize) when there are documents and no exact hit.
 fn lookup<'a>(documents: &'a HashMap<PathBuf, Document>, path: &Path) -> Option<&'a Document> {
     if documents.is_empty() {

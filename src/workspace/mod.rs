@@ -1,8 +1,8 @@
-//! What the agent reads and writes: open buffers (document store) before the disk, change sets,
-//! hunks, diffs, three-way rebase, and the [`EditorPort`] seam to the editor.
+//! What the agent reads and writes: open buffers (document store) before the environment's
+//! files, change sets, hunks, diffs, three-way rebase, and the [`EditorPort`] seam to the editor.
 //! Invariant: the agent never writes a file directly; it proposes a [`ChangeSet`] computed against
 //! a [`Snapshot`], and a [`Committer`] applies it all or nothing, never over text the agent did
-//! not see.
+//! not see. Files are read and written only through an [`ExecutionEnvironment`].
 
 mod change;
 mod commit;
@@ -13,33 +13,28 @@ mod port;
 pub mod position;
 mod reads;
 mod rebase;
-mod shared;
 
-use std::collections::HashMap;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use change::{ChangeError, ChangeSet, FileChange, FileDecision, FileOp, ResolvedChangeSet, ResolvedFile};
-pub use commit::{ChangeOutcome, CommitError, Committer, DiskCommitter, FileOutcome, FileStatus};
+pub use commit::{
+    ChangeOutcome, CommitError, Committed, Committer, DiskCommitter, FileOutcome, FileStatus, UndoError,
+};
 pub use disk_port::DiskPort;
 pub use documents::{BufferText, DocumentError, DocumentStore, TextChange};
 pub use hunks::{DIFF_DEADLINE, Hunk, apply_hunks, check_hunks, compute_hunks, split_lines, unified_diff};
 pub use port::{EditorPort, PermissionDecision, PermissionRequest, PortError};
 pub use reads::{ReadCheckError, ReadTracker};
 pub use rebase::{RebaseConflict, rebase};
-pub(crate) use shared::SharedStrBuilder;
+
+use crate::exec::{ExecError, ExecutionEnvironment, into_shared_str};
 
 /// Files larger than this are refused by [`Workspace::read`] (the agent edits text, not data dumps).
 pub const MAX_FILE_BYTES: u64 = 256 * 1024 * 1024;
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum WorkspaceError {
-    #[error("empty path: give a file path relative to the working directory or absolute")]
-    EmptyPath,
-    #[error(
-        "{path} is outside the workspace ({roots}); only files under the workspace roots can be read or changed"
-    )]
-    OutsideRoots { path: PathBuf, roots: String },
     #[error("{0}: no such file; check the path (list the directory to find the right name)")]
     NotFound(PathBuf),
     #[error("{0} is a directory, not a file")]
@@ -55,11 +50,14 @@ pub enum WorkspaceError {
 }
 
 impl WorkspaceError {
-    fn io(path: &Path, error: &std::io::Error) -> Self {
-        match error.kind() {
-            std::io::ErrorKind::NotFound => Self::NotFound(path.to_path_buf()),
-            std::io::ErrorKind::IsADirectory => Self::IsDirectory(path.to_path_buf()),
-            _ => Self::Io { path: path.to_path_buf(), message: error.to_string() },
+    /// The error of an environment operation on `path`.
+    fn from_exec(path: &Path, error: ExecError) -> Self {
+        match error {
+            ExecError::NotFound { .. } => Self::NotFound(path.to_path_buf()),
+            ExecError::IsDirectory { .. } => Self::IsDirectory(path.to_path_buf()),
+            ExecError::TooLarge { size, limit, .. } => Self::TooLarge { path: path.to_path_buf(), size, limit },
+            ExecError::Io { message, .. } => Self::Io { path: path.to_path_buf(), message },
+            other => Self::Io { path: path.to_path_buf(), message: other.to_string() },
         }
     }
 }
@@ -94,51 +92,25 @@ pub fn shown_path(path: &str, cwd: &Path) -> String {
     }
 }
 
-/// The agent's view of files: open buffers first, the disk otherwise.
-#[derive(Debug)]
+/// The agent's view of files: open buffers first, the execution environment's files otherwise.
+/// Paths are absolute, as the environment's `resolve_path` gives them.
+#[derive(Debug, Default)]
 pub struct Workspace {
-    roots: Vec<PathBuf>,
     documents: Arc<DocumentStore>,
-    allow_outside: bool,
 }
 
 impl Workspace {
-    /// `roots` are the folders the agent may touch (canonicalized here); with `allow_outside`,
-    /// paths outside them are allowed too.
-    pub fn new(roots: Vec<PathBuf>, documents: Arc<DocumentStore>, allow_outside: bool) -> Self {
-        let roots = roots.iter().map(|root| canonicalize_lenient(root)).collect();
-        Self { roots, documents, allow_outside }
-    }
-
-    /// A workspace over the disk only (no open documents), rooted at `root` (exec mode).
-    pub fn for_disk(root: PathBuf) -> Self {
-        Self::new(vec![root], Arc::new(DocumentStore::new()), false)
-    }
-
-    pub fn roots(&self) -> &[PathBuf] {
-        &self.roots
+    /// A workspace over the editor's open `documents`.
+    pub fn new(documents: Arc<DocumentStore>) -> Self {
+        Self { documents }
     }
 
     pub fn documents(&self) -> &Arc<DocumentStore> {
         &self.documents
     }
 
-    /// The absolute, symlink-resolved path `path` names (relative paths resolve against `cwd`);
-    /// refused when outside the roots unless this workspace allows it.
-    pub fn resolve(&self, cwd: &Path, path: &str) -> Result<PathBuf, WorkspaceError> {
-        self.resolver(cwd).resolve(path)
-    }
-
-    /// Resolves many paths against `cwd` like [`Workspace::resolve`], asking the file system
-    /// about each directory once (a patch of a thousand files in ten folders canonicalizes ten
-    /// folders, then checks each file for being a symlink). Use it for one batch and drop it:
-    /// it does not notice folders renamed after it has seen them.
-    pub fn resolver<'w>(&'w self, cwd: &'w Path) -> Resolver<'w> {
-        Resolver { workspace: self, cwd, folders: HashMap::new() }
-    }
-
-    /// The current text of `path`: the open buffer when there is one, the disk otherwise.
-    pub fn read(&self, path: &Path) -> Result<Snapshot, WorkspaceError> {
+    /// The current text of `path`: the open buffer when there is one, the file in `env` otherwise.
+    pub async fn read(&self, env: &dyn ExecutionEnvironment, path: &Path) -> Result<Snapshot, WorkspaceError> {
         if let Some(buffer) = self.documents.get(path) {
             return Ok(Snapshot {
                 path: path.to_path_buf(),
@@ -148,7 +120,7 @@ impl Workspace {
                 from_buffer: true,
             });
         }
-        let disk = read_disk_text(path);
+        let disk = read_text(env, path).await;
         if self.documents.has_unopened(path) {
             let on_disk = match &disk {
                 Ok(text) => Some(&**text),
@@ -170,8 +142,12 @@ impl Workspace {
     }
 
     /// Like [`Workspace::read`], but a missing file is `Ok(None)`.
-    pub fn read_if_exists(&self, path: &Path) -> Result<Option<Snapshot>, WorkspaceError> {
-        match self.read(path) {
+    pub async fn read_if_exists(
+        &self,
+        env: &dyn ExecutionEnvironment,
+        path: &Path,
+    ) -> Result<Option<Snapshot>, WorkspaceError> {
+        match self.read(env, path).await {
             Ok(snapshot) => Ok(Some(snapshot)),
             Err(WorkspaceError::NotFound(_)) => Ok(None),
             Err(error) => Err(error),
@@ -179,79 +155,24 @@ impl Workspace {
     }
 
     /// Whether `path` exists as an open buffer, a buffer the editor holds after a server edit, or
-    /// on disk (any kind of file).
-    pub fn exists(&self, path: &Path) -> bool {
+    /// in `env` (any kind of file).
+    pub async fn exists(&self, env: &dyn ExecutionEnvironment, path: &Path) -> bool {
         self.documents.is_open(path)
-            || path.symlink_metadata().is_ok()
-            || (self.documents.has_unopened(path) && self.read_if_exists(path).is_ok_and(|s| s.is_some()))
+            || env.stat(path).await.is_ok_and(|stat| stat.is_some())
+            || (self.documents.has_unopened(path)
+                && self.read_if_exists(env, path).await.is_ok_and(|s| s.is_some()))
     }
 }
 
-/// Resolves a batch of paths for [`Workspace::resolve`], with the folders' canonical forms cached.
-pub struct Resolver<'w> {
-    workspace: &'w Workspace,
-    cwd: &'w Path,
-    folders: HashMap<PathBuf, PathBuf>,
-}
-
-impl Resolver<'_> {
-    pub fn resolve(&mut self, path: &str) -> Result<PathBuf, WorkspaceError> {
-        let trimmed = path.trim();
-        if trimmed.is_empty() {
-            return Err(WorkspaceError::EmptyPath);
-        }
-        let joined = normalize_lexically(&self.cwd.join(trimmed));
-        let resolved = match (joined.parent(), joined.file_name()) {
-            (Some(folder), Some(name)) => {
-                let folder = match self.folders.get(folder) {
-                    Some(canonical) => canonical,
-                    None => {
-                        let canonical = canonicalize_lenient(folder);
-                        self.folders.entry(folder.to_path_buf()).or_insert(canonical)
-                    }
-                };
-                let candidate = folder.join(name);
-                match candidate.symlink_metadata() {
-                    Ok(metadata) if metadata.file_type().is_symlink() => canonicalize_lenient(&candidate),
-                    _ => candidate,
-                }
-            }
-            _ => canonicalize_lenient(&joined),
-        };
-        let workspace = self.workspace;
-        if workspace.allow_outside
-            || workspace.roots.is_empty()
-            || workspace.roots.iter().any(|root| resolved.starts_with(root))
-        {
-            return Ok(resolved);
-        }
-        let roots =
-            workspace.roots.iter().map(|root| root.display().to_string()).collect::<Vec<_>>().join(", ");
-        Err(WorkspaceError::OutsideRoots { path: resolved, roots })
-    }
-}
-
-/// Reads `path` from disk as text, refusing binary, non-UTF-8 and oversized files. The text is
-/// read straight into its shared allocation (no copy).
-pub fn read_disk_text(path: &Path) -> Result<Arc<str>, WorkspaceError> {
-    let io = |error: std::io::Error| WorkspaceError::io(path, &error);
-    let mut file = std::fs::File::open(path).map_err(io)?;
-    let metadata = file.metadata().map_err(io)?;
-    if metadata.is_dir() {
-        return Err(WorkspaceError::IsDirectory(path.to_path_buf()));
-    }
-    if metadata.len() > MAX_FILE_BYTES {
-        return Err(WorkspaceError::TooLarge {
-            path: path.to_path_buf(),
-            size: metadata.len(),
-            limit: MAX_FILE_BYTES,
-        });
-    }
-    let bytes = shared::read_shared(&mut file, metadata.len()).map_err(io)?;
+/// Reads `path` from `env` as text, refusing binary, non-UTF-8 and oversized files. The text is
+/// the environment's shared allocation itself (no copy).
+pub async fn read_text(env: &dyn ExecutionEnvironment, path: &Path) -> Result<Arc<str>, WorkspaceError> {
+    let bytes =
+        env.read_bytes(path, MAX_FILE_BYTES).await.map_err(|error| WorkspaceError::from_exec(path, error))?;
     if bytes[..bytes.len().min(8192)].contains(&0) {
         return Err(WorkspaceError::Binary(path.to_path_buf()));
     }
-    shared::into_shared_str(bytes).ok_or_else(|| WorkspaceError::NotUtf8(path.to_path_buf()))
+    into_shared_str(bytes).ok_or_else(|| WorkspaceError::NotUtf8(path.to_path_buf()))
 }
 
 /// A fast, non-cryptographic hash of file contents (same input, same hash, within a process and
@@ -277,44 +198,6 @@ pub fn content_hash(bytes: &[u8]) -> u64 {
         hash = step(hash, u64::from(byte));
     }
     hash ^ (hash >> 29)
-}
-
-/// `path` made absolute-looking without `.`/`..`, with symlinks resolved for the longest prefix
-/// that exists (the rest, which does not exist yet, is appended as written).
-pub(crate) fn canonicalize_lenient(path: &Path) -> PathBuf {
-    let normalized = normalize_lexically(path);
-    let mut existing = normalized.as_path();
-    let mut rest = Vec::new();
-    loop {
-        if let Ok(canonical) = existing.canonicalize() {
-            let mut result = canonical;
-            result.extend(rest.iter().rev());
-            return result;
-        }
-        match (existing.parent(), existing.file_name()) {
-            (Some(parent), Some(name)) => {
-                rest.push(name.to_os_string());
-                existing = parent;
-            }
-            _ => return normalized,
-        }
-    }
-}
-
-fn normalize_lexically(path: &Path) -> PathBuf {
-    let mut normalized = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if !normalized.pop() {
-                    normalized.push(component);
-                }
-            }
-            other => normalized.push(other),
-        }
-    }
-    normalized
 }
 
 #[cfg(test)]

@@ -1,59 +1,62 @@
-//! Tests of the workspace view: path resolution, buffer-first reads, the read tracker, and
-//! committing change sets to disk through the disk port.
+//! Tests of the workspace view: buffer-first reads, the read tracker, and committing change sets
+//! to disk through the disk port (path resolution is the environment's: `exec::paths`).
 
 use std::path::Path;
 use std::sync::Arc;
 
 use super::*;
 use crate::config::Approval;
+use crate::exec::LocalExecutionEnvironment;
 
-fn temp_workspace() -> (tempfile::TempDir, Workspace) {
-    let dir = tempfile::tempdir().unwrap();
-    let workspace = Workspace::for_disk(dir.path().to_path_buf());
-    (dir, workspace)
+struct Fixture {
+    dir: tempfile::TempDir,
+    env: Arc<dyn ExecutionEnvironment>,
+    workspace: Workspace,
 }
 
-#[test]
-fn resolve_makes_paths_absolute_and_refuses_outside_roots() {
-    let (dir, workspace) = temp_workspace();
-    let root = dir.path().canonicalize().unwrap();
-    std::fs::create_dir(root.join("src")).unwrap();
-    assert_eq!(workspace.resolve(&root.join("src"), "../a/./b.rs").unwrap(), root.join("a/b.rs"));
-    assert_eq!(workspace.resolve(&root, &root.join("x").display().to_string()).unwrap(), root.join("x"));
-    let outside = workspace.resolve(&root, "../../etc/passwd").unwrap_err();
-    assert!(matches!(outside, WorkspaceError::OutsideRoots { .. }), "{outside}");
-    assert_eq!(workspace.resolve(&root, "  ").unwrap_err(), WorkspaceError::EmptyPath);
-    #[cfg(unix)]
-    {
-        std::os::unix::fs::symlink("/", root.join("escape")).unwrap();
-        assert!(matches!(
-            workspace.resolve(&root, "escape/etc").unwrap_err(),
-            WorkspaceError::OutsideRoots { .. }
-        ));
-        let open = Workspace::new(vec![root.clone()], Arc::new(DocumentStore::new()), true);
-        assert_eq!(open.resolve(&root, "escape/etc").unwrap(), Path::new("/etc"));
+impl Fixture {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let env: Arc<dyn ExecutionEnvironment> = Arc::new(LocalExecutionEnvironment::new(dir.path()));
+        Self { dir, env, workspace: Workspace::default() }
+    }
+
+    fn path(&self, relative: &str) -> PathBuf {
+        self.env.resolve_path(&self.dir.path().join(relative)).unwrap()
+    }
+
+    async fn read(&self, path: &Path) -> Snapshot {
+        self.workspace.read(&*self.env, path).await.unwrap()
+    }
+
+    fn port(&self, approval: Approval) -> DiskPort {
+        DiskPort::new(Arc::clone(&self.env), approval)
     }
 }
 
-#[test]
-fn reads_prefer_open_buffers_and_refuse_binary_files() {
-    let (dir, workspace) = temp_workspace();
-    let path = workspace.resolve(dir.path(), "a.txt").unwrap();
+#[tokio::test]
+async fn reads_prefer_open_buffers_and_refuse_binary_files() {
+    let fx = Fixture::new();
+    let (env, workspace) = (&*fx.env, &fx.workspace);
+    let path = fx.path("a.txt");
     std::fs::write(&path, "disk\n").unwrap();
-    let disk = workspace.read(&path).unwrap();
+    let disk = fx.read(&path).await;
     assert_eq!((&*disk.text, disk.from_buffer, disk.version), ("disk\n", false, None));
     workspace.documents().open(&path, "buffer\n", 7);
-    let buffer = workspace.read(&path).unwrap();
+    let buffer = fx.read(&path).await;
     assert_eq!((&*buffer.text, buffer.from_buffer, buffer.version), ("buffer\n", true, Some(7)));
     assert_ne!(disk.hash, buffer.hash);
 
-    let binary = workspace.resolve(dir.path(), "b.bin").unwrap();
+    let binary = fx.path("b.bin");
     std::fs::write(&binary, b"a\0b").unwrap();
-    assert_eq!(workspace.read(&binary).unwrap_err(), WorkspaceError::Binary(binary.clone()));
+    assert_eq!(workspace.read(env, &binary).await.unwrap_err(), WorkspaceError::Binary(binary.clone()));
     std::fs::write(&binary, b"\xff\xfe").unwrap();
-    assert_eq!(workspace.read(&binary).unwrap_err(), WorkspaceError::NotUtf8(binary));
-    let missing = workspace.resolve(dir.path(), "missing").unwrap();
-    assert_eq!(workspace.read_if_exists(&missing).unwrap(), None);
+    assert_eq!(workspace.read(env, &binary).await.unwrap_err(), WorkspaceError::NotUtf8(binary));
+    let missing = fx.path("missing");
+    assert_eq!(workspace.read_if_exists(env, &missing).await.unwrap(), None);
+    let folder = fx.path("folder");
+    std::fs::create_dir(&folder).unwrap();
+    assert_eq!(workspace.read(env, &folder).await.unwrap_err(), WorkspaceError::IsDirectory(folder));
 }
 
 #[test]
@@ -78,16 +81,16 @@ fn read_tracker_guards_edits_and_lists_changed_files() {
 
 #[tokio::test]
 async fn disk_port_commits_all_or_nothing() {
-    let (dir, workspace) = temp_workspace();
-    let a = workspace.resolve(dir.path(), "a.txt").unwrap();
-    let b = workspace.resolve(dir.path(), "b.txt").unwrap();
+    let fx = Fixture::new();
+    let a = fx.path("a.txt");
+    let b = fx.path("b.txt");
     std::fs::write(&a, "1\n2\n3\n").unwrap();
     std::fs::write(&b, "old\n").unwrap();
-    let port = DiskPort::new(Approval::Auto);
+    let port = fx.port(Approval::Auto);
 
     // The second file already exists: nothing at all is written.
     let change = ChangeSet::new(vec![
-        FileChange::modify(workspace.read(&a).unwrap(), "a.txt", "1\nTWO\n3\n"),
+        FileChange::modify(fx.read(&a).await, "a.txt", "1\nTWO\n3\n"),
         FileChange::create(b.clone(), "b.txt", "new\n"),
     ])
     .unwrap();
@@ -96,10 +99,10 @@ async fn disk_port_commits_all_or_nothing() {
     assert_eq!(std::fs::read_to_string(&a).unwrap(), "1\n2\n3\n");
 
     // Delete then create at a vacated path, plus a move: all applied.
-    let c = workspace.resolve(dir.path(), "sub/c.txt").unwrap();
+    let c = fx.path("sub/c.txt");
     let change = ChangeSet::new(vec![
-        FileChange::delete(workspace.read(&b).unwrap(), "b.txt"),
-        FileChange::modify(workspace.read(&a).unwrap(), "a.txt", "1\nTWO\n3\n").moved_to(c.clone()),
+        FileChange::delete(fx.read(&b).await, "b.txt"),
+        FileChange::modify(fx.read(&a).await, "a.txt", "1\nTWO\n3\n").moved_to(c.clone()),
     ])
     .unwrap();
     let outcome = port.propose(change).await.unwrap();
@@ -110,12 +113,12 @@ async fn disk_port_commits_all_or_nothing() {
 
 #[tokio::test]
 async fn commit_rebases_onto_text_changed_since_the_read_or_refuses() {
-    let (dir, workspace) = temp_workspace();
-    let a = workspace.resolve(dir.path(), "a.txt").unwrap();
+    let fx = Fixture::new();
+    let a = fx.path("a.txt");
     std::fs::write(&a, "1\n2\n3\n4\n5\n").unwrap();
-    let base = workspace.read(&a).unwrap();
+    let base = fx.read(&a).await;
     std::fs::write(&a, "1\n2\n3\n4\nFIVE\n").unwrap();
-    let port = DiskPort::new(Approval::Auto);
+    let port = fx.port(Approval::Auto);
     let change =
         ChangeSet::new(vec![FileChange::modify(base.clone(), "a.txt", "ONE\n2\n3\n4\n5\n")]).unwrap();
     let outcome = port.propose(change).await.unwrap();
@@ -131,22 +134,22 @@ async fn commit_rebases_onto_text_changed_since_the_read_or_refuses() {
 
 #[tokio::test]
 async fn deny_refuses_and_review_decisions_pick_hunks() {
-    let (dir, workspace) = temp_workspace();
-    let a = workspace.resolve(dir.path(), "a.txt").unwrap();
+    let fx = Fixture::new();
+    let a = fx.path("a.txt");
     std::fs::write(&a, "1\n2\n3\n4\n5\n6\n").unwrap();
     let change = ChangeSet::new(vec![FileChange::modify(
-        workspace.read(&a).unwrap(),
+        fx.read(&a).await,
         "a.txt",
         "one\n2\n3\n4\n5\nsix\n",
     )])
     .unwrap();
     assert_eq!(change.files()[0].hunks.len(), 2);
-    let denied = DiskPort::new(Approval::Deny).propose(change.clone()).await.unwrap();
+    let denied = fx.port(Approval::Deny).propose(change.clone()).await.unwrap();
     assert!(denied.refusal_message().unwrap().contains("approval: deny"));
     assert_eq!(std::fs::read_to_string(&a).unwrap(), "1\n2\n3\n4\n5\n6\n");
 
     let resolved = change.clone().resolve(|_, _| FileDecision::AcceptHunks(vec![1])).unwrap();
-    let outcomes = DiskCommitter.commit(resolved).await.unwrap();
+    let outcomes = DiskCommitter::new(Arc::clone(&fx.env)).commit(resolved).await.unwrap();
     assert_eq!(
         (outcomes[0].status, &outcomes[0].rejected_hunks[..]),
         (FileStatus::PartiallyApplied, &[0][..])
@@ -176,19 +179,19 @@ fn content_hash_changes_with_any_byte_and_with_length() {
 #[tokio::test]
 async fn commits_write_files_in_place_and_roll_back_in_place() {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    let (dir, workspace) = temp_workspace();
-    let a = workspace.resolve(dir.path(), "a.txt").unwrap();
+    let fx = Fixture::new();
+    let a = fx.path("a.txt");
     std::fs::write(&a, "one\ntwo\nthree\n").unwrap();
     std::fs::set_permissions(&a, std::fs::Permissions::from_mode(0o751)).unwrap();
-    let link = dir.path().join("hard-link.txt");
+    let link = fx.dir.path().join("hard-link.txt");
     std::fs::hard_link(&a, &link).unwrap();
     let inode = std::fs::metadata(&a).unwrap().ino();
-    let port = DiskPort::new(Approval::Auto);
+    let port = fx.port(Approval::Auto);
 
     // Shorter, then longer: the same inode (so the hard link sees it) with the same mode.
     for text in ["1\n", "one\ntwo\nthree\nfour\n"] {
         let change =
-            ChangeSet::new(vec![FileChange::modify(workspace.read(&a).unwrap(), "a.txt", text)]).unwrap();
+            ChangeSet::new(vec![FileChange::modify(fx.read(&a).await, "a.txt", text)]).unwrap();
         assert!(port.propose(change).await.unwrap().applied_any());
         assert_eq!(std::fs::read_to_string(&link).unwrap(), text);
         let metadata = std::fs::metadata(&a).unwrap();
@@ -196,10 +199,10 @@ async fn commits_write_files_in_place_and_roll_back_in_place() {
     }
 
     // A later write fails (its folder would be under a file): the earlier one is undone in place.
-    std::fs::write(dir.path().join("blocker"), "a file\n").unwrap();
-    let blocked = workspace.resolve(dir.path(), "blocker/new.txt").unwrap();
+    std::fs::write(fx.dir.path().join("blocker"), "a file\n").unwrap();
+    let blocked = fx.path("blocker/new.txt");
     let change = ChangeSet::new(vec![
-        FileChange::modify(workspace.read(&a).unwrap(), "a.txt", "x\n"),
+        FileChange::modify(fx.read(&a).await, "a.txt", "x\n"),
         FileChange::create(blocked.clone(), "blocker/new.txt", "new\n"),
     ])
     .unwrap();
@@ -211,39 +214,53 @@ async fn commits_write_files_in_place_and_roll_back_in_place() {
 }
 
 #[cfg(unix)]
-#[test]
-fn a_batch_resolver_agrees_with_canonicalizing_each_path_through_symlinks() {
-    let (dir, workspace) = temp_workspace();
-    let root = dir.path().canonicalize().unwrap();
-    std::fs::create_dir_all(root.join("real/sub")).unwrap();
-    std::fs::write(root.join("real/sub/f.txt"), "f\n").unwrap();
-    std::os::unix::fs::symlink(root.join("real"), root.join("folder-link")).unwrap();
-    std::os::unix::fs::symlink(root.join("real/sub/f.txt"), root.join("real/file-link")).unwrap();
-    std::os::unix::fs::symlink("/etc/hostname", root.join("real/outside-link")).unwrap();
-    let paths = [
-        "real/sub/f.txt",
-        "folder-link/sub/f.txt",
-        "real/file-link",
-        "folder-link/file-link",
-        "folder-link/sub/../sub/new.txt",
-        "missing/dir/new.txt",
-        "real/outside-link",
-        "folder-link/outside-link",
-        "../escape.txt",
-    ];
-    let mut resolver = workspace.resolver(&root);
-    for path in paths {
-        // What canonicalizing the whole path, with no cache, gives.
-        let expected = canonicalize_lenient(&root.join(path));
-        match resolver.resolve(path) {
-            Ok(resolved) => assert_eq!(resolved, expected, "{path}"),
-            Err(WorkspaceError::OutsideRoots { path: resolved, .. }) => {
-                assert_eq!(resolved, expected, "{path}");
-                assert!(!expected.starts_with(&root), "{path}");
-            }
-            Err(error) => panic!("{path}: {error}"),
-        }
-    }
-    assert_eq!(resolver.resolve("folder-link/file-link").unwrap(), root.join("real/sub/f.txt"));
-    assert!(matches!(resolver.resolve("real/outside-link"), Err(WorkspaceError::OutsideRoots { .. })));
+#[tokio::test]
+async fn a_move_whose_second_step_fails_puts_everything_back() {
+    use std::os::unix::fs::PermissionsExt;
+    let fx = Fixture::new();
+    let (a, b) = (fx.path("a.txt"), fx.path("b.txt"));
+    std::fs::write(&a, "a\n").unwrap();
+    std::fs::set_permissions(&a, std::fs::Permissions::from_mode(0o640)).unwrap();
+    std::fs::write(&b, "b\n").unwrap();
+    // The move's target folder would be under a file: its write (after the source was removed
+    // and b was written) fails.
+    std::fs::write(fx.dir.path().join("blocker"), "a file\n").unwrap();
+    let change = ChangeSet::new(vec![
+        FileChange::modify(fx.read(&a).await, "a.txt", "A\n").moved_to(fx.path("blocker/a.txt")),
+        FileChange::modify(fx.read(&b).await, "b.txt", "B\n"),
+    ])
+    .unwrap();
+    let outcome = fx.port(Approval::Auto).propose(change).await.unwrap();
+    let message = outcome.refusal_message().unwrap();
+    assert!(message.contains("could not write") && message.ends_with("nothing was changed"), "{message}");
+    assert_eq!(std::fs::read_to_string(&a).unwrap(), "a\n");
+    assert_eq!(std::fs::metadata(&a).unwrap().permissions().mode() & 0o777, 0o640);
+    assert_eq!(std::fs::read_to_string(&b).unwrap(), "b\n");
+    assert_eq!(std::fs::read_to_string(fx.dir.path().join("blocker")).unwrap(), "a file\n");
+}
+
+#[tokio::test]
+async fn an_undone_commit_leaves_alone_a_file_changed_since() {
+    let fx = Fixture::new();
+    let (a, b) = (fx.path("a.txt"), fx.path("b.txt"));
+    std::fs::write(&a, "a\n").unwrap();
+    let change = ChangeSet::new(vec![
+        FileChange::modify(fx.read(&a).await, "a.txt", "A\n"),
+        FileChange::create(b.clone(), "b.txt", "b\n"),
+    ])
+    .unwrap();
+    let committer = DiskCommitter::new(Arc::clone(&fx.env));
+    let committed = committer.commit_undoable(change.clone().accept_all()).await.unwrap();
+    assert_eq!((std::fs::read_to_string(&a).unwrap(), std::fs::read_to_string(&b).unwrap()), ("A\n".into(), "b\n".into()));
+    committed.undo().await.unwrap();
+    assert_eq!(std::fs::read_to_string(&a).unwrap(), "a\n");
+    assert!(!b.exists());
+
+    // Someone edits the created file before the undo: it is kept and named.
+    let committed = committer.commit_undoable(change.accept_all()).await.unwrap();
+    std::fs::write(&b, "theirs\n").unwrap();
+    let left = committed.undo().await.unwrap_err();
+    assert!(left.to_string().contains("b.txt changed again since it was written"), "{left}");
+    assert_eq!(std::fs::read_to_string(&b).unwrap(), "theirs\n");
+    assert_eq!(std::fs::read_to_string(&a).unwrap(), "a\n");
 }

@@ -155,16 +155,17 @@ impl Harness {
         let local: Arc<dyn ExecutionEnvironment> = Arc::new(LocalExecutionEnvironment::new(cwd.clone()));
         let mut tools = if setup.profile_tools { setup.profile.tools() } else { Vec::new() };
         tools.extend(setup.tools);
+        let env = match setup.wrap_env {
+            Some(wrap) => wrap(local),
+            None => local,
+        };
         let opts = SessionOptions {
             id: None,
             profile: setup.profile,
             client,
-            env: match setup.wrap_env {
-                Some(wrap) => wrap(local),
-                None => local,
-            },
-            workspace: Arc::new(Workspace::for_disk(cwd.clone())),
-            editor: Arc::new(DiskPort::new(setup.approval)),
+            env: Arc::clone(&env),
+            workspace: Arc::new(Workspace::default()),
+            editor: Arc::new(DiskPort::new(env, setup.approval)),
             config: setup.config,
             cwd,
             history: setup.history,

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use agentls::exec::{
-    DirEntry, ExecError, ExecRequest, ExecResult, ExecutionEnvironment, GrepOptions, GrepResult,
+    DirEntry, ExecError, ExecRequest, ExecResult, ExecutionEnvironment, FileStat, GrepOptions, GrepResult,
 };
 use async_trait::async_trait;
 
@@ -32,11 +32,23 @@ impl ExecutionEnvironment for RecordingEnvironment {
     ) -> Result<String, ExecError> {
         self.inner.read_file(path, offset, limit).await
     }
-    async fn read_bytes(&self, path: &Path) -> Result<Vec<u8>, ExecError> {
-        self.inner.read_bytes(path).await
+    async fn read_bytes(&self, path: &Path, max_len: u64) -> Result<Arc<[u8]>, ExecError> {
+        self.inner.read_bytes(path, max_len).await
+    }
+    async fn file_equals(&self, path: &Path, expected: &[u8]) -> Result<bool, ExecError> {
+        self.inner.file_equals(path, expected).await
     }
     async fn write_file(&self, path: &Path, content: &str) -> Result<(), ExecError> {
         self.inner.write_file(path, content).await
+    }
+    async fn create_file(&self, path: &Path, content: &str, mode: Option<u32>) -> Result<(), ExecError> {
+        self.inner.create_file(path, content, mode).await
+    }
+    async fn remove_file(&self, path: &Path) -> Result<(), ExecError> {
+        self.inner.remove_file(path).await
+    }
+    async fn stat(&self, path: &Path) -> Result<Option<FileStat>, ExecError> {
+        self.inner.stat(path).await
     }
     async fn file_exists(&self, path: &Path) -> bool {
         self.inner.file_exists(path).await

@@ -66,7 +66,7 @@ impl Fixture {
         let port = Arc::new(port);
         let ctx = ToolContext {
             env,
-            workspace: Arc::new(Workspace::for_disk(root.clone())),
+            workspace: Arc::new(Workspace::default()),
             editor: port.clone(),
             reads: Arc::new(ReadTracker::new()),
             cwd: root,

@@ -10,7 +10,8 @@ use similar::{Algorithm, DiffTag, capture_diff_slices};
 
 use super::parser::{Chunk, HunkLine};
 use super::seek::{Lines, Pass, matches_at, seek, seek_anywhere, similarity};
-use crate::workspace::{Hunk, SharedStrBuilder, split_lines};
+use crate::exec::SharedStrBuilder;
+use crate::workspace::{Hunk, split_lines};
 
 const BOM: &str = "\u{feff}";
 

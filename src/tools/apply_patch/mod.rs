@@ -18,7 +18,8 @@ pub use apply::{ApplyError, Changes, apply_chunks, apply_chunks_deferred};
 pub use parser::{Chunk, HunkLine, ParseError, PatchOp, parse_patch};
 
 use super::{Tool, ToolContext, ToolError, ToolOutput};
-use crate::workspace::{ChangeSet, FileChange, Resolver, SharedStrBuilder, Snapshot, Workspace, shown_path};
+use crate::exec::{ExecutionEnvironment, FileKind, SharedStrBuilder};
+use crate::workspace::{ChangeSet, FileChange, Snapshot, Workspace, shown_path};
 
 const DESCRIPTION: &str = "Apply code changes using the patch format. Supports creating, deleting, \
 and modifying files in a single operation. The patch is applied completely or not at all.
@@ -73,7 +74,8 @@ impl Tool for ApplyPatchTool {
                 ));
             }
         };
-        let plan = plan_owned_patch(patch, &ctx.workspace, &ctx.cwd)
+        let plan = plan_owned_patch(patch, &ctx.workspace, &*ctx.env, &ctx.cwd)
+            .await
             .map_err(|error| ToolError::new(error.to_string()))?;
         let change = ChangeSet::new(plan.files).map_err(|error| ToolError::new(error.to_string()))?;
         let outcome = ctx.editor.propose(change).await.map_err(|error| ToolError::new(error.to_string()))?;
@@ -124,17 +126,61 @@ struct Entry {
     moved_from: Option<PathBuf>,
 }
 
-/// Parses `patch` and replays it against the workspace, producing the change to propose.
-pub fn plan_patch(patch: &str, workspace: &Workspace, cwd: &Path) -> Result<PatchPlan, PatchError> {
-    Ok(replay_patch(patch, workspace, cwd)?.into_plan())
+/// Parses `patch` and replays it against the workspace (open buffers, and the files of `env`),
+/// producing the change to propose.
+pub async fn plan_patch(
+    patch: &str,
+    workspace: &Workspace,
+    env: &dyn ExecutionEnvironment,
+    cwd: &Path,
+) -> Result<PatchPlan, PatchError> {
+    Ok(replay_patch(patch, &Files { workspace, env }, cwd).await?.into_plan())
 }
 
 /// Like [`plan_patch`], releasing the patch text before the hunks are made: at the peak, memory
 /// holds the patch, the files read and their new text, but never also the hunks.
-pub fn plan_owned_patch(patch: String, workspace: &Workspace, cwd: &Path) -> Result<PatchPlan, PatchError> {
-    let replayed = replay_patch(&patch, workspace, cwd)?;
+pub async fn plan_owned_patch(
+    patch: String,
+    workspace: &Workspace,
+    env: &dyn ExecutionEnvironment,
+    cwd: &Path,
+) -> Result<PatchPlan, PatchError> {
+    let replayed = replay_patch(&patch, &Files { workspace, env }, cwd).await?;
     drop(patch);
     Ok(replayed.into_plan())
+}
+
+/// Where a patch reads the files it changes: open buffers first, the environment otherwise.
+struct Files<'f> {
+    workspace: &'f Workspace,
+    env: &'f dyn ExecutionEnvironment,
+}
+
+/// Every path a patch names, resolved by the environment in one batch (each folder once), handed
+/// out in the order the replay asks for them: an operation's path, then its `Move to`.
+struct ResolvedPaths(std::vec::IntoIter<Result<PathBuf, String>>);
+
+impl ResolvedPaths {
+    fn new(ops: &[PatchOp<'_>], env: &dyn ExecutionEnvironment, cwd: &Path) -> Self {
+        let mut named = Vec::new();
+        for op in ops {
+            named.push(cwd.join(op.path().trim()));
+            if let PatchOp::Update { move_to: Some(to), .. } = op {
+                named.push(cwd.join(to.trim()));
+            }
+        }
+        let named: Vec<&Path> = named.iter().map(PathBuf::as_path).collect();
+        let resolved: Vec<_> =
+            env.resolve_paths(&named).into_iter().map(|result| result.map_err(|e| e.to_string())).collect();
+        Self(resolved.into_iter())
+    }
+
+    fn next(&mut self) -> Result<PathBuf, PatchError> {
+        match self.0.next() {
+            Some(resolved) => resolved.map_err(PatchError::Workspace),
+            None => Err(PatchError::Workspace("internal error: a patch path was not resolved".into())),
+        }
+    }
 }
 
 /// Every touched path's final state, in first-touched order (owns no part of the patch).
@@ -150,7 +196,7 @@ impl Replayed {
     }
 }
 
-fn replay_patch(patch: &str, workspace: &Workspace, cwd: &Path) -> Result<Replayed, PatchError> {
+async fn replay_patch(patch: &str, files: &Files<'_>, cwd: &Path) -> Result<Replayed, PatchError> {
     let ops = parse_patch(patch)?;
     if ops.is_empty() {
         return Err(PatchError::Refused("The patch contains no file operations.".into()));
@@ -158,10 +204,10 @@ fn replay_patch(patch: &str, workspace: &Workspace, cwd: &Path) -> Result<Replay
     let mut entries: HashMap<PathBuf, Entry> = HashMap::new();
     let mut order: Vec<PathBuf> = Vec::new();
     let mut summary = Vec::new();
-    let mut resolver = workspace.resolver(cwd);
+    let mut paths = ResolvedPaths::new(&ops, files.env, cwd);
     for op in &ops {
-        let path = resolve(&mut resolver, op.path())?;
-        load(&mut entries, &mut order, workspace, &path, &shown_path(op.path(), cwd))?;
+        let path = paths.next()?;
+        load(&mut entries, &mut order, files, &path, &shown_path(op.path(), cwd)).await?;
         match op {
             PatchOp::Add { path: display, lines, .. } => {
                 let entry = entries.get_mut(&path).expect("loaded");
@@ -204,12 +250,12 @@ fn replay_patch(patch: &str, workspace: &Workspace, cwd: &Path) -> Result<Replay
                         && entry.moved_from.is_none();
                 entry.changes = first_update.then_some(changes);
                 let destination = match move_to {
-                    Some(to) => Some((resolve(&mut resolver, to)?, *to)),
+                    Some(to) => Some((paths.next()?, *to)),
                     None => None,
                 };
                 match destination {
                     Some((to_path, to_display)) if to_path != path => {
-                        load(&mut entries, &mut order, workspace, &to_path, &shown_path(to_display, cwd))?;
+                        load(&mut entries, &mut order, files, &to_path, &shown_path(to_display, cwd)).await?;
                         if entries[&to_path].current.is_some() {
                             return Err(PatchError::Refused(format!(
                                 "Move to {to_display}: the file already exists; refusing to overwrite it. Delete it \
@@ -238,23 +284,25 @@ fn replay_patch(patch: &str, workspace: &Workspace, cwd: &Path) -> Result<Replay
     Ok(Replayed { entries, order, summary })
 }
 
-fn resolve(resolver: &mut Resolver<'_>, path: &str) -> Result<PathBuf, PatchError> {
-    resolver.resolve(path).map_err(|error| PatchError::Workspace(error.to_string()))
-}
-
-fn load(
+async fn load(
     entries: &mut HashMap<PathBuf, Entry>,
     order: &mut Vec<PathBuf>,
-    workspace: &Workspace,
+    files: &Files<'_>,
     path: &Path,
     display: &str,
 ) -> Result<(), PatchError> {
     if entries.contains_key(path) {
         return Ok(());
     }
-    let original =
-        workspace.read_if_exists(path).map_err(|error| PatchError::Workspace(error.to_string()))?;
-    if original.is_none() && path.is_dir() {
+    let original = files
+        .workspace
+        .read_if_exists(files.env, path)
+        .await
+        .map_err(|error| PatchError::Workspace(error.to_string()))?;
+    if original.is_none()
+        && let Ok(Some(stat)) = files.env.stat(path).await
+        && stat.kind == FileKind::Directory
+    {
         return Err(PatchError::Refused(format!("{display} is a directory, not a file.")));
     }
     let current = original.as_ref().map(|snapshot| snapshot.text.clone());
