@@ -1,7 +1,9 @@
 //! The real binary, `agentls serve --stdio`, against the loopback mock provider: a review round
 //! trip on an unsaved buffer (openai profile with `apply_patch`, anthropic with `edit_file`), a
-//! stream of malformed input after which the server still answers, and a clean exit. The
-//! server's stdout must carry nothing but LSP frames, and the API key appears in no output.
+//! stream of malformed input after which the server still answers, and a clean exit; changes
+//! the editor cannot make written to disk all or nothing, with the model told exactly what
+//! changed. The server's stdout must carry nothing but LSP frames, and the API key appears in no
+//! output.
 
 #[path = "support/lsp_client.rs"]
 mod lsp_client;
@@ -31,6 +33,19 @@ impl Server {
     }
 
     async fn start_with(dialect: Dialect, model: &str, extra_env: &[(&str, &str)]) -> Self {
+        let (server, init) = Self::start_as(dialect, model, extra_env, plugin_capabilities()).await;
+        assert_eq!(init["capabilities"]["positionEncoding"], "utf-8");
+        server.client.manual("workspace/applyEdit");
+        server
+    }
+
+    /// A server initialized by a client with `capabilities`; with the `initialize` result.
+    async fn start_as(
+        dialect: Dialect,
+        model: &str,
+        extra_env: &[(&str, &str)],
+        capabilities: Value,
+    ) -> (Self, Value) {
         let dir = tempfile::tempdir().expect("tempdir");
         let root = dir.path().join("ws");
         std::fs::create_dir_all(root.join("src")).expect("mkdir");
@@ -51,10 +66,8 @@ impl Server {
         env.extend(extra_env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         let client = LspClient::spawn_binary(&env, &root);
-        let init = client.initialize(&root, plugin_capabilities(), json!({"model": model})).await;
-        assert_eq!(init["capabilities"]["positionEncoding"], "utf-8");
-        client.manual("workspace/applyEdit");
-        Self { dir, root, mock, client }
+        let init = client.initialize(&root, capabilities, json!({"model": model})).await;
+        (Self { dir, root, mock, client }, init)
     }
 
     fn lib(&self) -> PathBuf {
@@ -359,5 +372,117 @@ async fn a_client_that_never_answers_apply_edit_times_out_per_agentls_client_tim
     assert!(end["data"]["error"].as_str().unwrap_or_default().contains("did not answer"), "{end}");
     client.next_event(&id, "processing_end").await;
     assert!(!server.root.join("src/new.rs").exists(), "nothing was written behind the editor's back");
+    server.finish().await;
+}
+
+/// Starts a session of the openai profile whose model sends `patch`, then ends its turn.
+async fn patch_session(server: &Server, patch: &str) -> String {
+    server.mock.push(Turn::new().tool_call("call_p1", "apply_patch", json!({"patch": patch})));
+    server.mock.push(Turn::new().text("Done."));
+    let created =
+        server.client.command("agentls.newSession", json!({"profile": "openai"})).await.expect("newSession");
+    created["sessionId"].as_str().expect("sessionId").to_string()
+}
+
+async fn prompt(server: &Server, id: &str) {
+    server.client.command("agentls.prompt", json!({"sessionId": id, "text": "go"})).await.expect("prompt");
+}
+
+#[tokio::test]
+async fn a_rename_whose_second_step_fails_on_disk_leaves_the_disk_as_it_was_and_the_model_is_told() {
+    use std::os::unix::fs::PermissionsExt;
+    // No workspace edits: everything the agent changes is written by the server.
+    let (server, _) = Server::start_as(
+        Dialect::OpenAiResponses,
+        "gpt-test",
+        &[],
+        json!({"window": {"workDoneProgress": true}}),
+    )
+    .await;
+    server.client.manual("window/showMessageRequest");
+    let (lib, other, blocked) = (server.lib(), server.root.join("src/other.rs"), server.root.join("blocked"));
+    std::fs::set_permissions(&lib, std::fs::Permissions::from_mode(0o640)).expect("chmod");
+    std::fs::write(&other, "other\n").expect("write");
+    let patch = "*** Begin Patch\n*** Update File: src/other.rs\n@@\n-other\n+OTHER\n*** Update File: src/lib.rs\n\
+                 *** Move to: blocked/lib.rs\n@@ pub fn one() -> u32 {\n-    1\n+    10\n*** End Patch";
+    let id = patch_session(&server, patch).await;
+    prompt(&server, &id).await;
+
+    let question = server.client.next_request("window/showMessageRequest").await;
+    // While the user reads the question, a file takes the name of the folder the move needs: the
+    // source is removed and other.rs written before the move's write fails.
+    std::fs::write(&blocked, "a file\n").expect("write");
+    server.client.respond(&question, json!({"title": "Apply"}));
+    server.client.next_turn_end(&id).await;
+
+    let told = request_body(&server.mock, 1);
+    assert!(told.contains("could not write") && told.contains("nothing was changed"), "{told}");
+    assert_eq!(std::fs::read_to_string(&lib).expect("the source is back"), DISK);
+    assert_eq!(std::fs::metadata(&lib).expect("lib").permissions().mode() & 0o777, 0o640);
+    assert_eq!(std::fs::read_to_string(&other).expect("other"), "other\n");
+    assert_eq!(std::fs::read_to_string(&blocked).expect("blocked"), "a file\n");
+    server.finish().await;
+}
+
+#[tokio::test]
+async fn disk_changes_are_undone_when_the_editor_does_not_apply_its_part() {
+    let (server, _) =
+        Server::start_as(Dialect::OpenAiResponses, "gpt-test", &[], lsp_client::plain_capabilities()).await;
+    server.client.manual("workspace/applyEdit");
+    let lib = server.lib();
+    server.client.open(&lib, DISK, 1);
+    let new = server.root.join("src/new.rs");
+    // The open file is the editor's to edit; the new file, which this client cannot create, the disk's.
+    let patch = "*** Begin Patch\n*** Update File: src/lib.rs\n@@ pub fn one() -> u32 {\n-    1\n+    10\n\
+                 *** Add File: src/new.rs\n+pub fn new() {}\n*** End Patch";
+    let id = patch_session(&server, patch).await;
+    server
+        .client
+        .command("agentls.configure", json!({"sessionId": id, "approval": "auto"}))
+        .await
+        .expect("auto");
+    prompt(&server, &id).await;
+
+    let apply = server.client.next_request("workspace/applyEdit").await;
+    assert_eq!(
+        std::fs::read_to_string(&new).ok().as_deref(),
+        Some("pub fn new() {}\n"),
+        "the disk goes first"
+    );
+    server.client.respond(&apply, json!({"applied": false, "failureReason": "the buffer was closed"}));
+    server.client.next_turn_end(&id).await;
+
+    let told = request_body(&server.mock, 1);
+    assert!(told.contains("the buffer was closed") && told.contains("nothing was changed"), "{told}");
+    assert!(!new.exists(), "the file written on disk was removed again");
+    assert_eq!(std::fs::read_to_string(&lib).expect("lib"), DISK);
+    server.finish().await;
+}
+
+#[tokio::test]
+async fn when_the_editor_applied_its_part_and_the_disk_fails_the_model_is_not_told_nothing_changed() {
+    // Edits that ask the user to confirm them in the editor's preview, and no file creation.
+    let caps = json!({"window": {"workDoneProgress": true}, "workspace": {"applyEdit": true,
+        "workspaceEdit": {"documentChanges": true, "changeAnnotationSupport": {"groupsOnLabel": true}}}});
+    let (server, _) = Server::start_as(Dialect::OpenAiResponses, "gpt-test", &[], caps).await;
+    server.client.manual("workspace/applyEdit");
+    let lib = server.lib();
+    server.client.open(&lib, DISK, 1);
+    let blocked = server.root.join("blocked");
+    let patch = "*** Begin Patch\n*** Update File: src/lib.rs\n@@ pub fn one() -> u32 {\n-    1\n+    10\n\
+                 *** Add File: blocked/new.rs\n+pub fn new() {}\n*** End Patch";
+    let id = patch_session(&server, patch).await;
+    prompt(&server, &id).await;
+
+    let apply = server.client.next_request("workspace/applyEdit").await;
+    assert!(!blocked.exists(), "nothing reaches the disk before the user confirms");
+    std::fs::write(&blocked, "a file\n").expect("write");
+    server.client.respond(&apply, json!({"applied": true}));
+    server.client.next_turn_end(&id).await;
+
+    let told = request_body(&server.mock, 1);
+    assert!(told.contains("The editor applied your edits to src/lib.rs"), "{told}");
+    assert!(told.contains("could not write") && !told.contains("nothing was changed"), "{told}");
+    assert_eq!(std::fs::read_to_string(&blocked).expect("blocked"), "a file\n");
     server.finish().await;
 }

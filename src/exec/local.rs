@@ -141,6 +141,17 @@ fn file_work<T>(bytes: u64, work: impl FnOnce() -> T) -> T {
     work()
 }
 
+/// Maps an IO error of a write, create or removal of `path`. Unlike a read's, a path below a
+/// file is not "missing" here: the write failed because a file is where a folder must be.
+fn write_error(path: &Path, error: std::io::Error) -> ExecError {
+    match error.kind() {
+        std::io::ErrorKind::NotADirectory => {
+            ExecError::Io { path: path.display().to_string(), message: error.to_string() }
+        }
+        _ => ExecError::io(path, error),
+    }
+}
+
 /// Opens `path` for reading, refusing a directory; with the file's size.
 fn open_file(path: &Path) -> Result<(std::fs::File, u64), ExecError> {
     let file = std::fs::File::open(path).map_err(|e| ExecError::io(path, e))?;
@@ -179,7 +190,17 @@ fn open_creating_parents(path: &Path, options: &std::fs::OpenOptions) -> std::io
     match options.open(path) {
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
             if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent)?;
+                std::fs::create_dir_all(parent).map_err(|error| {
+                    // "exists" here is a file where a folder is needed, not the file to create.
+                    let kind = match error.kind() {
+                        std::io::ErrorKind::AlreadyExists => std::io::ErrorKind::NotADirectory,
+                        kind => kind,
+                    };
+                    std::io::Error::new(
+                        kind,
+                        format!("cannot create the folder {}: {error}", parent.display()),
+                    )
+                })?;
             }
             options.open(path)
         }
@@ -278,18 +299,18 @@ impl ExecutionEnvironment for LocalExecutionEnvironment {
     async fn write_file(&self, path: &Path, content: &str) -> Result<(), ExecError> {
         let path = self.paths.check(path)?;
         file_work(content.len() as u64, || write_in_place(&path, content.as_bytes()))
-            .map_err(|e| ExecError::io(&path, e))
+            .map_err(|e| write_error(&path, e))
     }
 
     async fn create_file(&self, path: &Path, content: &str, mode: Option<u32>) -> Result<(), ExecError> {
         let path = self.paths.check(path)?;
         file_work(content.len() as u64, || create_new(&path, content.as_bytes(), mode))
-            .map_err(|e| ExecError::io(&path, e))
+            .map_err(|e| write_error(&path, e))
     }
 
     async fn remove_file(&self, path: &Path) -> Result<(), ExecError> {
         let path = self.paths.check(path)?;
-        std::fs::remove_file(&path).map_err(|e| ExecError::io(&path, e))
+        std::fs::remove_file(&path).map_err(|e| write_error(&path, e))
     }
 
     async fn stat(&self, path: &Path) -> Result<Option<FileStat>, ExecError> {
@@ -312,7 +333,11 @@ impl ExecutionEnvironment for LocalExecutionEnvironment {
                 ) =>
             {
                 // A symlink that leads nowhere still takes the name.
-                Ok(path.symlink_metadata().is_ok().then_some(FileStat { kind: FileKind::Other, len: 0, mode: None }))
+                Ok(path.symlink_metadata().is_ok().then_some(FileStat {
+                    kind: FileKind::Other,
+                    len: 0,
+                    mode: None,
+                }))
             }
             Err(error) => Err(ExecError::io(&path, error)),
         }

@@ -61,11 +61,12 @@ pub enum ExecError {
 }
 
 impl ExecError {
-    /// Maps an IO error on `path` to the matching variant.
+    /// Maps an IO error on `path` to the matching variant. A path below a file names nothing:
+    /// it does not exist.
     pub fn io(path: &Path, error: std::io::Error) -> Self {
         let path = path.display().to_string();
         match error.kind() {
-            std::io::ErrorKind::NotFound => Self::NotFound { path },
+            std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory => Self::NotFound { path },
             std::io::ErrorKind::PermissionDenied => Self::PermissionDenied { path },
             std::io::ErrorKind::AlreadyExists => Self::AlreadyExists { path },
             std::io::ErrorKind::IsADirectory => Self::IsDirectory { path },

@@ -54,7 +54,11 @@ impl PathPolicy {
         self.resolve(path).map(Cow::Owned)
     }
 
-    fn resolve_with(&self, path: &Path, folders: &mut HashMap<PathBuf, PathBuf>) -> Result<PathBuf, ExecError> {
+    fn resolve_with(
+        &self,
+        path: &Path,
+        folders: &mut HashMap<PathBuf, PathBuf>,
+    ) -> Result<PathBuf, ExecError> {
         let joined = normalize_lexically(&self.cwd.join(path));
         let resolved = match (joined.parent(), joined.file_name()) {
             (Some(folder), Some(name)) => {

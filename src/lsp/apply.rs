@@ -40,8 +40,8 @@ use super::outbound::Outbound;
 use crate::exec::ExecutionEnvironment;
 use crate::workspace::position::{PositionEncoding, position_of};
 use crate::workspace::{
-    CommitError, DiskCommitter, DocumentStore, FileOp, FileOutcome, FileStatus, ResolvedChangeSet, ResolvedFile,
-    Snapshot, WorkspaceError, compute_hunks, read_text, rebase,
+    CommitError, DiskCommitter, DocumentStore, FileOp, FileOutcome, FileStatus, ResolvedChangeSet,
+    ResolvedFile, Snapshot, WorkspaceError, compute_hunks, read_text, rebase,
 };
 
 const DIFF_DEADLINE: Duration = Duration::from_millis(500);
@@ -335,12 +335,16 @@ pub async fn apply(
         (None, None) => Vec::new(),
         (None, Some(disk)) => committer.commit_undoable(disk).await.map_err(|error| error.to_string())?.files,
         (Some(edit), None) => {
-            send(outbound, edit, label, confirm).await.map_err(|reason| format!("{reason}; nothing was changed"))?;
+            send(outbound, edit, label, confirm)
+                .await
+                .map_err(|reason| format!("{reason}; nothing was changed"))?;
             Vec::new()
         }
         (Some(edit), Some(disk)) if confirm => {
             // The user confirms the editor's part: nothing reaches the disk before that.
-            send(outbound, edit, label, confirm).await.map_err(|reason| format!("{reason}; nothing was changed"))?;
+            send(outbound, edit, label, confirm)
+                .await
+                .map_err(|reason| format!("{reason}; nothing was changed"))?;
             match committer.commit_undoable(disk).await {
                 Ok(committed) => committed.files,
                 Err(error) => {

@@ -153,11 +153,22 @@ impl LspEditorPort {
             let files = resolved.files.iter().map(FileOutcome::rejected).collect();
             return Ok(ChangeOutcome { files, feedback, error: None });
         }
-        Ok(match apply::apply(&state.outbound, &state.documents, &self.env, &profile, &resolved, &label, false).await
-        {
-            Ok(files) => ChangeOutcome { files, feedback, error: None },
-            Err(e) => ChangeOutcome { files: Vec::new(), feedback, error: Some(e) },
-        })
+        Ok(
+            match apply::apply(
+                &state.outbound,
+                &state.documents,
+                &self.env,
+                &profile,
+                &resolved,
+                &label,
+                false,
+            )
+            .await
+            {
+                Ok(files) => ChangeOutcome { files, feedback, error: None },
+                Err(e) => ChangeOutcome { files: Vec::new(), feedback, error: Some(e) },
+            },
+        )
     }
 
     async fn save_inner(&self, paths: &[PathBuf]) -> Result<(), PortError> {
@@ -239,7 +250,9 @@ async fn write_agent_changes(
         };
         match disk {
             Some(disk) if *disk == *text => unchanged.push(path),
-            Some(disk) => writes.push(FileChange::modify(Snapshot::from_disk(path.clone(), disk), shown, text)),
+            Some(disk) => {
+                writes.push(FileChange::modify(Snapshot::from_disk(path.clone(), disk), shown, text))
+            }
             None => writes.push(FileChange::create(path.clone(), shown, text)),
         }
     }

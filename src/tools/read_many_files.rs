@@ -115,7 +115,8 @@ impl Tool for ReadManyFilesTool {
                 continue;
             }
             let path = ctx.resolve(spec)?;
-            let is_dir = matches!(ctx.env.stat(&path).await, Ok(Some(stat)) if stat.kind == FileKind::Directory);
+            let is_dir =
+                matches!(ctx.env.stat(&path).await, Ok(Some(stat)) if stat.kind == FileKind::Directory);
             if is_dir {
                 let pattern = if recursive { "**/*" } else { "*" };
                 match ctx.env.glob(pattern, &path).await {
@@ -157,7 +158,8 @@ impl Tool for ReadManyFilesTool {
                     match ctx.env.read_bytes(&path, MAX_IMAGE_BYTES).await {
                         Ok(data) => {
                             out.push_str(&format!("--- {shown} ---\n\n[image attached: {media_type}]\n\n"));
-                            images.push(ToolImage { media_type: media_type.to_string(), data: data.to_vec() });
+                            images
+                                .push(ToolImage { media_type: media_type.to_string(), data: data.to_vec() });
                             read += 1;
                         }
                         Err(e) => skipped.push(format!("{shown} ({e})")),

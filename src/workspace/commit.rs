@@ -24,14 +24,23 @@ use crate::exec::{ExecError, ExecutionEnvironment, FileKind};
 /// Why a commit did not happen (or, for [`CommitError::NotRolledBack`], did not fully undo).
 #[derive(Debug, Clone, PartialEq)]
 pub enum CommitError {
-    Conflict { path: PathBuf, conflict: RebaseConflict },
+    Conflict {
+        path: PathBuf,
+        conflict: RebaseConflict,
+    },
     ChangedBeforeDelete(PathBuf),
     AlreadyExists(PathBuf),
     Vanished(PathBuf),
     Workspace(WorkspaceError),
-    Io { path: PathBuf, message: String },
+    Io {
+        path: PathBuf,
+        message: String,
+    },
     /// `error` stopped the commit, and the files written before it could not all be put back.
-    NotRolledBack { error: Box<CommitError>, left: UndoError },
+    NotRolledBack {
+        error: Box<CommitError>,
+        left: UndoError,
+    },
 }
 
 impl From<WorkspaceError> for CommitError {
@@ -50,7 +59,9 @@ impl CommitError {
                 path.display()
             ),
             Self::ChangedBeforeDelete(path) => format!("{} changed since you read it", path.display()),
-            Self::AlreadyExists(path) => format!("{} already exists; refusing to overwrite it", path.display()),
+            Self::AlreadyExists(path) => {
+                format!("{} already exists; refusing to overwrite it", path.display())
+            }
             Self::Vanished(path) => {
                 format!("{} no longer exists (it was deleted since you read it)", path.display())
             }
@@ -262,9 +273,18 @@ impl Committed {
 /// One planned operation, computed and checked before anything is written. Each carries the
 /// file's verified current content, so undoing it needs no second read.
 enum Action {
-    Remove { path: PathBuf, previous: Arc<str>, mode: Option<u32> },
+    Remove {
+        path: PathBuf,
+        previous: Arc<str>,
+        mode: Option<u32>,
+    },
     /// Creates `path` (O_EXCL) when `previous` is `None`, else overwrites it in place.
-    Write { path: PathBuf, text: Arc<str>, mode: Option<u32>, previous: Option<Arc<str>> },
+    Write {
+        path: PathBuf,
+        text: Arc<str>,
+        mode: Option<u32>,
+        previous: Option<Arc<str>>,
+    },
 }
 
 /// How to undo one performed operation.
@@ -360,7 +380,12 @@ impl DiskCommitter {
                             previous: current.text,
                             mode: current.mode,
                         });
-                        writes.push(Action::Write { path: target, text: text.clone(), mode: current.mode, previous: None });
+                        writes.push(Action::Write {
+                            path: target,
+                            text: text.clone(),
+                            mode: current.mode,
+                            previous: None,
+                        });
                     } else {
                         writes.push(Action::Write {
                             path: target,
@@ -443,15 +468,17 @@ async fn undo_all(env: &dyn ExecutionEnvironment, steps: Vec<Undo>) -> Result<()
 }
 
 async fn undo_one(env: &dyn ExecutionEnvironment, step: Undo) -> Result<(), String> {
-    let changed_since = |path: &Path| format!("{} changed again since it was written; it was left as it is", path.display());
+    let changed_since =
+        |path: &Path| format!("{} changed again since it was written; it was left as it is", path.display());
     let still_holds = async |path: &Path, written: &str| {
-        env.file_equals(path, written.as_bytes()).await.map_err(|error| format!("{}: {error}", path.display()))
+        env.file_equals(path, written.as_bytes())
+            .await
+            .map_err(|error| format!("{}: {error}", path.display()))
     };
     match step {
-        Undo::Recreate { path, text, mode } => env
-            .create_file(&path, &text, mode)
-            .await
-            .map_err(|error| format!("{} was removed and could not be created again: {error}", path.display())),
+        Undo::Recreate { path, text, mode } => env.create_file(&path, &text, mode).await.map_err(|error| {
+            format!("{} was removed and could not be created again: {error}", path.display())
+        }),
         Undo::Rewrite { path, previous, written } => {
             if let Some(written) = written
                 && !still_holds(&path, &written).await?

@@ -55,7 +55,9 @@ impl WorkspaceError {
         match error {
             ExecError::NotFound { .. } => Self::NotFound(path.to_path_buf()),
             ExecError::IsDirectory { .. } => Self::IsDirectory(path.to_path_buf()),
-            ExecError::TooLarge { size, limit, .. } => Self::TooLarge { path: path.to_path_buf(), size, limit },
+            ExecError::TooLarge { size, limit, .. } => {
+                Self::TooLarge { path: path.to_path_buf(), size, limit }
+            }
             ExecError::Io { message, .. } => Self::Io { path: path.to_path_buf(), message },
             other => Self::Io { path: path.to_path_buf(), message: other.to_string() },
         }
@@ -110,7 +112,11 @@ impl Workspace {
     }
 
     /// The current text of `path`: the open buffer when there is one, the file in `env` otherwise.
-    pub async fn read(&self, env: &dyn ExecutionEnvironment, path: &Path) -> Result<Snapshot, WorkspaceError> {
+    pub async fn read(
+        &self,
+        env: &dyn ExecutionEnvironment,
+        path: &Path,
+    ) -> Result<Snapshot, WorkspaceError> {
         if let Some(buffer) = self.documents.get(path) {
             return Ok(Snapshot {
                 path: path.to_path_buf(),

@@ -137,12 +137,9 @@ async fn deny_refuses_and_review_decisions_pick_hunks() {
     let fx = Fixture::new();
     let a = fx.path("a.txt");
     std::fs::write(&a, "1\n2\n3\n4\n5\n6\n").unwrap();
-    let change = ChangeSet::new(vec![FileChange::modify(
-        fx.read(&a).await,
-        "a.txt",
-        "one\n2\n3\n4\n5\nsix\n",
-    )])
-    .unwrap();
+    let change =
+        ChangeSet::new(vec![FileChange::modify(fx.read(&a).await, "a.txt", "one\n2\n3\n4\n5\nsix\n")])
+            .unwrap();
     assert_eq!(change.files()[0].hunks.len(), 2);
     let denied = fx.port(Approval::Deny).propose(change.clone()).await.unwrap();
     assert!(denied.refusal_message().unwrap().contains("approval: deny"));
@@ -190,8 +187,7 @@ async fn commits_write_files_in_place_and_roll_back_in_place() {
 
     // Shorter, then longer: the same inode (so the hard link sees it) with the same mode.
     for text in ["1\n", "one\ntwo\nthree\nfour\n"] {
-        let change =
-            ChangeSet::new(vec![FileChange::modify(fx.read(&a).await, "a.txt", text)]).unwrap();
+        let change = ChangeSet::new(vec![FileChange::modify(fx.read(&a).await, "a.txt", text)]).unwrap();
         assert!(port.propose(change).await.unwrap().applied_any());
         assert_eq!(std::fs::read_to_string(&link).unwrap(), text);
         let metadata = std::fs::metadata(&a).unwrap();
@@ -251,7 +247,10 @@ async fn an_undone_commit_leaves_alone_a_file_changed_since() {
     .unwrap();
     let committer = DiskCommitter::new(Arc::clone(&fx.env));
     let committed = committer.commit_undoable(change.clone().accept_all()).await.unwrap();
-    assert_eq!((std::fs::read_to_string(&a).unwrap(), std::fs::read_to_string(&b).unwrap()), ("A\n".into(), "b\n".into()));
+    assert_eq!(
+        (std::fs::read_to_string(&a).unwrap(), std::fs::read_to_string(&b).unwrap()),
+        ("A\n".into(), "b\n".into())
+    );
     committed.undo().await.unwrap();
     assert_eq!(std::fs::read_to_string(&a).unwrap(), "a\n");
     assert!(!b.exists());
