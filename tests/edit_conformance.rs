@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use agentls::config::Approval;
 use agentls::config::ProfileKind;
-use agentls::exec::{ExecutionEnvironment, LocalExecutionEnvironment};
 use agentls::exec::ShellLimits;
+use agentls::exec::{ExecutionEnvironment, LocalExecutionEnvironment};
 use agentls::tools::ToolContext;
 use agentls::tools::profiles::{ToolSetOptions, profile_tools};
 use agentls::workspace::{DiskPort, ReadTracker, Workspace};

@@ -8,7 +8,8 @@ mod memory_env;
 use std::sync::Arc;
 
 use agentls::config::Approval;
-use agentls::exec::ExecutionEnvironment;
+use agentls::exec::{ExecutionEnvironment, ShellLimits};
+use agentls::tools::ToolContext;
 use agentls::tools::apply_patch::ApplyPatchTool;
 use agentls::tools::edit_file::EditFileTool;
 use agentls::tools::glob::GlobTool;
@@ -19,7 +20,6 @@ use agentls::tools::read_many_files::ReadManyFilesTool;
 use agentls::tools::registry::ToolRegistry;
 use agentls::tools::replace::ReplaceTool;
 use agentls::tools::write_file::WriteFileTool;
-use agentls::tools::{ShellLimits, ToolContext};
 use agentls::workspace::{DiskPort, DocumentStore, ReadTracker, Workspace};
 use memory_env::{MemoryEnvironment, Op};
 use serde_json::{Value, json};

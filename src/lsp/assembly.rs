@@ -57,8 +57,13 @@ pub async fn create(state: &Arc<ServerState>, request: NewSession) -> Result<Arc
     // The port needs the session id before the session exists: a resumed one keeps its own.
     let id = request.id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let (announce_tx, announcements) = tokio::sync::mpsc::unbounded_channel();
-    let port =
-        Arc::new(LspEditorPort::new(id.clone(), Arc::downgrade(state), policy, announce_tx, builder.environment()));
+    let port = Arc::new(LspEditorPort::new(
+        id.clone(),
+        Arc::downgrade(state),
+        policy,
+        announce_tx,
+        builder.environment(),
+    ));
     let mut extra_tools: Vec<Arc<dyn Tool>> = state.options.extra_tools.clone();
     if state.profile().plugin {
         extra_tools.push(Arc::new(super::diagnostics::DiagnosticsTool::new(Arc::downgrade(state))));
