@@ -18,6 +18,7 @@ use futures::FutureExt;
 use tower_lsp_server::ls_types::MessageType;
 
 use super::apply;
+use super::capabilities::ClientProfile;
 use super::permission::PermissionPolicy;
 use super::protocol::{PermissionParams, ReviewParams, SaveDocumentsParams, SaveDocumentsRequest};
 use super::review::{self, ReviewDecision};
@@ -27,7 +28,7 @@ use crate::exec::ExecutionEnvironment;
 use crate::session::SessionHandle;
 use crate::workspace::{
     ChangeOutcome, ChangeSet, Committer, DiskCommitter, EditorPort, FileChange, FileDecision, FileOutcome,
-    PermissionDecision, PermissionRequest, PortError, Snapshot, WorkspaceError, read_text,
+    PermissionDecision, PermissionRequest, PortError, ResolvedChangeSet, Snapshot, WorkspaceError, read_text,
 };
 
 /// A question for a plugin client, sent by the session's event pump so that it follows the
@@ -86,6 +87,19 @@ impl LspEditorPort {
         self.handle.get().map(|h| h.config().approval).unwrap_or(Approval::Review)
     }
 
+    /// Applies a reviewed change set in the editor, and on the session's disk what the editor
+    /// cannot do.
+    async fn apply(
+        &self,
+        state: &ServerState,
+        profile: &ClientProfile,
+        resolved: &ResolvedChangeSet,
+        label: &str,
+        confirm: bool,
+    ) -> Result<Vec<FileOutcome>, String> {
+        apply::apply(&state.outbound, &state.documents, &self.env, profile, resolved, label, confirm).await
+    }
+
     async fn propose_inner(&self, change: ChangeSet) -> Result<ChangeOutcome, PortError> {
         let state = self.state.upgrade().ok_or_else(gone)?;
         let profile = state.profile();
@@ -113,22 +127,10 @@ impl LspEditorPort {
             Approval::Review if profile.document_changes && profile.change_annotations => {
                 // The client's own preview asks the user (needsConfirmation annotations).
                 let resolved = change.clone().accept_all();
-                return Ok(
-                    match apply::apply(
-                        &state.outbound,
-                        &state.documents,
-                        &self.env,
-                        &profile,
-                        &resolved,
-                        &label,
-                        true,
-                    )
-                    .await
-                    {
-                        Ok(files) => ChangeOutcome { files, feedback: None, error: None },
-                        Err(e) => rejected(change, None, Some(format!("The change was not applied: {e}"))),
-                    },
-                );
+                return Ok(match self.apply(&state, &profile, &resolved, &label, true).await {
+                    Ok(files) => ChangeOutcome { files, feedback: None, error: None },
+                    Err(e) => rejected(change, None, Some(format!("The change was not applied: {e}"))),
+                });
             }
             Approval::Review => {
                 let dir = state.options.data_dir.clone().unwrap_or_else(std::env::temp_dir).join("reviews");
@@ -153,22 +155,10 @@ impl LspEditorPort {
             let files = resolved.files.iter().map(FileOutcome::rejected).collect();
             return Ok(ChangeOutcome { files, feedback, error: None });
         }
-        Ok(
-            match apply::apply(
-                &state.outbound,
-                &state.documents,
-                &self.env,
-                &profile,
-                &resolved,
-                &label,
-                false,
-            )
-            .await
-            {
-                Ok(files) => ChangeOutcome { files, feedback, error: None },
-                Err(e) => ChangeOutcome { files: Vec::new(), feedback, error: Some(e) },
-            },
-        )
+        Ok(match self.apply(&state, &profile, &resolved, &label, false).await {
+            Ok(files) => ChangeOutcome { files, feedback, error: None },
+            Err(e) => ChangeOutcome { files: Vec::new(), feedback, error: Some(e) },
+        })
     }
 
     async fn save_inner(&self, paths: &[PathBuf]) -> Result<(), PortError> {

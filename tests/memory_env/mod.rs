@@ -160,20 +160,6 @@ fn not_found(path: &Path) -> ExecError {
     ExecError::NotFound { path: path.display().to_string() }
 }
 
-fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
-}
-
 #[async_trait]
 impl ExecutionEnvironment for MemoryEnvironment {
     async fn read_file(
@@ -344,8 +330,9 @@ impl ExecutionEnvironment for MemoryEnvironment {
     }
 
     fn resolve_path(&self, path: &Path) -> Result<PathBuf, ExecError> {
-        let resolved = normalize(&self.root.join(path));
-        if resolved.starts_with(&self.root) {
+        // `Path::components` drops `.`; a `..` is refused rather than followed.
+        let resolved: PathBuf = self.root.join(path).components().collect();
+        if resolved.starts_with(&self.root) && !resolved.components().any(|c| c == Component::ParentDir) {
             Ok(resolved)
         } else {
             Err(ExecError::OutsideWorkspace {
