@@ -40,7 +40,7 @@ use super::outbound::Outbound;
 use crate::exec::ExecutionEnvironment;
 use crate::workspace::position::{PositionEncoding, position_of};
 use crate::workspace::{
-    CommitError, DiskCommitter, DocumentStore, FileOp, FileOutcome, FileStatus, ResolvedChangeSet,
+    CommitError, Committer, DiskCommitter, DocumentStore, FileOp, FileOutcome, FileStatus, ResolvedChangeSet,
     ResolvedFile, Snapshot, WorkspaceError, compute_hunks, read_text, rebase,
 };
 
@@ -333,7 +333,7 @@ pub async fn apply(
     let committer = DiskCommitter::new(Arc::clone(env));
     let committed = match (edit, disk) {
         (None, None) => Vec::new(),
-        (None, Some(disk)) => committer.commit_undoable(disk).await.map_err(|error| error.to_string())?.files,
+        (None, Some(disk)) => committer.commit(disk).await.map_err(|error| error.to_string())?,
         (Some(edit), None) => {
             send(outbound, edit, label, confirm)
                 .await
@@ -345,8 +345,8 @@ pub async fn apply(
             send(outbound, edit, label, confirm)
                 .await
                 .map_err(|reason| format!("{reason}; nothing was changed"))?;
-            match committer.commit_undoable(disk).await {
-                Ok(committed) => committed.files,
+            match committer.commit(disk).await {
+                Ok(files) => files,
                 Err(error) => {
                     for (path, reported, before, after) in plan.expectations {
                         documents.expect(&path, reported, before, after);

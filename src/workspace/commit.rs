@@ -71,11 +71,6 @@ impl CommitError {
         }
     }
 
-    /// Whether nothing at all was changed.
-    pub fn changed_nothing(&self) -> bool {
-        !matches!(self, Self::NotRolledBack { .. })
-    }
-
     /// What the model should do next.
     fn advice(&self) -> &'static str {
         match self {
@@ -185,7 +180,8 @@ pub struct ChangeOutcome {
     pub files: Vec<FileOutcome>,
     /// What the reviewer said (passed on to the model).
     pub feedback: Option<String>,
-    /// Why nothing was applied, when the commit failed.
+    /// Why the change was not applied, when the commit failed. The text says whether anything
+    /// was left changed (a failed rollback names the files).
     pub error: Option<String>,
 }
 
@@ -194,12 +190,13 @@ impl ChangeOutcome {
         Self { files: Vec::new(), feedback: None, error: Some(error.into()) }
     }
 
-    /// Whether at least one file was changed.
+    /// Whether the change was applied, at least in part (a failed commit is not, even when its
+    /// rollback left files changed: its error says which).
     pub fn applied_any(&self) -> bool {
         self.error.is_none() && self.files.iter().any(|file| file.status != FileStatus::Rejected)
     }
 
-    /// The message for the model when nothing was applied; `None` when something was.
+    /// The message for the model when the change was not applied; `None` when it was.
     pub fn refusal_message(&self) -> Option<String> {
         if let Some(error) = &self.error {
             return Some(error.clone());
