@@ -253,3 +253,48 @@ fn metadata_names_the_platform() {
     assert_eq!(env.platform(), "linux");
     assert!(env.os_version().starts_with("linux"));
 }
+
+#[cfg(unix)]
+#[tokio::test]
+async fn file_operations_read_compare_write_in_place_create_exclusively_and_stat() {
+    use agentls::exec::{FileKind, FileStat};
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let env = LocalExecutionEnvironment::new(dir.path());
+    let root = dir.path().canonicalize().unwrap();
+
+    // A read larger than what runs inline (it goes to the blocking pool) comes back whole.
+    let large: String = (0..200_000).map(|i| format!("line {i}\n")).collect();
+    let path = root.join("large.txt");
+    std::fs::write(&path, &large).unwrap();
+    assert_eq!(&*env.read_bytes(&path, u64::MAX).await.unwrap(), large.as_bytes());
+    assert!(matches!(env.read_bytes(&path, 10).await, Err(ExecError::TooLarge { limit: 10, .. })));
+    assert!(env.file_equals(&path, large.as_bytes()).await.unwrap());
+    assert!(!env.file_equals(&path, &large.as_bytes()[1..]).await.unwrap());
+    assert!(matches!(env.read_bytes(&root, u64::MAX).await, Err(ExecError::IsDirectory { .. })));
+
+    // In place: the inode stays; a shorter text cuts the file.
+    let inode = std::fs::metadata(&path).unwrap().ino();
+    env.write_file(&path, "short\n").await.unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "short\n");
+    assert_eq!(std::fs::metadata(&path).unwrap().ino(), inode);
+
+    // Exclusive creates, with folders and a mode; never over anything, not even a dangling link.
+    let new = root.join("a/b/new.txt");
+    env.create_file(&new, "new\n", Some(0o600)).await.unwrap();
+    let stat = env.stat(&new).await.unwrap();
+    assert_eq!(stat, Some(FileStat { kind: FileKind::File, len: 4, mode: Some(0o600) }));
+    assert!(matches!(env.create_file(&new, "again\n", None).await, Err(ExecError::AlreadyExists { .. })));
+    std::os::unix::fs::symlink(root.join("nowhere"), root.join("dangling")).unwrap();
+    let dangling = root.join("dangling");
+    assert!(matches!(env.create_file(&dangling, "x", None).await, Err(ExecError::AlreadyExists { .. })));
+    assert_eq!(env.stat(&dangling).await.unwrap().map(|s| s.kind), Some(FileKind::Other));
+    assert_eq!(env.stat(&root.join("a")).await.unwrap().map(|s| s.kind), Some(FileKind::Directory));
+    assert_eq!(env.stat(&root.join("short.txt/below")).await.unwrap(), None);
+
+    // A write below a file fails as a write, not as a missing file.
+    let below = root.join("large.txt/x");
+    assert!(matches!(env.create_file(&below, "x", None).await, Err(ExecError::Io { .. })));
+    env.remove_file(&new).await.unwrap();
+    assert!(matches!(env.remove_file(&new).await, Err(ExecError::NotFound { .. })));
+}

@@ -3,7 +3,9 @@
 //!
 //! File operations of up to [`INLINE_BYTES`] run on the calling task: a few system calls cost
 //! less than handing them to another thread, and a patch of a thousand files makes thousands.
-//! Larger ones run where blocking is allowed (`block_in_place`), so other tasks keep running.
+//! A larger read goes to tokio's blocking pool, so the language server's one thread keeps
+//! serving; a larger comparison or write (a commit's) runs through `block_in_place` on a
+//! multi-threaded runtime and on the calling task otherwise.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -126,11 +128,11 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| ExecError::Io { path: String::new(), message: format!("search task failed: {e}") })?
 }
 
-/// File work larger than this (bytes read, compared or written) leaves the calling task.
+/// File work larger than this (bytes read, compared or written) may leave the calling task.
 const INLINE_BYTES: u64 = 1 << 20;
 
-/// Runs blocking file work of `bytes` bytes: inline when small, else through `block_in_place`
-/// on a multi-threaded runtime (inline on any other).
+/// Runs blocking file work of `bytes` bytes that borrows its data: inline when small, else
+/// through `block_in_place` on a multi-threaded runtime (inline on any other).
 fn file_work<T>(bytes: u64, work: impl FnOnce() -> T) -> T {
     if bytes > INLINE_BYTES
         && let Ok(handle) = tokio::runtime::Handle::try_current()
@@ -284,7 +286,14 @@ impl ExecutionEnvironment for LocalExecutionEnvironment {
         if len > max_len {
             return Err(ExecError::TooLarge { path: path.display().to_string(), size: len, limit: max_len });
         }
-        file_work(len, || shared::read_shared(&mut file, len)).map_err(|e| ExecError::io(&path, e))
+        let read = if len > INLINE_BYTES {
+            tokio::task::spawn_blocking(move || shared::read_shared(&mut file, len)).await.map_err(|e| {
+                ExecError::Io { path: path.display().to_string(), message: format!("the read failed: {e}") }
+            })?
+        } else {
+            shared::read_shared(&mut file, len)
+        };
+        read.map_err(|e| ExecError::io(&path, e))
     }
 
     async fn file_equals(&self, path: &Path, expected: &[u8]) -> Result<bool, ExecError> {
