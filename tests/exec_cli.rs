@@ -12,23 +12,14 @@ use agentls::profiles::ProfileKind;
 use serde_json::{Value, json};
 use session_harness::calls::{edit_call, read_call, sent_result};
 use session_harness::{PATIENCE, dialect, read_pid, wait_process_gone};
+use support::exec_binary::{OTHER_SECRET, USER_CONFIG, exec_command};
 use support::mock_provider::{Dialect, ErrorPreset, MockProvider, Turn as Reply};
 
 const KEY: &str = "sk-test-secret-value-123";
-/// The user configuration file `agentls exec` reads (absent unless a test writes it).
-const USER_CONFIG: &str = "user-config.toml";
 
 /// `agentls exec <args>` in `dir`, with a clean environment pointing at the mock.
 fn command_for(mock: &MockProvider, dir: &Path, args: &[&str]) -> tokio::process::Command {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentls"));
-    cmd.arg("exec").args(args).current_dir(dir).env_clear();
-    cmd.env("PATH", std::env::var("PATH").unwrap_or_default());
-    cmd.env("HOME", dir).env("AGENTLS_CONFIG", dir.join(USER_CONFIG));
-    cmd.env(mock.dialect().key_var(), KEY).env("OTHER_SERVICE_API_KEY", "other-secret-456");
-    for (k, v) in mock.env() {
-        cmd.env(k, v);
-    }
-    cmd
+    exec_command(mock, dir, KEY, args)
 }
 
 async fn exec(mock: &MockProvider, dir: &Path, args: &[&str]) -> Output {
@@ -78,7 +69,7 @@ async fn shell_runs_without_secrets_and_timeouts_are_reported() {
     let requests = mock.requests();
     let after_env = requests[1].body.to_string();
     assert!(after_env.contains("PATH="), "the env output reached the model");
-    assert!(!after_env.contains(KEY) && !after_env.contains("other-secret-456"), "no *_API_KEY visible");
+    assert!(!after_env.contains(KEY) && !after_env.contains(OTHER_SECRET.1), "no *_API_KEY visible");
     let after_sleep = requests[2].body.to_string();
     assert!(after_sleep.contains("[ERROR: Command timed out after 300ms."), "{after_sleep}");
 }

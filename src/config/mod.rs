@@ -91,6 +91,19 @@ pub struct ShellLayer {
     pub allow: Option<Vec<String>>,
 }
 
+/// Model requests (`[network]`): how long a silent provider is waited for, how failures retry.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkLayer {
+    /// A model response that sends nothing for this long fails: before its first byte, or
+    /// between two reads of a stream.
+    pub read_timeout_ms: Option<u64>,
+    /// Retries of a failed model call (rate limits, overload, 5xx, network errors, cut streams).
+    pub max_retries: Option<u32>,
+    /// The first retry's delay when the provider names none; it doubles with each retry.
+    pub retry_base_delay_ms: Option<u64>,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LogLayer {
@@ -135,6 +148,7 @@ pub struct ConfigLayer {
     pub context_window_tokens: Option<u64>,
     pub providers: Option<BTreeMap<ProviderKind, ProviderLayer>>,
     pub shell: Option<ShellLayer>,
+    pub network: Option<NetworkLayer>,
     pub log: Option<LogLayer>,
 }
 
@@ -164,6 +178,10 @@ impl ConfigLayer {
         if let Some(shell) = other.shell {
             let slot = self.shell.get_or_insert_with(ShellLayer::default);
             merge_fields!(slot, shell; default_timeout_ms, max_timeout_ms, env_policy, permission, allow);
+        }
+        if let Some(network) = other.network {
+            let slot = self.network.get_or_insert_with(NetworkLayer::default);
+            merge_fields!(slot, network; read_timeout_ms, max_retries, retry_base_delay_ms);
         }
         if let Some(log) = other.log {
             let slot = self.log.get_or_insert_with(LogLayer::default);
@@ -327,6 +345,10 @@ impl Config {
 
     pub fn shell(&self) -> ShellLayer {
         self.layer.shell.clone().unwrap_or_default()
+    }
+
+    pub fn network(&self) -> NetworkLayer {
+        self.layer.network.clone().unwrap_or_default()
     }
 
     pub fn provider_layer(&self, kind: ProviderKind) -> ProviderLayer {

@@ -1,13 +1,15 @@
-//! `llm::Client`: one entry point for every provider. Owns retries, SSE decoding and cassette
-//! recording; adapters only translate. Invariant: all HTTP goes through one process-wide pooled
-//! `reqwest::Client`, and a stream is retried only while nothing has been handed to the caller.
+//! `llm::Client`: one entry point for every provider. Owns retries, the read timeout, SSE
+//! decoding and cassette recording; adapters only translate. Invariants: all HTTP goes through one
+//! process-wide pooled `reqwest::Client`; a stream is retried only while nothing has been handed
+//! to the caller; a provider that sends nothing for the read timeout (before its answer, or
+//! between two reads of a stream) ends the call with an error; nothing follows a final response.
 
 use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use eventsource_stream::Eventsource;
+use eventsource_stream::{EventStreamError, Eventsource};
 use futures::stream::{BoxStream, StreamExt};
 use serde_json::Value;
 
@@ -27,10 +29,9 @@ use crate::config::{Config, ProviderKind, ProviderSettings};
 pub fn http_client() -> &'static reqwest::Client {
     static HTTP: OnceLock<reqwest::Client> = OnceLock::new();
     HTTP.get_or_init(|| {
+        // The read timeout is each client's own (`Client::with_read_timeout`), not the pool's.
         reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(30))
-            // Reasoning models can think silently for minutes between events.
-            .read_timeout(Duration::from_secs(600))
             .user_agent(concat!("agentls/", env!("CARGO_PKG_VERSION")))
             .build()
             .unwrap_or_else(|e| {
@@ -41,6 +42,10 @@ pub fn http_client() -> &'static reqwest::Client {
 }
 
 pub type EventStream = BoxStream<'static, Result<StreamEvent, LlmError>>;
+
+/// How long a provider may stay silent unless configured (`network.read_timeout_ms`): reasoning
+/// models can think for minutes between two events.
+pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(600);
 
 enum Backend {
     Http(Arc<dyn ProviderAdapter>),
@@ -53,37 +58,54 @@ pub struct Client {
     settings: ProviderSettings,
     backend: Arc<Backend>,
     retry: RetryPolicy,
+    read_timeout: Duration,
     recorder: Option<Arc<Recorder>>,
 }
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Client").field("settings", &self.settings).field("retry", &self.retry).finish()
+        f.debug_struct("Client")
+            .field("settings", &self.settings)
+            .field("retry", &self.retry)
+            .field("read_timeout", &self.read_timeout)
+            .finish()
     }
 }
 
 impl Client {
     /// A client for `settings`. For the replay provider `base_url` is the cassette path.
     pub fn new(settings: ProviderSettings) -> Result<Self, LlmError> {
-        let backend = match settings.kind {
-            ProviderKind::Anthropic => Backend::Http(Arc::new(Anthropic::new(settings.clone()))),
-            ProviderKind::OpenAi => Backend::Http(Arc::new(OpenAiResponses::new(settings.clone()))),
-            ProviderKind::OpenAiChat => Backend::Http(Arc::new(OpenAiChat::new(settings.clone()))),
-            ProviderKind::Gemini => Backend::Http(Arc::new(Gemini::new(settings.clone()))),
-            ProviderKind::Replay => Backend::Replay(Arc::new(Player::open(Path::new(&settings.base_url))?)),
+        let backend = match adapter_for(&settings) {
+            Some(adapter) => Backend::Http(adapter),
+            None => Backend::Replay(Arc::new(Player::open(Path::new(&settings.base_url))?)),
         };
-        Ok(Self { settings, backend: Arc::new(backend), retry: RetryPolicy::default(), recorder: None })
+        Ok(Self {
+            settings,
+            backend: Arc::new(backend),
+            retry: RetryPolicy::default(),
+            read_timeout: DEFAULT_READ_TIMEOUT,
+            recorder: None,
+        })
     }
 
     /// A client as the configuration asks: the replay cassette from `cassette`, recording to
-    /// `record` when set.
+    /// `record` when set, retries and the read timeout from `[network]`.
     pub fn from_config(config: &Config, mut settings: ProviderSettings) -> Result<Self, LlmError> {
         if settings.kind == ProviderKind::Replay
             && let Some(path) = &config.layer.cassette
         {
             settings.base_url = path.display().to_string();
         }
-        let client = Self::new(settings)?;
+        let network = config.network();
+        let mut retry = RetryPolicy::default();
+        if let Some(retries) = network.max_retries {
+            retry.max_retries = retries;
+        }
+        if let Some(ms) = network.retry_base_delay_ms {
+            retry.base_delay = Duration::from_millis(ms);
+        }
+        let read_timeout = network.read_timeout_ms.map_or(DEFAULT_READ_TIMEOUT, |ms| Duration::from_millis(ms.max(1)));
+        let client = Self::new(settings)?.with_retry(retry).with_read_timeout(read_timeout);
         match &config.layer.record {
             Some(path) => client.recording_to(path),
             None => Ok(client),
@@ -98,6 +120,12 @@ impl Client {
 
     pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
         self.retry = retry;
+        self
+    }
+
+    /// How long the provider may send nothing before the call fails.
+    pub fn with_read_timeout(mut self, read_timeout: Duration) -> Self {
+        self.read_timeout = read_timeout;
         self
     }
 
@@ -142,9 +170,9 @@ impl Client {
         let mut retry = 0;
         loop {
             let attempt = async {
-                let response = send(&self.settings, adapter.http_call(request, false)?).await?;
+                let response = send(&self.settings, adapter.http_call(request, false)?, self.read_timeout).await?;
                 let url = response.url().to_string();
-                adapter.parse_response(&read_json(self.settings.kind, &url, response).await?)
+                adapter.parse_response(&read_json(self.settings.kind, &url, response, self.read_timeout).await?)
             };
             match attempt.await {
                 Ok(response) => return Ok(response),
@@ -182,6 +210,7 @@ impl Client {
                     adapter: adapter.clone(),
                     request: request.clone(),
                     retry_policy: self.retry,
+                    read_timeout: self.read_timeout,
                     retries: 0,
                     source: None,
                     decoder: adapter.decoder(),
@@ -200,23 +229,37 @@ impl Client {
     }
 }
 
-/// Sends one HTTP call; non-success statuses become classified errors.
-async fn send(settings: &ProviderSettings, call: HttpCall) -> Result<reqwest::Response, LlmError> {
+/// The adapter of an HTTP provider (`None` for replay).
+fn adapter_for(settings: &ProviderSettings) -> Option<Arc<dyn ProviderAdapter>> {
+    Some(match settings.kind {
+        ProviderKind::Anthropic => Arc::new(Anthropic::new(settings.clone())),
+        ProviderKind::OpenAi => Arc::new(OpenAiResponses::new(settings.clone())),
+        ProviderKind::OpenAiChat => Arc::new(OpenAiChat::new(settings.clone())),
+        ProviderKind::Gemini => Arc::new(Gemini::new(settings.clone())),
+        ProviderKind::Replay => return None,
+    })
+}
+
+/// Sends one HTTP call; non-success statuses become classified errors. A provider that does not
+/// answer within `read_timeout` is a network error.
+async fn send(
+    settings: &ProviderSettings,
+    call: HttpCall,
+    read_timeout: Duration,
+) -> Result<reqwest::Response, LlmError> {
     tracing::debug!(provider = %settings.kind, url = %call.url, "model request");
     tracing::trace!(body = %call.body, "model request body");
-    let response = http_client()
-        .post(&call.url)
-        .headers(call.headers)
-        .json(&call.body)
-        .send()
+    let sent = http_client().post(&call.url).headers(call.headers).json(&call.body).send();
+    let response = tokio::time::timeout(read_timeout, sent)
         .await
+        .map_err(|_| LlmError::Network { url: call.url.clone(), message: silent(read_timeout) })?
         .map_err(|e| network_error(&call.url, &e))?;
     let status = response.status();
     if status.is_success() {
         return Ok(response);
     }
     let headers = response.headers().clone();
-    let mut body = response.text().await.unwrap_or_default();
+    let mut body = tokio::time::timeout(read_timeout, response.text()).await.ok().and_then(Result::ok).unwrap_or_default();
     // Some servers echo what they were sent; the key must not reach the log.
     if let Some(key) = settings.api_key.as_ref().map(|k| k.expose()).filter(|k| !k.is_empty()) {
         body = body.replace(key, "[redacted]");
@@ -225,6 +268,38 @@ async fn send(settings: &ProviderSettings, call: HttpCall) -> Result<reqwest::Re
     let error =
         classify_http(settings.kind, status.as_u16(), &headers, &body, settings.api_key_var.as_deref());
     Err(error.scrub(settings.api_key.as_ref().map(|k| k.expose())))
+}
+
+/// What a call that timed out waiting for the provider says.
+fn silent(read_timeout: Duration) -> String {
+    format!(
+        "nothing arrived for {} ms (network.read_timeout_ms); the provider may be overloaded: try again, \
+         or raise network.read_timeout_ms for a model that thinks longer before it answers",
+        read_timeout.as_millis()
+    )
+}
+
+/// A response body that fails when no bytes arrive for the read timeout.
+fn with_read_timeout(
+    body: impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Send + 'static,
+    read_timeout: Duration,
+) -> impl futures::Stream<Item = Result<bytes::Bytes, BodyError>> + Send {
+    futures::stream::unfold(Some(body.boxed()), move |body| async move {
+        let mut body = body?;
+        match tokio::time::timeout(read_timeout, body.next()).await {
+            Ok(Some(read)) => Some((read.map_err(BodyError::Read), Some(body))),
+            Ok(None) => None,
+            Err(_) => Some((Err(BodyError::Silent(read_timeout)), None)),
+        }
+    })
+}
+
+#[derive(Debug, thiserror::Error)]
+enum BodyError {
+    #[error("{0}")]
+    Read(reqwest::Error),
+    #[error("{}", silent(*.0))]
+    Silent(Duration),
 }
 
 fn network_error(url: &str, e: &reqwest::Error) -> LlmError {
@@ -277,12 +352,22 @@ fn answered_events(adapter: &dyn ProviderAdapter, body: Value) -> Result<Vec<Str
     }
 }
 
-async fn read_json(kind: ProviderKind, url: &str, response: reqwest::Response) -> Result<Value, LlmError> {
-    response.json().await.map_err(|e| LlmError::Provider {
+async fn read_json(
+    kind: ProviderKind,
+    url: &str,
+    response: reqwest::Response,
+    read_timeout: Duration,
+) -> Result<Value, LlmError> {
+    let unreadable = |e: &dyn std::fmt::Display| LlmError::Provider {
         provider: kind,
         status: None,
         message: format!("unreadable response body from {url}: {e}"),
-    })
+    };
+    let body = tokio::time::timeout(read_timeout, response.bytes())
+        .await
+        .map_err(|_| LlmError::StreamCut { provider: kind, message: silent(read_timeout) })?
+        .map_err(|e| unreadable(&e))?;
+    serde_json::from_slice(&body).map_err(|e| unreadable(&e))
 }
 
 struct StreamState {
@@ -290,6 +375,7 @@ struct StreamState {
     adapter: Arc<dyn ProviderAdapter>,
     request: Request,
     retry_policy: RetryPolicy,
+    read_timeout: Duration,
     retries: u32,
     source: Option<Source>,
     decoder: Box<dyn StreamDecoder>,
@@ -305,19 +391,21 @@ impl StreamState {
             let attempt = async {
                 let call = self.adapter.http_call(&self.request, true)?;
                 let url = call.url.clone();
-                let response = send(&self.settings, call).await?;
+                let response = send(&self.settings, call, self.read_timeout).await?;
                 let kind = self.settings.kind;
                 if is_json(&response) {
-                    let body = read_json(kind, &url, response).await?;
+                    let body = read_json(kind, &url, response, self.read_timeout).await?;
                     return Ok(Opened::Answered(answered_events(self.adapter.as_ref(), body)?));
                 }
-                let source: Source = response
-                    .bytes_stream()
+                let source: Source = with_read_timeout(response.bytes_stream(), self.read_timeout)
                     .eventsource()
                     .map(move |item| {
                         item.map_err(|e| LlmError::StreamCut {
                             provider: kind,
-                            message: format!("reading the stream from {url} failed: {e}"),
+                            message: match e {
+                                EventStreamError::Transport(BodyError::Silent(waited)) => silent(waited),
+                                e => format!("reading the stream from {url} failed: {e}"),
+                            },
                         })
                     })
                     .boxed();
@@ -366,16 +454,14 @@ impl StreamState {
                     Err(LlmError::StreamCut { provider: self.settings.kind, message: "no stream".into() })
                 }
                 Some(source) => match source.next().await {
-                    None => self.decoder.end(),
                     Some(Err(e)) => Err(e),
-                    Some(Ok(event)) => {
-                        tracing::trace!(event = %event.event, data = %event.data, "model stream event");
-                        self.decoder.event(&event.event, &event.data)
-                    }
+                    event => decode_step(self.decoder.as_mut(), event.as_ref().and_then(|e| e.as_ref().ok())),
                 },
             };
             match step {
-                Ok(()) => self.pending.extend(self.decoder.drain()),
+                Ok(()) => {
+                    hand_on(&mut self.pending, self.decoder.drain());
+                }
                 Err(error) => {
                     let error = error.scrub(self.settings.api_key.as_ref().map(|k| k.expose()));
                     self.source = None;
@@ -395,6 +481,76 @@ impl StreamState {
             }
         }
     }
+}
+
+/// Hands one SSE event to `decoder`, or tells it that the stream ended (`None`).
+fn decode_step(
+    decoder: &mut dyn StreamDecoder,
+    event: Option<&eventsource_stream::Event>,
+) -> Result<(), LlmError> {
+    match event {
+        None => decoder.end(),
+        Some(event) => {
+            tracing::trace!(event = %event.event, data = %event.data, "model stream event");
+            decoder.event(&event.event, &event.data)
+        }
+    }
+}
+
+/// Queues what the decoder produced for the caller; true once the final response is queued
+/// (nothing more is read after it).
+fn hand_on(pending: &mut VecDeque<StreamEvent>, events: Vec<StreamEvent>) -> bool {
+    pending.extend(events);
+    pending.iter().any(|event| matches!(event, StreamEvent::Finish(_)))
+}
+
+/// What a streamed response body decodes to, exactly as [`Client::stream`] decodes it: server-sent
+/// events, or plain JSON when `json` (a server that ignores `stream: true`). `chunks` are the
+/// body as it arrived, read by read. Returns the events the caller would get, then the error that
+/// ended the stream, if any. No network and no retries: for fuzzing and tests.
+pub fn decode_streamed_body(
+    settings: &ProviderSettings,
+    json: bool,
+    chunks: Vec<bytes::Bytes>,
+) -> (Vec<StreamEvent>, Option<LlmError>) {
+    let Some(adapter) = adapter_for(settings) else {
+        return (Vec::new(), Some(LlmError::Cassette { path: settings.base_url.clone(), message: "replay has no wire format".into() }));
+    };
+    let kind = settings.kind;
+    if json {
+        let decoded = serde_json::from_slice(&chunks.concat())
+            .map_err(|e| LlmError::Provider {
+                provider: kind,
+                status: None,
+                message: format!("unreadable response body: {e}"),
+            })
+            .and_then(|body| answered_events(adapter.as_ref(), body));
+        return match decoded {
+            Ok(events) => (events, None),
+            Err(e) => (Vec::new(), Some(e)),
+        };
+    }
+    let mut source =
+        futures::stream::iter(chunks.into_iter().map(Ok::<_, std::convert::Infallible>)).eventsource();
+    let mut decoder = adapter.decoder();
+    let mut pending = VecDeque::new();
+    futures::executor::block_on(async {
+        loop {
+            let event = match source.next().await {
+                Some(Err(e)) => {
+                    let error = LlmError::StreamCut { provider: kind, message: format!("reading the stream failed: {e}") };
+                    return (pending.into(), Some(error));
+                }
+                Some(Ok(event)) => Some(event),
+                None => None,
+            };
+            match decode_step(decoder.as_mut(), event.as_ref()) {
+                Ok(()) if hand_on(&mut pending, decoder.drain()) || event.is_none() => return (pending.into(), None),
+                Ok(()) => {}
+                Err(e) => return (pending.into(), Some(e)),
+            }
+        }
+    })
 }
 
 /// Passes events through and writes the exchange to the cassette when the stream ends.

@@ -253,6 +253,8 @@ pub enum Reply {
     Error(ErrorPreset),
     /// Accept the request, then close the connection without answering.
     Hangup,
+    /// Accept the request, then say nothing and keep the connection open (a stalled provider).
+    Stall,
 }
 
 impl From<Turn> for Reply {
@@ -435,6 +437,12 @@ async fn serve_connection(
                 true
             }
             Some(Reply::Hangup) => return Ok(()),
+            Some(Reply::Stall) => {
+                let mut rest = [0u8; 1024];
+                // Until the client gives up and closes the connection.
+                while socket.read(&mut rest).await? > 0 {}
+                return Ok(());
+            }
             Some(Reply::Raw(bytes)) => {
                 socket.write_all(&bytes).await?;
                 true

@@ -1,6 +1,7 @@
 //! Shared helpers for integration tests. Each test crate uses what it needs.
 #![allow(dead_code)]
 
+pub mod exec_binary;
 pub mod mock_provider;
 
 use std::time::Duration;

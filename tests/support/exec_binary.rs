@@ -1,0 +1,25 @@
+//! `agentls exec` as a process against the loopback mock provider, with a clean environment.
+
+use std::path::Path;
+
+use super::mock_provider::MockProvider;
+
+/// The user configuration file `agentls exec` reads, in the test's folder (absent unless a test
+/// writes it).
+pub const USER_CONFIG: &str = "user-config.toml";
+/// A secret of another service in the environment: no child process may see it either.
+pub const OTHER_SECRET: (&str, &str) = ("OTHER_SERVICE_API_KEY", "other-secret-456");
+
+/// `agentls exec <args>` in `dir` with only PATH, HOME (= `dir`), the user configuration in
+/// `dir`, the provider's `key`, another service's secret and the mock's base URL set.
+pub fn exec_command(mock: &MockProvider, dir: &Path, key: &str, args: &[&str]) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentls"));
+    cmd.arg("exec").args(args).current_dir(dir).env_clear();
+    cmd.env("PATH", std::env::var("PATH").unwrap_or_default());
+    cmd.env("HOME", dir).env("AGENTLS_CONFIG", dir.join(USER_CONFIG));
+    cmd.env(mock.dialect().key_var(), key).env(OTHER_SECRET.0, OTHER_SECRET.1);
+    for (k, v) in mock.env() {
+        cmd.env(k, v);
+    }
+    cmd
+}
