@@ -71,7 +71,7 @@ impl PathPolicy {
                 };
                 let candidate = folder.join(name);
                 match candidate.symlink_metadata() {
-                    Ok(metadata) if metadata.file_type().is_symlink() => canonicalize_lenient(&candidate),
+                    Ok(metadata) if metadata.file_type().is_symlink() => follow_symlink(&candidate),
                     _ => candidate,
                 }
             }
@@ -108,6 +108,23 @@ pub(crate) fn canonicalize_lenient(path: &Path) -> PathBuf {
             _ => return normalized,
         }
     }
+}
+
+/// Where the symlink `link` (in a canonical folder) leads, also when its target does not exist
+/// yet: a write through the link would create the target there.
+fn follow_symlink(link: &Path) -> PathBuf {
+    // The kernel gives up after 40 links (ELOOP); so does this.
+    let mut path = link.to_path_buf();
+    for _ in 0..40 {
+        let Ok(target) = std::fs::read_link(&path) else { break };
+        let folder = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let joined = normalize_lexically(&folder.join(target));
+        path = match (joined.parent(), joined.file_name()) {
+            (Some(parent), Some(name)) => canonicalize_lenient(parent).join(name),
+            _ => joined,
+        };
+    }
+    canonicalize_lenient(&path)
 }
 
 fn normalize_lexically(path: &Path) -> PathBuf {
@@ -169,6 +186,11 @@ mod tests {
         let lenient = PathPolicy::new(dir.path(), &[], true);
         let expected = outside.path().canonicalize().unwrap().join("new.txt");
         assert_eq!(lenient.resolve(Path::new("link/new.txt")).unwrap(), expected);
+        // A dangling link leads where a write through it would create the file (faults_paths).
+        std::os::unix::fs::symlink(outside.path().join("created.txt"), dir.path().join("dangling")).unwrap();
+        assert!(matches!(strict.resolve(Path::new("dangling")), Err(ExecError::OutsideWorkspace { .. })));
+        let created = outside.path().canonicalize().unwrap().join("created.txt");
+        assert_eq!(lenient.resolve(Path::new("dangling")).unwrap(), created);
     }
 
     #[test]

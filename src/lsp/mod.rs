@@ -6,6 +6,8 @@
 //! - Handlers never await the editor or the model; long work runs in session tasks.
 //! - Document sync is applied in arrival order before any handler runs ([`text_sync`]).
 //! - Every request to the client has a deadline ([`outbound`]); nothing waits forever.
+//! - When the editor leaves (`exit`, or the end of its input), every session ends before
+//!   [`serve`] returns: running commands are killed and transcripts written.
 //!
 //! One file per method family and per job: `server` (lifecycle, routing), `text_sync`,
 //! `commands/*`, `code_actions`, `review`, `permission`; `state` (what handlers share),
@@ -86,6 +88,10 @@ where
     let writer = tokio::spawn(transport::merge_output(from_server, replies_rx, output, pause_after_response));
     Server::new(server_input, server_output, socket).serve(OrderedSync::new(service, state.clone())).await;
     guard.abort();
+    // The editor is gone (`exit`, or the end of its input, as when it crashed): every session
+    // ends, its commands killed and its transcript written, before the process does.
+    state.close_all_sessions();
+    state.all_sessions_ended(SESSIONS_END_PATIENCE).await;
     let _ = writer.await;
     if state.shutdown_requested.load(std::sync::atomic::Ordering::SeqCst) {
         Ended::AfterShutdown
@@ -95,6 +101,9 @@ where
 }
 
 const PIPE_BYTES: usize = 256 << 10;
+/// How long the sessions may take to end after the editor left: a command that ignores SIGTERM
+/// is killed after the exec module's grace period.
+const SESSIONS_END_PATIENCE: Duration = Duration::from_secs(5);
 
 /// `agentls serve`: LSP over stdio on one thread.
 ///

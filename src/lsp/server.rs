@@ -183,10 +183,7 @@ impl LanguageServer for Backend {
     async fn shutdown(&self) -> Result<()> {
         tracing::info!("shutdown");
         self.state.shutdown_requested.store(true, std::sync::atomic::Ordering::SeqCst);
-        for session in self.state.sessions.all() {
-            self.state.cancel_turn(&session);
-            session.handle.close();
-        }
+        self.state.close_all_sessions();
         Ok(())
     }
 

@@ -139,6 +139,23 @@ impl ServerState {
         self.reviews.cancel_session(&session.id);
         self.permissions.cancel_session(&session.id);
     }
+
+    /// Closes every session: its turn is interrupted and its commands stopped, then it ends.
+    pub(super) fn close_all_sessions(&self) {
+        for session in self.sessions.all() {
+            self.cancel_turn(&session);
+            session.handle.close();
+        }
+    }
+
+    /// Waits, up to `patience`, until every session has ended and its transcript is written
+    /// (a session leaves the registry once its pump handled its last event).
+    pub(super) async fn all_sessions_ended(&self, patience: std::time::Duration) {
+        let deadline = tokio::time::Instant::now() + patience;
+        while !self.sessions.all().is_empty() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
     /// The client's profile; the default (a plain UTF-16 client) before `initialize`.
     pub(super) fn profile(&self) -> ClientProfile {
         self.profile.get().cloned().unwrap_or_default()

@@ -106,7 +106,8 @@ impl LspClient {
         let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
         tokio::spawn(async move {
             let mut write = write;
-            while let Some(bytes) = rx.recv().await {
+            // An empty message closes the pipe (`close_input`).
+            while let Some(bytes) = rx.recv().await.filter(|bytes| !bytes.is_empty()) {
                 if write.write_all(&bytes).await.is_err() || write.flush().await.is_err() {
                     break;
                 }
@@ -263,6 +264,11 @@ impl LspClient {
     /// Stops answering `method` automatically.
     pub fn manual(&self, method: &str) {
         self.auto.lock().unwrap().remove(method);
+    }
+
+    /// Closes the server's input, as an editor that quits or crashes does.
+    pub fn close_input(&self) {
+        let _ = self.writer.send(Vec::new());
     }
 
     pub fn send_raw(&self, bytes: &[u8]) {
