@@ -93,8 +93,8 @@ fuzz_target!(|data: &[u8]| {
         let answered = tokio::time::timeout(PATIENCE, async {
             let mut reader = FrameReader::new(client_read);
             loop {
-                let frame = reader.next().await.expect("in-memory read");
-                let body = match frame {
+                let read = reader.next().await.expect("in-memory read");
+                let body = match read {
                     Some(Frame::Body(body)) => body,
                     Some(other) => panic!("the server wrote a malformed frame: {other:?}"),
                     None => panic!("the server stopped before answering the request"),

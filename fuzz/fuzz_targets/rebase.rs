@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use agentls::workspace::{Hunk, compute_hunks, rebase};
+use agentls::workspace::{Hunk, compute_hunks, rebase, split_lines};
 use libfuzzer_sys::fuzz_target;
 
 fn counts(text: &str) -> HashMap<u8, i64> {
@@ -47,7 +47,7 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(counts(&merged), expected, "the merge holds both sides' changes: {merged:?}");
         }
         Err(conflict) => {
-            let lines = theirs.lines().count() + 1;
+            let lines = split_lines(theirs).len() + 1;
             for range in conflict.lines.split(", ") {
                 for number in range.split('-') {
                     let number: usize = number.parse().expect("a line number");

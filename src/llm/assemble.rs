@@ -44,8 +44,12 @@ impl Assembler {
         self.events.push(StreamEvent::TextDelta(text.to_string()));
     }
 
-    /// Appends reasoning text to the thinking part `key` (opening it if needed).
+    /// Appends reasoning text to the thinking part `key` (opening it if needed). Text for a part
+    /// that other content followed opens a new part, so the parts keep the order of the deltas.
     pub fn thinking(&mut self, key: &str, text: &str) {
+        if self.open_thinking.get(key).is_some_and(|&at| at + 1 != self.content.len()) {
+            self.open_thinking.remove(key);
+        }
         let at = self.thinking_slot(key);
         if let ContentPart::Thinking { text: t, .. } = &mut self.content[at] {
             t.push_str(text);
@@ -217,4 +221,40 @@ pub fn events_for(response: &Response) -> Vec<StreamEvent> {
     }
     events.push(StreamEvent::Finish(response.clone()));
     events
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reasoning(response: &Response) -> String {
+        response
+            .content
+            .iter()
+            .filter_map(|p| match p {
+                ContentPart::Thinking { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Found by fuzzing (llm_stream): reasoning deltas that alternate between two keys were stored
+    /// in another order than they were streamed.
+    #[test]
+    fn interleaved_thinking_keeps_the_streamed_order() {
+        let mut out = Assembler::new();
+        out.thinking("0", "first ");
+        out.thinking("", "second ");
+        out.thinking("0", "third");
+        out.thinking_signature("0", Some("sig".into()), None);
+        let response = out.finish();
+        let streamed: String = out
+            .drain()
+            .iter()
+            .filter_map(|e| if let StreamEvent::ThinkingDelta(d) = e { Some(d.as_str()) } else { None })
+            .collect();
+        assert_eq!(streamed, "first second third");
+        assert_eq!(reasoning(&response), streamed);
+        assert!(matches!(&response.content[2], ContentPart::Thinking { signature: Some(s), .. } if s == "sig"));
+    }
 }

@@ -4,7 +4,9 @@
 //! stops for good at the first undecodable message, so every malformed frame (bad header, bad
 //! UTF-8, bad JSON, not a JSON-RPC message, oversized body, a Content-Length that does not match
 //! the body) is answered here with a JSON-RPC error and dropped, the reader finds the next frame
-//! header, and the server keeps serving. Frames are forwarded verbatim and in order.
+//! header, and the server keeps serving. Frames are forwarded verbatim and in order. A body is
+//! checked by decoding it exactly as the framework will (duplicate keys included), and a frame
+//! header inside a body (oversized or not) ends it: JSON cannot hold a raw `Content-Length` line.
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -43,10 +45,11 @@ enum State {
         problem: Option<String>,
         scanned: usize,
     },
-    /// Discarding an oversized body.
+    /// Discarding an oversized body; `skipped` bytes of it so far.
     Skip {
         remaining: usize,
         length: usize,
+        skipped: usize,
     },
 }
 
@@ -245,17 +248,26 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 self.state = State::Headers;
                 Parsed::Frame(frame)
             }
-            State::Skip { remaining, length } => {
-                let available = (self.buf.len() - self.pos).min(remaining);
-                self.consume(available);
-                if available < remaining {
-                    self.state = State::Skip { remaining: remaining - available, length };
+            State::Skip { remaining, length, skipped } => {
+                let data = &self.buf[self.pos..];
+                let available = data.len().min(remaining);
+                // A client that declared a huge length and sent less: the next frame ends it.
+                let (taken, cut) = match header_start(&data[..available], 0) {
+                    Ok(Some(at)) => (at, true),
+                    Err(at) if available < remaining && !self.eof => (at, false),
+                    _ => (available, false),
+                };
+                self.consume(taken);
+                if !cut && taken < remaining {
+                    self.state = State::Skip { remaining: remaining - taken, length, skipped: skipped + taken };
                     return Parsed::NeedMore;
                 }
                 self.state = State::Headers;
-                Parsed::Frame(Frame::Malformed(format!(
-                    "message of {length} bytes exceeds the {MAX_BODY}-byte limit"
-                )))
+                let limit = format!("message of {length} bytes exceeds the {MAX_BODY}-byte limit");
+                Parsed::Frame(Frame::Malformed(match cut {
+                    true => format!("{limit}; the next frame starts after {} bytes", skipped + taken),
+                    false => limit,
+                }))
             }
         }
     }
@@ -321,7 +333,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         self.quiet = false;
         match length {
             Some(Ok(length)) if length > MAX_BODY => {
-                self.state = State::Skip { remaining: length, length };
+                self.state = State::Skip { remaining: length, length, skipped: 0 };
                 Parsed::Again
             }
             Some(Ok(length)) => {
@@ -370,6 +382,14 @@ fn append_frame(out: &mut Vec<u8>, body: &[u8]) {
     out.extend_from_slice(body);
 }
 
+/// The framework's own message type (private to it), to decode a body exactly as it will.
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum Message {
+    Response(#[allow(dead_code)] Response),
+    Request(#[allow(dead_code)] Request),
+}
+
 /// Checks a body the way the framework will decode it; `Err(reply)` is the error to send back.
 fn check_body(body: &[u8]) -> Result<(), Value> {
     let error = |id: Value, code: i64, message: String| json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
@@ -377,9 +397,9 @@ fn check_body(body: &[u8]) -> Result<(), Value> {
         .map_err(|e| error(Value::Null, -32700, format!("the message is not UTF-8: {e}")))?;
     let value: Value = serde_json::from_str(text)
         .map_err(|e| error(Value::Null, -32700, format!("the message is not JSON: {e}")))?;
-    if serde_json::from_value::<Response>(value.clone()).is_ok()
-        || serde_json::from_value::<Request>(value.clone()).is_ok()
-    {
+    // From the text, not the value: a repeated key (`"method"` twice) passes as a value but stops
+    // the framework's reader for good.
+    if serde_json::from_str::<Message>(text).is_ok() {
         return Ok(());
     }
     let id = value.get("id").filter(|id| id.is_number() || id.is_string()).cloned().unwrap_or(Value::Null);
@@ -649,6 +669,25 @@ mod tests {
         let wrong = check_body(br#"{"jsonrpc":"1.0","id":4,"method":"x"}"#).unwrap_err();
         assert_eq!((wrong["id"].clone(), wrong["error"]["code"].clone()), (json!(4), json!(-32600)));
         assert!(check_body(b"[1,2]").is_err());
+        // Found by fuzzing (lsp_dispatch): a repeated key stopped the server for good.
+        let twice = check_body(br#"{"jsonrpc":"2.0","method":"a","id":105,"method":"b","params":{}}"#).unwrap_err();
+        assert_eq!((twice["id"].clone(), twice["error"]["code"].clone()), (json!(105), json!(-32600)));
+    }
+
+    #[tokio::test]
+    async fn an_oversized_length_followed_by_a_shorter_body_costs_only_its_own_message() {
+        // Found by fuzzing (lsp_frames): every later frame was swallowed as part of the body.
+        let next = r#"{"jsonrpc":"2.0","id":2,"method":"shutdown"}"#;
+        let input = format!("Content-Length: 99999999999\r\n\r\n{{\"a\":1}}Content-Length: {}\r\n\r\n{next}", next.len());
+        let cut = both_ways(input.as_bytes()).await;
+        assert!(
+            matches!(&cut[..], [Frame::Malformed(m), b] if m.contains("exceeds") && m.contains("after 7 bytes") && *b == body(next)),
+            "{cut:?}"
+        );
+        // A truly oversized message is still skipped whole, with one error.
+        let big = format!("Content-Length: {}\r\n\r\n{}", MAX_BODY + 1, "x".repeat(MAX_BODY + 1));
+        let skipped = frames(format!("{big}Content-Length: {}\r\n\r\n{next}", next.len()).as_bytes()).await;
+        assert!(matches!(&skipped[..], [Frame::Malformed(m), b] if m.contains("exceeds") && *b == body(next)), "{skipped:?}");
     }
 
     /// What was written, and when (tokio's clock).
