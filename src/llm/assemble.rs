@@ -1,6 +1,7 @@
 //! Builds a [`Response`] from streamed pieces while emitting the matching [`StreamEvent`]s, so
-//! every adapter reports deltas the same way. Invariant: parts stay in the order the provider
-//! produced them and `finish` is called once.
+//! every adapter reports deltas the same way. Invariants: parts stay in the order the provider
+//! produced them and `finish` is called once; the tool calls of a response have distinct,
+//! non-empty ids (a history with an empty or repeated call id is refused by every provider).
 
 use std::collections::HashMap;
 
@@ -96,14 +97,17 @@ impl Assembler {
     }
 
     pub fn start_tool(&mut self, key: &str, id: &str, name: &str) {
+        let id = distinct_call_id(id, |candidate| {
+            self.content.iter().any(|p| matches!(p, ContentPart::ToolCall(call) if call.id == candidate))
+        });
         self.content.push(ContentPart::ToolCall(ToolCall {
-            id: id.to_string(),
+            id: id.clone(),
             name: name.to_string(),
             arguments: Value::Null,
             signature: None,
         }));
         self.open_tools.insert(key.to_string(), (self.content.len() - 1, String::new()));
-        self.events.push(StreamEvent::ToolCallStart { id: id.to_string(), name: name.to_string() });
+        self.events.push(StreamEvent::ToolCallStart { id, name: name.to_string() });
     }
 
     pub fn tool_args(&mut self, key: &str, fragment: &str) {
@@ -184,6 +188,26 @@ impl Assembler {
     }
 }
 
+/// `id`, or when it is empty or `taken`, an id made from it that is not: `call_1`, `toolu_x_2`.
+pub fn distinct_call_id(id: &str, taken: impl Fn(&str) -> bool) -> String {
+    if !id.is_empty() && !taken(id) {
+        return id.to_string();
+    }
+    let base = if id.is_empty() { "call" } else { id };
+    (1..).map(|n| format!("{base}_{n}")).find(|candidate| !taken(candidate)).unwrap_or_default()
+}
+
+/// Gives the tool calls of a whole (not streamed) response distinct, non-empty ids.
+pub fn distinct_call_ids(response: &mut Response) {
+    let mut seen: Vec<String> = Vec::new();
+    for part in &mut response.content {
+        if let ContentPart::ToolCall(call) = part {
+            call.id = distinct_call_id(&call.id, |candidate| seen.iter().any(|s| s == candidate));
+            seen.push(call.id.clone());
+        }
+    }
+}
+
 /// Tool arguments as JSON; empty means `{}`. Unparseable text is kept as a string so the tool
 /// layer can report the problem to the model.
 pub fn parse_arguments(raw: &str) -> Value {
@@ -256,5 +280,37 @@ mod tests {
         assert_eq!(streamed, "first second third");
         assert_eq!(reasoning(&response), streamed);
         assert!(matches!(&response.content[2], ContentPart::Thinking { signature: Some(s), .. } if s == "sig"));
+    }
+
+    fn call_ids(response: &Response) -> Vec<&str> {
+        response.tool_calls().iter().map(|c| c.id.as_str()).collect()
+    }
+
+    /// Found by fuzzing (llm_stream): a stream that repeated its tool-call blocks (or sent one
+    /// without an id) gave two calls the same id, which the next request could not answer.
+    #[test]
+    fn tool_calls_get_distinct_non_empty_ids() {
+        let mut out = Assembler::new();
+        for (key, id) in [("1", "toolu_a"), ("2", ""), ("1", "toolu_a"), ("3", "call_1")] {
+            out.start_tool(key, id, "read_file");
+            out.end_tool(key, None);
+        }
+        let response = out.finish();
+        assert_eq!(call_ids(&response), ["toolu_a", "call_1", "toolu_a_1", "call_1_1"]);
+        let ended: Vec<String> = out
+            .drain()
+            .into_iter()
+            .filter_map(|e| if let StreamEvent::ToolCallEnd { id, .. } = e { Some(id) } else { None })
+            .collect();
+        assert_eq!(ended, call_ids(&response), "the events name the ids the response holds");
+
+        let mut whole = response.clone();
+        for part in &mut whole.content {
+            if let ContentPart::ToolCall(call) = part {
+                call.id = if call.id == "call_1" { String::new() } else { "same".into() };
+            }
+        }
+        distinct_call_ids(&mut whole);
+        assert_eq!(call_ids(&whole), ["same", "call_1", "same_1", "same_2"]);
     }
 }

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::adapter::{HttpCall, ProviderAdapter, StreamDecoder};
 use super::anthropic::Anthropic;
-use super::assemble::events_for;
+use super::assemble::{distinct_call_ids, events_for};
 use super::cassette::{Exchange, ExchangeMode, Player, Recorder};
 use super::error::{LlmError, classify_http};
 use super::gemini::Gemini;
@@ -172,7 +172,10 @@ impl Client {
             let attempt = async {
                 let response = send(&self.settings, adapter.http_call(request, false)?, self.read_timeout).await?;
                 let url = response.url().to_string();
-                adapter.parse_response(&read_json(self.settings.kind, &url, response, self.read_timeout).await?)
+                let body = read_json(self.settings.kind, &url, response, self.read_timeout).await?;
+                let mut response = adapter.parse_response(&body)?;
+                distinct_call_ids(&mut response);
+                Ok(response)
             };
             match attempt.await {
                 Ok(response) => return Ok(response),
@@ -348,7 +351,11 @@ fn answered_events(adapter: &dyn ProviderAdapter, body: Value) -> Result<Vec<Str
             decoder.end()?;
             Ok(decoder.drain())
         }
-        body => Ok(events_for(&adapter.parse_response(&body)?)),
+        body => {
+            let mut response = adapter.parse_response(&body)?;
+            distinct_call_ids(&mut response);
+            Ok(events_for(&response))
+        }
     }
 }
 

@@ -308,6 +308,13 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 .filter(|colon| is_header_name(&line[..*colon]))
                 .map(|colon| (&line[..colon], &line[colon + 1..]));
             match header {
+                // After a line that is no header, a `Content-Length` starts the next frame: what
+                // came before it is garbage.
+                Some((name, _)) if problem.is_some() && name.eq_ignore_ascii_case(b"content-length") => {
+                    let message = problem.unwrap_or_default();
+                    self.consume(at);
+                    return self.garbage(message, true);
+                }
                 Some((name, value)) => {
                     saw_header = true;
                     if name.eq_ignore_ascii_case(b"content-length") {
@@ -672,6 +679,16 @@ mod tests {
         // Found by fuzzing (lsp_dispatch): a repeated key stopped the server for good.
         let twice = check_body(br#"{"jsonrpc":"2.0","method":"a","id":105,"method":"b","params":{}}"#).unwrap_err();
         assert_eq!((twice["id"].clone(), twice["error"]["code"].clone()), (json!(105), json!(-32600)));
+    }
+
+    #[tokio::test]
+    async fn a_frame_header_after_a_broken_header_section_starts_a_new_frame() {
+        // Found by fuzzing (lsp_frames): the next frame's header joined the broken section, and
+        // its body was dropped with it.
+        let next = r#"{"jsonrpc":"2.0","id":2,"method":"shutdown"}"#;
+        let input = format!("Content-Length: 6 2\r\n{{\"js\r\nContent-Length: {}\r\n\r\n{next}", next.len());
+        let frames = both_ways(input.as_bytes()).await;
+        assert!(matches!(&frames[..], [Frame::Malformed(m), b] if m.contains("not a header line") && *b == body(next)), "{frames:?}");
     }
 
     #[tokio::test]
