@@ -63,7 +63,10 @@ impl Server {
     }
 
     async fn prompt(&self, session: &str, text: &str) {
-        self.client.command("agentls.prompt", json!({"sessionId": session, "text": text})).await.expect("prompt");
+        self.client
+            .command("agentls.prompt", json!({"sessionId": session, "text": text}))
+            .await
+            .expect("prompt");
     }
 
     /// The records of a session's transcript.
@@ -95,10 +98,12 @@ fn files_under(dir: &Path) -> Vec<(PathBuf, String)> {
 
 async fn cut_mid_tool_call_then_prompt_again(dialect: Dialect) {
     let server = Server::start(dialect, "").await;
-    let turn = Turn::new().text("Reading it.").tool_call("call_cut", "read_file", json!({"path": "src/lib.rs"}));
+    let turn =
+        Turn::new().text("Reading it.").tool_call("call_cut", "read_file", json!({"path": "src/lib.rs"}));
     // Cut right after the event that opens the tool call.
     let events = render_stream(dialect, &turn);
-    let opens = events.iter().position(|e| String::from_utf8_lossy(e).contains("call_cut")).expect("the call");
+    let opens =
+        events.iter().position(|e| String::from_utf8_lossy(e).contains("call_cut")).expect("the call");
     server.mock.push(turn.fail_after(opens + 1, StreamFailure::Cut));
     server.mock.push(Turn::new().text("Second answer."));
     let session = server.new_session().await;
@@ -111,7 +116,10 @@ async fn cut_mid_tool_call_then_prompt_again(dialect: Dialect) {
 
     server.prompt(&session, "second prompt").await;
     let end = server.client.next_event(&session, "processing_end").await;
-    assert_eq!((&end["data"]["reason"], &end["data"]["text"]), (&json!("completed"), &json!("Second answer.")));
+    assert_eq!(
+        (&end["data"]["reason"], &end["data"]["text"]),
+        (&json!("completed"), &json!("Second answer."))
+    );
     let requests = server.mock.requests();
     assert_eq!(requests.len(), 2, "{dialect:?}: a stream that handed on output is not retried");
     let next = requests[1].body.to_string();
@@ -147,9 +155,11 @@ async fn a_stream_cut_mid_tool_call_ends_the_turn_and_the_history_stays_valid_ge
 async fn the_editor_disconnecting_mid_turn_ends_the_server_its_commands_and_keeps_the_transcript() {
     let server = Server::start(Dialect::Anthropic, "[shell]\npermission = \"allow\"\n").await;
     let command = "echo $$ > leader.pid; sleep 60 & echo $! > child.pid; wait";
-    server.mock.push(
-        Turn::new().text("Starting it.").tool_call("c1", "shell", json!({"command": command, "timeout_ms": 60000})),
-    );
+    server.mock.push(Turn::new().text("Starting it.").tool_call(
+        "c1",
+        "shell",
+        json!({"command": command, "timeout_ms": 60000}),
+    ));
     let session = server.new_session().await;
     server.prompt(&session, "start the server").await;
     let leader = read_pid(&server.root.join("leader.pid")).await;
@@ -178,8 +188,11 @@ async fn api_keys_are_in_no_log_event_transcript_request_body_or_command_environ
     server.mock.push(Turn::new().tool_call("c1", "shell", json!({"command": "env"})));
     server.mock.push(Turn::new().text("Listed the environment."));
     // A provider that echoes the key it was sent in its error.
-    server.mock.push(Reply::json(401, json!({"error": {"message": format!("Incorrect API key provided: {KEY}"),
-        "type": "invalid_request_error", "code": "invalid_api_key"}})));
+    server.mock.push(Reply::json(
+        401,
+        json!({"error": {"message": format!("Incorrect API key provided: {KEY}"),
+        "type": "invalid_request_error", "code": "invalid_api_key"}}),
+    ));
     let session = server.new_session().await;
     server.prompt(&session, "show the environment").await;
     let end = server.client.next_event(&session, "processing_end").await;
@@ -194,11 +207,24 @@ async fn api_keys_are_in_no_log_event_transcript_request_body_or_command_environ
     assert_eq!(server.client.exit_status().await.code(), Some(0));
 
     let mut outputs: Vec<(String, String)> = vec![("stderr".into(), server.client.stderr_text())];
-    outputs.extend(server.client.all_messages().iter().map(|m| ("a message to the editor".into(), m.to_string())));
-    outputs.extend(files_under(server.dir.path()).into_iter().map(|(path, text)| (path.display().to_string(), text)));
-    outputs.extend(server.mock.requests().iter().map(|r| ("a request body".into(), String::from_utf8_lossy(&r.raw_body).into_owned())));
+    outputs.extend(
+        server.client.all_messages().iter().map(|m| ("a message to the editor".into(), m.to_string())),
+    );
+    outputs.extend(
+        files_under(server.dir.path()).into_iter().map(|(path, text)| (path.display().to_string(), text)),
+    );
+    outputs.extend(
+        server
+            .mock
+            .requests()
+            .iter()
+            .map(|r| ("a request body".into(), String::from_utf8_lossy(&r.raw_body).into_owned())),
+    );
     let logs = files_under(&server.dir.path().join("state"));
-    assert!(logs.iter().any(|(_, text)| text.contains("model request")), "the trace log was written: {logs:?}");
+    assert!(
+        logs.iter().any(|(_, text)| text.contains("model request")),
+        "the trace log was written: {logs:?}"
+    );
     assert!(files_under(&server.dir.path().join("data/sessions")).len() == 1, "the transcript was written");
     for (origin, text) in outputs {
         for secret in [KEY, OTHER_SECRET.1] {

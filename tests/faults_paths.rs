@@ -81,7 +81,13 @@ fn escaping_files(layout: &Layout) -> Vec<(String, String)> {
 
 /// The escaping spellings of the folder outside.
 fn escaping_dirs(layout: &Layout) -> Vec<String> {
-    vec!["..".into(), "../outside".into(), layout.outside.display().to_string(), "link_dir".into(), "link_dir/sub".into()]
+    vec![
+        "..".into(),
+        "../outside".into(),
+        layout.outside.display().to_string(),
+        "link_dir".into(),
+        "link_dir/sub".into(),
+    ]
 }
 
 /// Every file tool call that names an escaping path, per profile.
@@ -96,18 +102,30 @@ fn calls(layout: &Layout) -> Vec<(&'static str, &'static str, Value)> {
             calls.push((profile, "write_file", json!({"file_path": new, "content": "pwned\n"})));
             calls.push((profile, "write_file", json!({"file_path": existing, "content": "pwned\n"})));
         }
-        calls.push(("anthropic", "edit_file", json!({"file_path": existing, "old_string": NEEDLE, "new_string": "pwned"})));
-        for (header, body) in [("Update File", format!("@@\n-TOP-{NEEDLE}\n+pwned\n")), ("Delete File", String::new())] {
+        calls.push((
+            "anthropic",
+            "edit_file",
+            json!({"file_path": existing, "old_string": NEEDLE, "new_string": "pwned"}),
+        ));
+        for (header, body) in
+            [("Update File", format!("@@\n-TOP-{NEEDLE}\n+pwned\n")), ("Delete File", String::new())]
+        {
             let patch = format!("*** Begin Patch\n*** {header}: {existing}\n{body}*** End Patch\n");
             calls.push(("openai", "apply_patch", json!({"patch": patch})));
         }
         let patch = format!("*** Begin Patch\n*** Add File: {new}\n+pwned\n*** End Patch\n");
         calls.push(("openai", "apply_patch", json!({"patch": patch})));
-        let patch = format!("*** Begin Patch\n*** Update File: inside.txt\n*** Move to: {new}\n@@\n-inside\n+moved\n*** End Patch\n");
+        let patch = format!(
+            "*** Begin Patch\n*** Update File: inside.txt\n*** Move to: {new}\n@@\n-inside\n+moved\n*** End Patch\n"
+        );
         calls.push(("openai", "apply_patch", json!({"patch": patch})));
         calls.push(("gemini", "read_file", json!({"absolute_path": in_ws(&existing)})));
         calls.push(("gemini", "write_file", json!({"file_path": new, "content": "pwned\n"})));
-        calls.push(("gemini", "replace", json!({"file_path": existing, "old_string": NEEDLE, "new_string": "pwned", "instruction": "x"})));
+        calls.push((
+            "gemini",
+            "replace",
+            json!({"file_path": existing, "old_string": NEEDLE, "new_string": "pwned", "instruction": "x"}),
+        ));
         calls.push(("gemini", "read_many_files", json!({"paths": [existing]})));
     }
     for dir in escaping_dirs(layout) {
@@ -153,14 +171,17 @@ fn searches_of_the_whole_workspace_do_not_follow_symlinks_out_of_it() {
         ] {
             let out = tool(&layout, profile, name, &args);
             let stdout = String::from_utf8_lossy(&out.stdout);
-            assert!(!stdout.contains(SECRET) && !stdout.contains("secret.txt") && !stdout.contains("inner.txt"),
-                "{profile} {name} {args} reached outside: {stdout}");
+            assert!(
+                !stdout.contains(SECRET) && !stdout.contains("secret.txt") && !stdout.contains("inner.txt"),
+                "{profile} {name} {args} reached outside: {stdout}"
+            );
         }
     }
     let out = tool(&layout, "gemini", "read_many_files", &json!({"paths": ["**/*.txt"]}));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(!stdout.contains(SECRET), "read_many_files followed a symlink out: {stdout}");
-    let out = tool(&layout, "gemini", "list_dir", &json!({"path": layout.ws.display().to_string(), "depth": 3}));
+    let out =
+        tool(&layout, "gemini", "list_dir", &json!({"path": layout.ws.display().to_string(), "depth": 3}));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(!stdout.contains("inner.txt"), "list_dir descended through a symlink: {stdout}");
 }

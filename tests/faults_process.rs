@@ -67,7 +67,11 @@ async fn a_command_printing_100_mb_is_truncated_and_memory_stays_bounded() {
     let end = events.iter().find(|e| e["kind"] == "tool_call_end").expect("tool_call_end");
     let output = end["data"]["output"].as_str().expect("output");
     assert!(output.len() < 20 << 20, "the event carries a bounded output: {} bytes", output.len());
-    assert!(output.contains("bytes of output were not captured") && output.contains("the-end"), "{}", &output[output.len() - 200..]);
+    assert!(
+        output.contains("bytes of output were not captured") && output.contains("the-end"),
+        "{}",
+        &output[output.len() - 200..]
+    );
     assert_eq!(end["data"]["truncated"], true);
 }
 

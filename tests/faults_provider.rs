@@ -21,7 +21,8 @@ const KEY: &str = "sk-test-faults-7777";
 /// A folder whose project file sets `[network]` to `network`.
 fn project(network: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join(".agentls.toml"), format!("[network]\n{network}\n")).expect("project file");
+    std::fs::write(dir.path().join(".agentls.toml"), format!("[network]\n{network}\n"))
+        .expect("project file");
     dir
 }
 

@@ -81,7 +81,9 @@ fuzz_target!(|data: &[u8]| {
         assert!(!call.id.is_empty(), "a tool call without an id: {response:?}");
         assert!(ids.insert(call.id.as_str()), "two tool calls with id {}: {response:?}", call.id);
         assert!(
-            ended.iter().any(|(id, name, arguments)| **id == call.id && **name == call.name && **arguments == call.arguments),
+            ended.iter().any(|(id, name, arguments)| **id == call.id
+                && **name == call.name
+                && **arguments == call.arguments),
             "tool call {call:?} was not streamed as such: {events:?}"
         );
     }

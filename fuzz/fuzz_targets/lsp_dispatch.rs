@@ -31,8 +31,11 @@ fn fixture() -> &'static Fixture {
         let cassette = root.path().join("empty.cassette");
         std::fs::write(&cassette, "").expect("write the cassette");
         let config = root.path().join("config.toml");
-        std::fs::write(&config, format!("provider = \"replay\"\ncassette = {:?}\n", cassette.display().to_string()))
-            .expect("write the config");
+        std::fs::write(
+            &config,
+            format!("provider = \"replay\"\ncassette = {:?}\n", cassette.display().to_string()),
+        )
+        .expect("write the config");
         std::fs::write(root.path().join("main.rs"), "fn main() {}\n").expect("write a file");
         let env = Env::from_pairs([
             ("AGENTLS_CONFIG", config.display().to_string()),
@@ -43,7 +46,8 @@ fn fixture() -> &'static Fixture {
 }
 
 fn is_exit(body: &[u8]) -> bool {
-    serde_json::from_slice::<Value>(body).is_ok_and(|m| m.get("method").and_then(Value::as_str) == Some("exit"))
+    serde_json::from_slice::<Value>(body)
+        .is_ok_and(|m| m.get("method").and_then(Value::as_str) == Some("exit"))
 }
 
 fuzz_target!(|data: &[u8]| {

@@ -11,7 +11,8 @@ use agentls::workspace::position::{
 use libfuzzer_sys::fuzz_target;
 use ropey::Rope;
 
-const ENCODINGS: [PositionEncoding; 3] = [PositionEncoding::Utf8, PositionEncoding::Utf16, PositionEncoding::Utf32];
+const ENCODINGS: [PositionEncoding; 3] =
+    [PositionEncoding::Utf8, PositionEncoding::Utf16, PositionEncoding::Utf32];
 
 fn u32_at(bytes: &[u8]) -> u32 {
     u32::from_le_bytes(bytes.try_into().expect("4 bytes"))
@@ -51,20 +52,33 @@ fuzz_target!(|data: &[u8]| {
         assert!(at <= text.len() && text.is_char_boundary(at), "{encoding:?}: {at} is a boundary");
         assert_eq!(index.offset(text, position, encoding), at);
         let back = position_of(text, at, encoding);
-        assert_eq!(offset_of(text, back, encoding), at, "{encoding:?}: an offset of a position is a fixed point");
+        assert_eq!(
+            offset_of(text, back, encoding),
+            at,
+            "{encoding:?}: an offset of a position is a fixed point"
+        );
         assert_eq!(
             rope_char_index(&rope, position, encoding),
             rope.byte_to_char(at),
             "{encoding:?}: the rope agrees on {position:?}"
         );
-        assert_eq!(rope_position(&rope, rope.byte_to_char(at), encoding), back, "{encoding:?}: the rope agrees on {at}");
+        assert_eq!(
+            rope_position(&rope, rope.byte_to_char(at), encoding),
+            back,
+            "{encoding:?}: the rope agrees on {at}"
+        );
 
         let of_offset = position_of(text, offset, encoding);
-        assert_eq!(position_of(text, clamped, encoding), of_offset, "{encoding:?}: {offset} clamps to {clamped}");
+        assert_eq!(
+            position_of(text, clamped, encoding),
+            of_offset,
+            "{encoding:?}: {offset} clamps to {clamped}"
+        );
         let there = offset_of(text, of_offset, encoding);
         assert_eq!(there, clamped, "{encoding:?}: offset {offset} round-trips to {clamped}");
         offsets_of_clamped.push(there);
-        let units: usize = text[index.line_start(of_offset.line as usize)..clamped].chars().map(|c| encoding.units(c)).sum();
+        let units: usize =
+            text[index.line_start(of_offset.line as usize)..clamped].chars().map(|c| encoding.units(c)).sum();
         assert_eq!(of_offset.character as usize, units, "{encoding:?}: the column counts code units");
     }
     assert!(offsets_of_clamped.windows(2).all(|w| w[0] == w[1]), "the encodings agree");

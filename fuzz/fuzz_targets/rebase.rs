@@ -39,7 +39,10 @@ fuzz_target!(|data: &[u8]| {
             let our_hunks = compute_hunks(base, ours, None);
             let their_hunks = compute_hunks(base, theirs, None);
             let mut expected = counts(base);
-            for hunk in our_hunks.iter().chain(their_hunks.iter().filter(|t| !our_hunks.iter().any(|o| same_edit(o, t)))) {
+            for hunk in our_hunks
+                .iter()
+                .chain(their_hunks.iter().filter(|t| !our_hunks.iter().any(|o| same_edit(o, t))))
+            {
                 add(&mut expected, &hunk.new_text, 1);
                 add(&mut expected, &base[hunk.old_range.clone()], -1);
             }

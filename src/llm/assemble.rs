@@ -279,7 +279,9 @@ mod tests {
             .collect();
         assert_eq!(streamed, "first second third");
         assert_eq!(reasoning(&response), streamed);
-        assert!(matches!(&response.content[2], ContentPart::Thinking { signature: Some(s), .. } if s == "sig"));
+        assert!(
+            matches!(&response.content[2], ContentPart::Thinking { signature: Some(s), .. } if s == "sig")
+        );
     }
 
     fn call_ids(response: &Response) -> Vec<&str> {

@@ -104,7 +104,8 @@ impl Client {
         if let Some(ms) = network.retry_base_delay_ms {
             retry.base_delay = Duration::from_millis(ms);
         }
-        let read_timeout = network.read_timeout_ms.map_or(DEFAULT_READ_TIMEOUT, |ms| Duration::from_millis(ms.max(1)));
+        let read_timeout =
+            network.read_timeout_ms.map_or(DEFAULT_READ_TIMEOUT, |ms| Duration::from_millis(ms.max(1)));
         let client = Self::new(settings)?.with_retry(retry).with_read_timeout(read_timeout);
         match &config.layer.record {
             Some(path) => client.recording_to(path),
@@ -170,7 +171,8 @@ impl Client {
         let mut retry = 0;
         loop {
             let attempt = async {
-                let response = send(&self.settings, adapter.http_call(request, false)?, self.read_timeout).await?;
+                let response =
+                    send(&self.settings, adapter.http_call(request, false)?, self.read_timeout).await?;
                 let url = response.url().to_string();
                 let body = read_json(self.settings.kind, &url, response, self.read_timeout).await?;
                 let mut response = adapter.parse_response(&body)?;
@@ -262,7 +264,11 @@ async fn send(
         return Ok(response);
     }
     let headers = response.headers().clone();
-    let mut body = tokio::time::timeout(read_timeout, response.text()).await.ok().and_then(Result::ok).unwrap_or_default();
+    let mut body = tokio::time::timeout(read_timeout, response.text())
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default();
     // Some servers echo what they were sent; the key must not reach the log.
     if let Some(key) = settings.api_key.as_ref().map(|k| k.expose()).filter(|k| !k.is_empty()) {
         body = body.replace(key, "[redacted]");
@@ -521,7 +527,13 @@ pub fn decode_streamed_body(
     chunks: Vec<bytes::Bytes>,
 ) -> (Vec<StreamEvent>, Option<LlmError>) {
     let Some(adapter) = adapter_for(settings) else {
-        return (Vec::new(), Some(LlmError::Cassette { path: settings.base_url.clone(), message: "replay has no wire format".into() }));
+        return (
+            Vec::new(),
+            Some(LlmError::Cassette {
+                path: settings.base_url.clone(),
+                message: "replay has no wire format".into(),
+            }),
+        );
     };
     let kind = settings.kind;
     if json {
@@ -545,14 +557,19 @@ pub fn decode_streamed_body(
         loop {
             let event = match source.next().await {
                 Some(Err(e)) => {
-                    let error = LlmError::StreamCut { provider: kind, message: format!("reading the stream failed: {e}") };
+                    let error = LlmError::StreamCut {
+                        provider: kind,
+                        message: format!("reading the stream failed: {e}"),
+                    };
                     return (pending.into(), Some(error));
                 }
                 Some(Ok(event)) => Some(event),
                 None => None,
             };
             match decode_step(decoder.as_mut(), event.as_ref()) {
-                Ok(()) if hand_on(&mut pending, decoder.drain()) || event.is_none() => return (pending.into(), None),
+                Ok(()) if hand_on(&mut pending, decoder.drain()) || event.is_none() => {
+                    return (pending.into(), None);
+                }
                 Ok(()) => {}
                 Err(e) => return (pending.into(), Some(e)),
             }

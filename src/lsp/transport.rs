@@ -259,7 +259,8 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 };
                 self.consume(taken);
                 if !cut && taken < remaining {
-                    self.state = State::Skip { remaining: remaining - taken, length, skipped: skipped + taken };
+                    self.state =
+                        State::Skip { remaining: remaining - taken, length, skipped: skipped + taken };
                     return Parsed::NeedMore;
                 }
                 self.state = State::Headers;
@@ -677,7 +678,8 @@ mod tests {
         assert_eq!((wrong["id"].clone(), wrong["error"]["code"].clone()), (json!(4), json!(-32600)));
         assert!(check_body(b"[1,2]").is_err());
         // Found by fuzzing (lsp_dispatch): a repeated key stopped the server for good.
-        let twice = check_body(br#"{"jsonrpc":"2.0","method":"a","id":105,"method":"b","params":{}}"#).unwrap_err();
+        let twice =
+            check_body(br#"{"jsonrpc":"2.0","method":"a","id":105,"method":"b","params":{}}"#).unwrap_err();
         assert_eq!((twice["id"].clone(), twice["error"]["code"].clone()), (json!(105), json!(-32600)));
     }
 
@@ -688,14 +690,20 @@ mod tests {
         let next = r#"{"jsonrpc":"2.0","id":2,"method":"shutdown"}"#;
         let input = format!("Content-Length: 6 2\r\n{{\"js\r\nContent-Length: {}\r\n\r\n{next}", next.len());
         let frames = both_ways(input.as_bytes()).await;
-        assert!(matches!(&frames[..], [Frame::Malformed(m), b] if m.contains("not a header line") && *b == body(next)), "{frames:?}");
+        assert!(
+            matches!(&frames[..], [Frame::Malformed(m), b] if m.contains("not a header line") && *b == body(next)),
+            "{frames:?}"
+        );
     }
 
     #[tokio::test]
     async fn an_oversized_length_followed_by_a_shorter_body_costs_only_its_own_message() {
         // Found by fuzzing (lsp_frames): every later frame was swallowed as part of the body.
         let next = r#"{"jsonrpc":"2.0","id":2,"method":"shutdown"}"#;
-        let input = format!("Content-Length: 99999999999\r\n\r\n{{\"a\":1}}Content-Length: {}\r\n\r\n{next}", next.len());
+        let input = format!(
+            "Content-Length: 99999999999\r\n\r\n{{\"a\":1}}Content-Length: {}\r\n\r\n{next}",
+            next.len()
+        );
         let cut = both_ways(input.as_bytes()).await;
         assert!(
             matches!(&cut[..], [Frame::Malformed(m), b] if m.contains("exceeds") && m.contains("after 7 bytes") && *b == body(next)),
@@ -704,7 +712,10 @@ mod tests {
         // A truly oversized message is still skipped whole, with one error.
         let big = format!("Content-Length: {}\r\n\r\n{}", MAX_BODY + 1, "x".repeat(MAX_BODY + 1));
         let skipped = frames(format!("{big}Content-Length: {}\r\n\r\n{next}", next.len()).as_bytes()).await;
-        assert!(matches!(&skipped[..], [Frame::Malformed(m), b] if m.contains("exceeds") && *b == body(next)), "{skipped:?}");
+        assert!(
+            matches!(&skipped[..], [Frame::Malformed(m), b] if m.contains("exceeds") && *b == body(next)),
+            "{skipped:?}"
+        );
     }
 
     /// What was written, and when (tokio's clock).
