@@ -160,8 +160,11 @@ async fn the_editor_disconnecting_mid_turn_ends_the_server_its_commands_and_keep
         "shell",
         json!({"command": command, "timeout_ms": 60000}),
     ));
+    // The editor leaves while the server waits for its answer to a request.
+    server.client.manual("window/workDoneProgress/create");
     let session = server.new_session().await;
     server.prompt(&session, "start the server").await;
+    server.client.next_request("window/workDoneProgress/create").await;
     let leader = read_pid(&server.root.join("leader.pid")).await;
     let child = read_pid(&server.root.join("child.pid")).await;
 

@@ -90,6 +90,7 @@ where
     guard.abort();
     // The editor is gone (`exit`, or the end of its input, as when it crashed): every session
     // ends, its commands killed and its transcript written, before the process does.
+    state.outbound.editor_gone();
     state.close_all_sessions();
     state.all_sessions_ended(SESSIONS_END_PATIENCE).await;
     let _ = writer.await;

@@ -3,7 +3,8 @@
 //!
 //! Invariants:
 //! - No request to the client can wait forever. Each has a timeout; a client that never answers
-//!   costs the caller an [`OutboundError::Timeout`], never a hung session.
+//!   costs the caller an [`OutboundError::Timeout`], never a hung session. Once the editor is
+//!   gone ([`Outbound::editor_gone`]) every request fails at once.
 //! - While a question is open in the editor (`window/showMessageRequest`), nothing that can
 //!   wait is sent: progress and messages go through [`Outbound::when_quiet`]. Some editors read
 //!   the question's answer inside their message reader (eglot 1.9), and a message arriving
@@ -24,6 +25,8 @@ pub enum OutboundError {
     Timeout { method: &'static str, seconds: u64 },
     #[error("the editor answered `{method}` with an error: {message}")]
     Rejected { method: &'static str, message: String },
+    #[error("the editor disconnected before answering `{method}`")]
+    Gone { method: &'static str },
 }
 
 /// Deadlines for requests to the client.
@@ -61,6 +64,8 @@ pub struct Outbound {
     pub deadlines: Deadlines,
     /// How many questions are open in the editor.
     open_questions: Arc<watch::Sender<usize>>,
+    /// Cancelled when the editor's connection ended.
+    gone: tokio_util::sync::CancellationToken,
 }
 
 /// Closes a question when dropped (answered, timed out or abandoned).
@@ -74,7 +79,18 @@ impl Drop for OpenQuestion<'_> {
 
 impl Outbound {
     pub fn new(client: Client, deadlines: Deadlines) -> Self {
-        Self { client, deadlines, open_questions: Arc::new(watch::Sender::new(0)) }
+        Self {
+            client,
+            deadlines,
+            open_questions: Arc::new(watch::Sender::new(0)),
+            gone: tokio_util::sync::CancellationToken::new(),
+        }
+    }
+
+    /// The editor's connection ended: requests waiting for an answer, and every later one, fail
+    /// at once instead of at their deadline.
+    pub fn editor_gone(&self) {
+        self.gone.cancel();
     }
 
     /// Asks the user with `window/showMessageRequest` and returns the chosen title; `Ok(None)`
@@ -126,7 +142,12 @@ impl Outbound {
         params: R::Params,
         deadline: Duration,
     ) -> Result<R::Result, OutboundError> {
-        match tokio::time::timeout(deadline, self.client.send_request::<R>(params)).await {
+        let answer = tokio::select! {
+            biased;
+            _ = self.gone.cancelled() => return Err(OutboundError::Gone { method: R::METHOD }),
+            answer = tokio::time::timeout(deadline, self.client.send_request::<R>(params)) => answer,
+        };
+        match answer {
             Err(_) => Err(OutboundError::Timeout { method: R::METHOD, seconds: deadline.as_secs() }),
             Ok(Err(e)) => Err(OutboundError::Rejected { method: R::METHOD, message: e.message.to_string() }),
             Ok(Ok(result)) => Ok(result),
