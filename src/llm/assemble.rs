@@ -96,7 +96,9 @@ impl Assembler {
         self.open_tools.contains_key(key)
     }
 
+    /// Opens tool call `key`; a call still open under the same key ends first.
     pub fn start_tool(&mut self, key: &str, id: &str, name: &str) {
+        self.end_tool(key, None);
         let id = distinct_call_id(id, |candidate| {
             self.content.iter().any(|p| matches!(p, ContentPart::ToolCall(call) if call.id == candidate))
         });
@@ -314,5 +316,21 @@ mod tests {
         }
         distinct_call_ids(&mut whole);
         assert_eq!(call_ids(&whole), ["same", "call_1", "same_1", "same_2"]);
+    }
+
+    /// Found by fuzzing (llm_stream): a call opened under the key of a call still open replaced
+    /// it, and the first call kept no arguments and never ended.
+    #[test]
+    fn a_call_opened_under_an_open_key_ends_the_open_one() {
+        let mut out = Assembler::new();
+        out.start_tool("1", "a", "read_file");
+        out.tool_args("1", r#"{"path":"x"}"#);
+        out.start_tool("1", "b", "grep");
+        out.tool_args("1", r#"{"pattern":"y"}"#);
+        let response = out.finish();
+        let arguments: Vec<String> = response.tool_calls().iter().map(|c| c.arguments.to_string()).collect();
+        assert_eq!(arguments, [r#"{"path":"x"}"#, r#"{"pattern":"y"}"#]);
+        let ended = out.drain().iter().filter(|e| matches!(e, StreamEvent::ToolCallEnd { .. })).count();
+        assert_eq!(ended, 2);
     }
 }
