@@ -95,10 +95,10 @@ fn read_loop(mut stdout: impl Read, writer: Arc<Mutex<Option<ChildStdin>>>, inbo
         buffer.extend_from_slice(&chunk[..n]);
         for body in frames(&mut buffer) {
             let Ok(message) = serde_json::from_slice::<Value>(&body) else { continue };
-            if let Some(reply) = answer(&message) {
-                if let Some(stdin) = writer.lock().expect("server stdin").as_mut() {
-                    let _ = stdin.write_all(&frame(&reply));
-                }
+            if let Some(reply) = answer(&message)
+                && let Some(stdin) = writer.lock().expect("server stdin").as_mut()
+            {
+                let _ = stdin.write_all(&frame(&reply));
             }
             if inbox.send(Incoming { at, message }).is_err() {
                 return;

@@ -21,6 +21,7 @@ use crate::subjects::{Kind, Scratch, Subject, start};
 
 #[derive(Debug, Clone, Default)]
 pub struct ChangeRun {
+    pub changes: usize,
     pub per_change_ms: f64,
     pub total_ms: f64,
     pub rss_open_kib: Option<u64>,
@@ -93,6 +94,7 @@ pub fn measure(subject: &Subject, lines: usize, changes: usize) -> Result<Change
     let answered = server.response(id, PATIENCE + Duration::from_secs(60))?.at;
     let total = answered - began;
     let mut run = ChangeRun {
+        changes,
         per_change_ms: ms(total) / changes as f64,
         total_ms: ms(total),
         rss_open_kib,

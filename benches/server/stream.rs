@@ -158,8 +158,7 @@ impl SseReader {
             self.headers_done = true;
         }
         // De-chunk what is complete.
-        loop {
-            let Some(line_end) = memchr::memmem::find(&self.raw, b"\r\n") else { break };
+        while let Some(line_end) = memchr::memmem::find(&self.raw, b"\r\n") {
             let size =
                 usize::from_str_radix(String::from_utf8_lossy(&self.raw[..line_end]).trim(), 16).unwrap_or(0);
             if self.raw.len() < line_end + 2 + size + 2 {
