@@ -8,12 +8,13 @@
 //!
 //! Usage: `server [--quick] [--floor BIN] [--lsp-ai BIN | --lsp-ai-missing WHY] [--rg BIN]
 //! [--tree DIR] [--patch-output FILE] [--criterion-dir DIR --criterion-since EPOCH]
-//! [--docs FILE] [--command TEXT] [--commit TEXT] [--only SECTION,...]`
+//! [--docs FILE] [--command TEXT] [--commit TEXT] [--started EPOCH] [--only SECTION,...]`
 //!
 //! Invariant: every row states its target, agentls's number and the peer's or floor's from the
 //! same run; a measurement that fails becomes a row saying so, never a silent gap.
 
 mod client;
+mod delivery;
 mod did_change;
 mod patch;
 mod procfs;
@@ -51,6 +52,7 @@ struct Options {
     docs: Option<PathBuf>,
     command: Option<String>,
     commit: Option<String>,
+    started: Option<u64>,
     only: Option<Vec<String>>,
 }
 
@@ -77,6 +79,7 @@ fn parse_options() -> Result<Options, String> {
             "--docs" => options.docs = Some(value()?.into()),
             "--command" => options.command = Some(value()?),
             "--commit" => options.commit = Some(value()?),
+            "--started" => options.started = Some(value()?.parse().map_err(|e| format!("--started: {e}"))?),
             "--only" => options.only = Some(value()?.split(',').map(str::to_string).collect()),
             other => {
                 return Err(format!("unknown argument {other}; see the usage in benches/server/main.rs"));
@@ -157,7 +160,7 @@ fn p50_p99(samples: &[f64]) -> String {
     format!("p50 {} / p99 {}", fmt_opt_ms(percentile(samples, 50.0)), fmt_opt_ms(percentile(samples, 99.0)))
 }
 
-fn delivery(run: &stream::StreamRun) -> String {
+fn delivered(run: &delivery::StreamRun) -> String {
     format!(
         "{} lost, text {}",
         fmt_count(run.lost as u64),
@@ -200,11 +203,11 @@ fn streaming_section(agentls: &Subject, plan: &Plan) -> Section {
                     floor,
                     Met::from(p99 < target && run.lost == 0),
                 ));
-                let floor_delivery = direct.as_ref().map_or_else(|e| format!("failed: {e}"), delivery);
+                let floor_delivery = direct.as_ref().map_or_else(|e| format!("failed: {e}"), delivered);
                 section.rows.push(Row::new(
                     format!("{label}: lost deltas, text"),
                     "0 lost, identical",
-                    delivery(&run),
+                    delivered(&run),
                     format!("direct read: {floor_delivery}"),
                     Met::from(run.lost == 0 && run.identical),
                 ));
@@ -521,7 +524,7 @@ fn sessions_section(agentls: &Subject, plan: &Plan) -> Section {
                 format!("0 lost, identical; {SESSIONS} of {SESSIONS}"),
                 format!(
                     "{}; {} `applyEdit`, {} `edit_file` ok",
-                    delivery(&run.stream),
+                    delivered(&run.stream),
                     run.edits_applied,
                     run.edits_ok
                 ),
@@ -534,7 +537,7 @@ fn sessions_section(agentls: &Subject, plan: &Plan) -> Section {
                 ),
             ));
             section.rows.push(Row::new(
-                "peak resident memory (after)",
+                "peak resident memory (at the end)",
                 "(none set)",
                 format!(
                     "{} ({})",
@@ -742,11 +745,15 @@ fn main() -> std::process::ExitCode {
     let header = vec![
         format!("- Command: `{}`", options.command.as_deref().unwrap_or("cargo bench --bench server")),
         format!(
-            "- Date: {}; commit {}; {} mode; the whole run took {:.0} s.",
+            "- Date: {}; commit {}; {} mode; the measurements took {:.0} s{}.",
             chrono::Utc::now().format("%Y-%m-%d %H:%M UTC"),
             options.commit.as_deref().unwrap_or("(not given)"),
             if options.quick { "quick" } else { "full" },
-            began.elapsed().as_secs_f64()
+            began.elapsed().as_secs_f64(),
+            options.started.map_or_else(String::new, |started| {
+                let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+                format!(", the whole command {} s (builds included)", now.saturating_sub(started))
+            })
         ),
         format!(
             "- Machine: {}; load average {} before the run, {} after.",

@@ -12,9 +12,10 @@ use serde_json::{Value, json};
 
 use crate::PATIENCE;
 use crate::client::Incoming;
+use crate::delivery::{StreamRun, match_deltas};
 use crate::procfs;
 use crate::provider::{Block, Provider, Reply, Seen, words};
-use crate::stream::{StreamRun, is_event, match_deltas};
+use crate::stream::is_event;
 use crate::subjects::{Scratch, Subject, start};
 
 #[derive(Debug, Clone, Default)]

@@ -18,7 +18,7 @@ pub fn median(samples: &[f64]) -> Option<f64> {
 }
 
 pub fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
+    d.as_nanos() as f64 / 1e6
 }
 
 /// Milliseconds with precision that suits the size: `0.042 ms`, `1.38 ms`, `198 ms`.
