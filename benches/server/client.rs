@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::provider::content_length;
+
 /// A message from the server and when it arrived.
 #[derive(Debug, Clone)]
 pub struct Incoming {
@@ -65,13 +67,7 @@ fn frames(buffer: &mut Vec<u8>) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     let mut start = 0;
     while let Some(end) = memchr::memmem::find(&buffer[start..], b"\r\n\r\n") {
-        let head = String::from_utf8_lossy(&buffer[start..start + end]);
-        let length = head
-            .lines()
-            .filter_map(|line| line.split_once(':'))
-            .find(|(name, _)| name.trim().eq_ignore_ascii_case("content-length"))
-            .and_then(|(_, value)| value.trim().parse::<usize>().ok())
-            .unwrap_or(0);
+        let length = content_length(&String::from_utf8_lossy(&buffer[start..start + end]));
         let body = start + end + 4;
         if buffer.len() < body + length {
             break;

@@ -163,12 +163,7 @@ fn read_request(
         pending.extend_from_slice(&chunk[..n]);
     };
     let head = String::from_utf8_lossy(&pending[..head_end]).into_owned();
-    let length = head
-        .lines()
-        .filter_map(|line| line.split_once(':'))
-        .find(|(name, _)| name.trim().eq_ignore_ascii_case("content-length"))
-        .and_then(|(_, value)| value.trim().parse::<usize>().ok())
-        .unwrap_or(0);
+    let length = content_length(&head);
     while pending.len() < head_end + length {
         let n = stream.read(&mut chunk)?;
         if n == 0 {
@@ -179,6 +174,27 @@ fn read_request(
     let body = pending[head_end..head_end + length].to_vec();
     pending.drain(..head_end + length);
     Ok(Some((first_byte.unwrap_or_else(Instant::now), head, body)))
+}
+
+/// The `Content-Length` of a header section (HTTP's or LSP's framing), 0 when absent.
+pub fn content_length(head: &str) -> usize {
+    head.lines()
+        .filter_map(|line| line.split_once(':'))
+        .find(|(name, _)| name.trim().eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, value)| value.trim().parse::<usize>().ok())
+        .unwrap_or(0)
+}
+
+/// The streaming Messages request a client of this provider sends for `prompt`, whole.
+pub fn streaming_request(prompt: &str) -> String {
+    let body = json!({"model": "claude-bench", "max_tokens": 64, "stream": true,
+        "messages": [{"role": "user", "content": prompt}]})
+    .to_string();
+    format!(
+        "POST /v1/messages HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\nx-api-key: k\r\n\
+         content-length: {}\r\n\r\n{body}",
+        body.len()
+    )
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {

@@ -12,7 +12,7 @@ use std::time::Instant;
 use serde_json::json;
 
 use crate::PATIENCE;
-use crate::provider::{Block, Provider, Reply, Seen};
+use crate::provider::{Block, Provider, Reply, Seen, streaming_request};
 use crate::stats::ms;
 use crate::stream::is_event;
 use crate::subjects::{Kind, Scratch, Subject, start};
@@ -21,6 +21,14 @@ use crate::subjects::{Kind, Scratch, Subject, start};
 pub struct RequestStats {
     pub first_ms: Vec<f64>,
     pub later_ms: Vec<f64>,
+}
+
+impl RequestStats {
+    /// Records the `n`-th request of a server (0: its first), sent at `sent`.
+    fn record(&mut self, n: usize, sent: Instant, first_byte: Instant) {
+        let took = ms(first_byte.saturating_duration_since(sent));
+        if n == 0 { self.first_ms.push(took) } else { self.later_ms.push(took) }
+    }
 }
 
 fn short_reply() -> Arc<crate::provider::Script> {
@@ -48,12 +56,7 @@ pub fn agentls(subject: &Subject, servers: usize, prompts: usize) -> Result<Requ
                 .map_err(|e| e.to_string())?;
             server.response(id, PATIENCE)?;
             let record = provider.wait_records(1, PATIENCE).pop().ok_or("the provider saw no request")?;
-            let took = ms(record.first_byte.saturating_duration_since(sent));
-            if n == 0 {
-                stats.first_ms.push(took)
-            } else {
-                stats.later_ms.push(took)
-            }
+            stats.record(n, sent, record.first_byte);
             server.wait_for("the turn's end", PATIENCE, |m| is_event(m, &session, "processing_end"))?;
             server.seen.clear();
         }
@@ -86,12 +89,7 @@ pub fn lsp_ai(subject: &Subject, servers: usize, prompts: usize) -> Result<Reque
                 )
                 .map_err(|e| e.to_string())?;
             let record = provider.wait_records(1, PATIENCE).pop().ok_or("lsp-ai sent no model request")?;
-            let took = ms(record.first_byte.saturating_duration_since(sent));
-            if n == 0 {
-                stats.first_ms.push(took)
-            } else {
-                stats.later_ms.push(took)
-            }
+            stats.record(n, sent, record.first_byte);
             server.response(id, PATIENCE)?;
         }
         server.stop();
@@ -102,11 +100,7 @@ pub fn lsp_ai(subject: &Subject, servers: usize, prompts: usize) -> Result<Reque
 /// The floor: this client sending the same kind of request itself.
 pub fn direct(requests: usize) -> Result<RequestStats, String> {
     let provider = Provider::start(short_reply()).map_err(|e| e.to_string())?;
-    let body = json!({"model": "claude-bench", "max_tokens": 64, "stream": true, "messages": [{"role": "user", "content": "hi"}]}).to_string();
-    let request = format!(
-        "POST /v1/messages HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\nx-api-key: k\r\ncontent-length: {}\r\n\r\n{body}",
-        body.len()
-    );
+    let request = streaming_request("hi");
     let mut stats = RequestStats::default();
     let mut kept: Option<TcpStream> = None;
     for n in 0..requests {
@@ -117,12 +111,7 @@ pub fn direct(requests: usize) -> Result<RequestStats, String> {
         };
         stream.write_all(request.as_bytes()).map_err(|e| e.to_string())?;
         let record = provider.wait_records(1, PATIENCE).pop().ok_or("no request recorded")?;
-        let took = ms(record.first_byte.saturating_duration_since(sent));
-        if n == 0 {
-            stats.first_ms.push(took)
-        } else {
-            stats.later_ms.push(took)
-        }
+        stats.record(n, sent, record.first_byte);
         // Read the whole response (it ends with the last chunk) before the next request.
         let mut seen = Vec::new();
         let mut chunk = [0u8; 4096];

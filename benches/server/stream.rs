@@ -16,7 +16,7 @@ use crate::PATIENCE;
 use crate::client::{Incoming, events};
 use crate::delivery::{StreamRun, match_deltas};
 use crate::procfs;
-use crate::provider::{Block, Provider, Reply, Seen, words};
+use crate::provider::{Block, Provider, Reply, Seen, streaming_request, words};
 use crate::subjects::{Scratch, Subject, start};
 
 fn text_deltas(seen: &[Incoming], session: &str) -> Vec<(Instant, String)> {
@@ -49,6 +49,22 @@ fn script(rate: f64, count: usize) -> Arc<crate::provider::Script> {
     })
 }
 
+/// What `arrived` delivered of the measured stream, once the provider recorded `responses`.
+fn measured(
+    provider: &Provider,
+    responses: usize,
+    arrived: &[(Instant, String)],
+) -> Result<StreamRun, String> {
+    let record = provider
+        .wait_records(responses, PATIENCE)
+        .into_iter()
+        .find(|r| r.key == "measure")
+        .ok_or("the provider recorded no measured stream")?;
+    let mut run = match_deltas(&record.deltas, arrived);
+    run.provider_behind_ms = crate::stats::ms(record.max_behind);
+    Ok(run)
+}
+
 /// `count` deltas at `rate` per second through agentls, after a short warm-up turn in the same
 /// session (so the first request's one-time costs are not in the numbers).
 pub fn through_agentls(agentls: &Subject, rate: f64, count: usize) -> Result<StreamRun, String> {
@@ -70,14 +86,8 @@ pub fn through_agentls(agentls: &Subject, rate: f64, count: usize) -> Result<Str
     server.wait_for("the measured turn's end", patience, |m| is_event(m, &session, "processing_end"))?;
     let (cpu, switches) = (procfs::cpu(pid) - cpu, procfs::context_switches(pid) - switches);
 
-    let record = provider
-        .wait_records(1, PATIENCE)
-        .into_iter()
-        .find(|r| r.key == "measure")
-        .ok_or("the provider recorded no measured stream")?;
     let seen: Vec<Incoming> = server.seen.drain(..).collect();
-    let mut run = match_deltas(&record.deltas, &text_deltas(&seen, &session));
-    run.provider_behind_ms = crate::stats::ms(record.max_behind);
+    let mut run = measured(&provider, 1, &text_deltas(&seen, &session))?;
     run.cpu_us_per_delta = Some(cpu.as_secs_f64() * 1e6 / count as f64);
     run.switches_per_delta = Some(switches as f64 / count as f64);
     server.stop();
@@ -123,14 +133,7 @@ impl SseReader {
 
 /// Sends one streaming request on `stream` and reads its text deltas, timestamped per read.
 fn read_direct(stream: &mut TcpStream, prompt: &str) -> Result<Vec<(Instant, String)>, String> {
-    let body = json!({"model": "claude-bench", "max_tokens": 64, "stream": true,
-        "messages": [{"role": "user", "content": prompt}]})
-    .to_string();
-    let request = format!(
-        "POST /v1/messages HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\nx-api-key: k\r\ncontent-length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).map_err(|e| e.to_string())?;
+    stream.write_all(streaming_request(prompt).as_bytes()).map_err(|e| e.to_string())?;
     let mut reader = SseReader::default();
     let mut chunk = vec![0u8; 1 << 16];
     let mut out = Vec::new();
@@ -164,14 +167,7 @@ pub fn direct(rate: f64, count: usize) -> Result<StreamRun, String> {
     read_direct(&mut stream, WARM_UP)?;
     provider.wait_records(1, PATIENCE);
     let arrived = read_direct(&mut stream, MEASURE)?;
-    let record = provider
-        .wait_records(1, PATIENCE)
-        .into_iter()
-        .find(|r| r.key == "measure")
-        .ok_or("the provider recorded no measured stream")?;
-    let mut run = match_deltas(&record.deltas, &arrived);
-    run.provider_behind_ms = crate::stats::ms(record.max_behind);
-    Ok(run)
+    measured(&provider, 1, &arrived)
 }
 
 /// A middle level: agentls's own model client (`agentls::llm::Client`, the server's SSE reading
@@ -208,12 +204,5 @@ pub fn in_process_client(rate: f64, count: usize) -> Result<StreamRun, String> {
         }
         Ok::<_, String>(out)
     })?;
-    let record = provider
-        .wait_records(2, PATIENCE)
-        .into_iter()
-        .find(|r| r.key == "measure")
-        .ok_or("the provider recorded no measured stream")?;
-    let mut run = match_deltas(&record.deltas, &arrived);
-    run.provider_behind_ms = crate::stats::ms(record.max_behind);
-    Ok(run)
+    measured(&provider, 2, &arrived)
 }
