@@ -4,7 +4,8 @@
 //! concurrent sessions, incremental `didChange`), grep and glob against ripgrep, and the tables
 //! of scripts/bench-patch and the criterion benches read back. `scripts/bench` builds everything
 //! and runs this with the paths of the peers; alone (`cargo bench --bench server`) it measures
-//! agentls and prints the tables.
+//! agentls and prints the tables; without any argument (`cargo test --all-targets`) it runs a
+//! short smoke test of every measurement instead.
 //!
 //! Usage: `server [--quick] [--floor BIN] [--lsp-ai BIN | --lsp-ai-missing WHY] [--rg BIN]
 //! [--tree DIR] [--patch-output FILE] [--criterion-dir DIR --criterion-since EPOCH]
@@ -699,7 +700,54 @@ fn find_on_path(name: &str) -> Option<PathBuf> {
     std::env::var_os("PATH")?.to_str()?.split(':').map(|dir| Path::new(dir).join(name)).find(|p| p.is_file())
 }
 
+/// What `cargo test --all-targets` runs (it passes this bench no arguments, `cargo bench` passes
+/// `--bench`): every path of the instrument once, briefly, against the server just built, failing
+/// on lost or changed text, a missed edit, a wrong buffer or a missing measurement. Timings are
+/// not judged here (the test build is unoptimised).
+fn smoke(agentls: &Subject) -> Result<(), String> {
+    fn check(ok: bool, what: &str) -> Result<(), String> {
+        if ok { Ok(()) } else { Err(format!("smoke check failed: {what}")) }
+    }
+    let delivered_all = |run: &delivery::StreamRun, count: usize| {
+        run.lost == 0 && run.identical && run.latencies_ms.len() == count
+    };
+    let run = stream::through_agentls(agentls, 2_000.0, 200)?;
+    check(delivered_all(&run, 200), &format!("streaming through agentls: {run:?}"))?;
+    check(delivered_all(&stream::direct(2_000.0, 200)?, 200), "the direct-read floor")?;
+    check(delivered_all(&stream::in_process_client(2_000.0, 200)?, 200), "the in-process client")?;
+    let started = start::measure(std::slice::from_ref(agentls), 1);
+    let started = started.get("agentls").ok_or("no start measured")?;
+    check(
+        started.init_ms.len() == 1 && started.rss_kib.len() == 1 && started.errors.is_empty(),
+        &format!("start: {started:?}"),
+    )?;
+    let requests = request::agentls(agentls, 1, 2)?;
+    check(requests.first_ms.len() == 1 && requests.later_ms.len() == 1, "request timing")?;
+    let sessions = sessions::measure(agentls, 2, 1_000.0, 100)?;
+    check(
+        delivered_all(&sessions.stream, 200) && sessions.edits_ok == 2 && sessions.edits_applied == 2,
+        &format!("two sessions streaming and editing: {sessions:?}"),
+    )?;
+    let changes = did_change::measure(agentls, 5_000, 500)?;
+    check(changes.verified == Some(Ok(())), &format!("didChange: {:?}", changes.verified))?;
+    Ok(())
+}
+
 fn main() -> std::process::ExitCode {
+    let agentls = Subject { kind: Kind::Agentls, binary: PathBuf::from(env!("CARGO_BIN_EXE_agentls")) };
+    if std::env::args().len() == 1 {
+        return match smoke(&agentls) {
+            Ok(()) => {
+                println!("benches/server smoke test: 1 passed, 0 failed");
+                std::process::ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("benches/server smoke test: {e}");
+                println!("benches/server smoke test: 0 passed, 1 failed");
+                std::process::ExitCode::FAILURE
+            }
+        };
+    }
     let options = match parse_options() {
         Ok(o) => o,
         Err(e) => {
@@ -709,7 +757,6 @@ fn main() -> std::process::ExitCode {
     };
     let plan = Plan::new(options.quick);
     let wanted = |name: &str| options.only.as_ref().is_none_or(|only| only.iter().any(|o| o == name));
-    let agentls = Subject { kind: Kind::Agentls, binary: PathBuf::from(env!("CARGO_BIN_EXE_agentls")) };
     let floor = options.floor.clone().map(|binary| Subject { kind: Kind::Floor, binary });
     let lsp_ai = options.lsp_ai.clone().map(|binary| Subject { kind: Kind::LspAi, binary });
     let lsp_ai_missing = options.lsp_ai_missing.as_deref();
