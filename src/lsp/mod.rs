@@ -13,7 +13,7 @@
 //! `commands/*`, `code_actions`, `review`, `permission`; `state` (what handlers share),
 //! `registry` (open sessions), `assembly` (starting one), `pump` (its events to the editor),
 //! `port` and `apply` (the agent's edits to the editor), `protocol` (the `agentls/*` payloads),
-//! `outbound`, `transport`, `capabilities`, `convert`.
+//! `outbound`, `transport`, `stdio`, `capabilities`, `convert`.
 //!
 //! Layering (no import circles): `server` → `commands` → `assembly` → `pump` → `port` →
 //! `state` → `registry`, `review`, `permission`, `outbound` → `protocol`, `convert`.
@@ -36,6 +36,7 @@ mod registry;
 mod review;
 mod server;
 mod state;
+mod stdio;
 mod text_sync;
 pub mod transport;
 mod watch;
@@ -114,7 +115,10 @@ const SESSIONS_END_PATIENCE: Duration = Duration::from_secs(5);
 /// search, commands' I/O) runs on tokio's blocking pool, so it never stalls the loop.
 pub fn run_stdio(options: ServerOptions) -> std::io::Result<Ended> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let ended = runtime.block_on(serve(tokio::io::stdin(), tokio::io::stdout(), options));
+    let ended = runtime.block_on(async {
+        let (input, output) = stdio::stdio();
+        serve(input, output, options).await
+    });
     // The stdin reader may sit in a blocking read after `exit`; do not wait for it.
     runtime.shutdown_timeout(Duration::from_millis(200));
     Ok(ended)

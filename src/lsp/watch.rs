@@ -1,8 +1,12 @@
 //! Instruction files (AGENTS.md, CLAUDE.md, GEMINI.md, .codex/instructions.md): watched through
 //! the client (`workspace/didChangeWatchedFiles`, registered dynamically when supported) and,
-//! always, through `notify` on the workspace roots and their ancestors (non-recursive, so a
-//! client that announces watching but does not watch the disk still gets reloads), plus each
-//! root's `.codex` directory, also when it is created after the server started.
+//! always, through `notify` on the workspace roots (non-recursive, so a client that announces
+//! watching but does not watch the disk still gets reloads), each root's `.codex` directory (also
+//! when it is created after the server started), and those ancestors of a root that hold an
+//! instruction file when the watch starts. Ancestors without one are not watched: a watch on
+//! `/tmp` or a home directory would wake the server for every file created there. An instruction
+//! file created above a root later applies to the sessions started after it (they read the chain
+//! afresh) and to all of them after the next workspace-folder change.
 //!
 //! Invariant: a change reloads the project-doc layer of every session whose root it can affect
 //! (the file's directory is the root, above it, or below it); the reload takes effect on the
@@ -54,10 +58,13 @@ pub async fn register_with_client(state: &ServerState) {
     }
 }
 
-/// Directories whose instruction files matter for `root`: the root, its `.codex`, and every
-/// ancestor.
+/// Directories watched for `root`: the root, its `.codex`, and every ancestor that holds an
+/// instruction file now.
 fn watched_dirs(root: &Path) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = root.ancestors().map(Path::to_path_buf).collect();
+    let holds_instructions =
+        |dir: &Path| ["AGENTS.md", "CLAUDE.md", "GEMINI.md"].iter().any(|name| dir.join(name).is_file());
+    let mut dirs = vec![root.to_path_buf()];
+    dirs.extend(root.ancestors().skip(1).filter(|dir| holds_instructions(dir)).map(Path::to_path_buf));
     let codex = root.join(".codex");
     if codex.is_dir() {
         dirs.push(codex);
@@ -162,5 +169,25 @@ pub async fn reload(state: &ServerState, path: &Path) {
             .outbound
             .log(MessageType::INFO, format!("agentls: reloaded instructions from {}", path.display()))
             .await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_ancestors_holding_instructions_are_watched() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let top = tmp.path().canonicalize().expect("canonical");
+        let quiet = top.join("quiet");
+        let root = quiet.join("root");
+        std::fs::create_dir_all(root.join(".codex")).expect("mkdir");
+        std::fs::write(top.join("AGENTS.md"), "outer rules").expect("write");
+        let dirs = watched_dirs(&root);
+        assert_eq!(dirs[0], root, "the root is always watched");
+        assert!(dirs.contains(&root.join(".codex")));
+        assert!(dirs.contains(&top), "an ancestor with AGENTS.md is watched: {dirs:?}");
+        assert!(!dirs.contains(&quiet), "an ancestor without instruction files is not: {dirs:?}");
     }
 }
