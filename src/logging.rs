@@ -1,13 +1,17 @@
 //! Logging through `tracing`, to stderr or a file — never stdout, which is the LSP wire.
 //!
-//! The filter comes from `AGENTLS_LOG` (then the config's `log.filter`, then the mode's default).
+//! The filter comes from `AGENTLS_LOG` (then the config's `log.filter`, then the mode's default):
+//! comma-separated `level` and `target=level` directives (`agentls=debug,warn`). It is parsed
+//! without regular expressions (`filter::Targets`), so starting the server compiles none.
 //! HTTP internals (hyper, h2, reqwest, rustls) are capped at `info` unless the filter names them,
 //! so header values never reach a log even at `trace`.
 
 use std::path::{Path, PathBuf};
 
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::Targets;
 use tracing_subscriber::fmt::writer::BoxMakeWriter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 use crate::config::{Config, Env};
 
@@ -68,9 +72,9 @@ fn open_log_file(path: &Path) -> std::io::Result<std::fs::File> {
 /// Returns where logs actually go.
 pub fn init(config: &Config, env: &Env, server_mode: bool) -> LogTarget {
     let default = if server_mode { "info" } else { "warn" };
-    let filter = EnvFilter::try_new(filter(config, env, default)).unwrap_or_else(|e| {
+    let filter: Targets = filter(config, env, default).parse().unwrap_or_else(|e| {
         eprintln!("agentls: ignoring invalid AGENTLS_LOG filter: {e}");
-        EnvFilter::new(default)
+        default.parse().unwrap_or_default()
     });
     let mut target = target(config, server_mode);
     let writer = match &target {
@@ -84,6 +88,9 @@ pub fn init(config: &Config, env: &Env, server_mode: bool) -> LogTarget {
         },
         LogTarget::Stderr => BoxMakeWriter::new(std::io::stderr),
     };
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer).with_ansi(false).try_init();
+    let _ = tracing_subscriber::registry()
+        .with(tracing_subscriber::fmt::layer().with_writer(writer).with_ansi(false))
+        .with(filter)
+        .try_init();
     target
 }

@@ -196,9 +196,15 @@ pub fn load_config(env: &Env, cwd: Option<PathBuf>, overrides: ConfigLayer) -> R
 }
 
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // The editor's invocation (`agentls`, `agentls serve [--stdio]`) skips building the parser
+    // of every other command: a cold start of the server touches only the server's code.
+    let command = if is_plain_serve(std::env::args_os().skip(1)) {
+        Command::Serve { stdio: true }
+    } else {
+        Cli::parse().command.unwrap_or(Command::Serve { stdio: true })
+    };
     let env = Env::from_process();
-    let result = match cli.command.unwrap_or(Command::Serve { stdio: true }) {
+    let result = match command {
         Command::Serve { stdio: _ } => serve(env),
         Command::Exec(args) => Ok(exec::run(&env, args)),
         Command::Tool(args) => tool::run(&env, args),
@@ -215,6 +221,16 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// Whether the arguments (after the program name) are exactly one of the server's
+/// invocations without options clap would have to check: none, `serve`, `serve --stdio`.
+fn is_plain_serve(args: impl Iterator<Item = std::ffi::OsString>) -> bool {
+    let args: Vec<_> = args.take(3).collect();
+    matches!(
+        args.iter().map(|a| a.to_str()).collect::<Vec<_>>().as_slice(),
+        [] | [Some("serve")] | [Some("serve"), Some("--stdio")]
+    )
+}
+
 /// `agentls serve`: logs go to the log file (stdout is the LSP wire).
 fn serve(env: Env) -> Result<ExitCode, String> {
     let config = load_config(&env, None, ConfigLayer::default()).unwrap_or_else(|e| {
@@ -228,4 +244,29 @@ fn serve(env: Env) -> Result<ExitCode, String> {
         crate::lsp::Ended::AfterShutdown => ExitCode::SUCCESS,
         crate::lsp::Ended::WithoutShutdown => ExitCode::FAILURE,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<std::ffi::OsString> {
+        list.iter().map(Into::into).collect()
+    }
+
+    #[test]
+    fn the_plain_serve_shortcut_agrees_with_the_parser() {
+        for plain in [&[][..], &["serve"], &["serve", "--stdio"]] {
+            assert!(is_plain_serve(args(plain).into_iter()), "{plain:?}");
+            let parsed = Cli::try_parse_from(std::iter::once("agentls").chain(plain.iter().copied()))
+                .expect("clap parses it");
+            assert!(matches!(
+                parsed.command.unwrap_or(Command::Serve { stdio: true }),
+                Command::Serve { .. }
+            ));
+        }
+        for other in [&["serve", "--help"][..], &["--version"], &["serve", "--stdio", "x"], &["exec", "hi"]] {
+            assert!(!is_plain_serve(args(other).into_iter()), "{other:?} goes through clap");
+        }
+    }
 }
