@@ -24,11 +24,13 @@ pub type Output = Box<dyn AsyncWrite + Unpin + Send>;
 
 /// stdin and stdout, through the reactor when they are pipes. Must be called inside a runtime.
 pub fn stdio() -> (Input, Output) {
-    let input: Input = match std::io::stdin().as_fd().try_clone_to_owned().map(pipe::Receiver::from_owned_fd) {
+    let input: Input = match std::io::stdin().as_fd().try_clone_to_owned().map(pipe::Receiver::from_owned_fd)
+    {
         Ok(Ok(pipe)) => Box::new(pipe),
         _ => Box::new(tokio::io::stdin()),
     };
-    let output: Output = match std::io::stdout().as_fd().try_clone_to_owned().map(pipe::Sender::from_owned_fd) {
+    let output: Output = match std::io::stdout().as_fd().try_clone_to_owned().map(pipe::Sender::from_owned_fd)
+    {
         Ok(Ok(pipe)) => Box::new(pipe),
         _ => Box::new(tokio::io::stdout()),
     };

@@ -1,7 +1,8 @@
 //! The environment block (spec §6.3) and git snapshot (§6.4), captured once at session start.
 //!
 //! Invariant: capturing never fails: a missing `git`, a non-repository or an unreadable OS
-//! version just leave the corresponding fields out. Git runs with a short timeout.
+//! version just leave the corresponding fields out. Git runs with a short timeout, and only
+//! inside a repository.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -69,27 +70,35 @@ impl EnvironmentInfo {
 
 impl GitSnapshot {
     /// The snapshot of the repository containing `cwd`, or `None` outside a repository.
+    ///
+    /// No `git` runs when no directory from `cwd` up holds a `.git` entry (and `GIT_DIR` is
+    /// unset): a session outside a repository starts without a process. Inside one, the four
+    /// queries run at once.
     pub async fn capture(cwd: &Path) -> Option<Self> {
-        let inside = git(cwd, &["rev-parse", "--is-inside-work-tree"]).await?;
-        if inside.trim() != "true" {
+        if std::env::var_os("GIT_DIR").is_none() && super::project_docs::git_root(cwd).is_none() {
             return None;
         }
-        let branch = git(cwd, &["rev-parse", "--abbrev-ref", "HEAD"])
-            .await
-            .map(|b| b.trim().to_string())
-            .filter(|b| !b.is_empty() && b != "HEAD");
+        let recent = RECENT_COMMITS.to_string();
+        let log_args = ["log", "--oneline", "--no-decorate", "-n", &recent];
+        let (inside, branch, status, log) = tokio::join!(
+            git(cwd, &["rev-parse", "--is-inside-work-tree"]),
+            git(cwd, &["rev-parse", "--abbrev-ref", "HEAD"]),
+            git(cwd, &["status", "--porcelain"]),
+            git(cwd, &log_args),
+        );
+        if inside?.trim() != "true" {
+            return None;
+        }
+        let branch = branch.map(|b| b.trim().to_string()).filter(|b| !b.is_empty() && b != "HEAD");
         let branch = match branch {
             Some(b) => Some(b),
             // A fresh repository has no commit yet; HEAD still names the branch.
             None => git(cwd, &["symbolic-ref", "--short", "HEAD"]).await.map(|b| b.trim().to_string()),
         };
-        let status = git(cwd, &["status", "--porcelain"]).await.unwrap_or_default();
+        let status = status.unwrap_or_default();
         let untracked = status.lines().filter(|l| l.starts_with("??")).count();
         let modified = status.lines().filter(|l| !l.is_empty() && !l.starts_with("??")).count();
-        let log = git(cwd, &["log", "--oneline", "--no-decorate", "-n", &RECENT_COMMITS.to_string()])
-            .await
-            .unwrap_or_default();
-        let recent_commits = log.lines().map(str::to_string).collect();
+        let recent_commits = log.unwrap_or_default().lines().map(str::to_string).collect();
         Some(Self { branch, modified, untracked, recent_commits })
     }
 
@@ -121,8 +130,15 @@ async fn git(cwd: &Path, args: &[&str]) -> Option<String> {
     out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// The OS's name and version, read once per process (it does not change while we run).
 async fn os_version() -> Option<String> {
-    if let Ok(text) = tokio::fs::read_to_string("/etc/os-release").await {
+    static VERSION: tokio::sync::OnceCell<Option<String>> = tokio::sync::OnceCell::const_new();
+    VERSION.get_or_init(read_os_version).await.clone()
+}
+
+async fn read_os_version() -> Option<String> {
+    // A few hundred bytes from the page cache: not worth a blocking-pool thread.
+    if let Ok(text) = std::fs::read_to_string("/etc/os-release") {
         let pretty = text.lines().find_map(|l| l.strip_prefix("PRETTY_NAME="));
         if let Some(name) = pretty {
             return Some(name.trim_matches('"').to_string());
