@@ -275,8 +275,10 @@ pub(crate) fn glob(pattern: &str, root: &Path) -> Result<Vec<PathBuf>, ExecError
                 matcher.is_match(relative)
             };
             if hit {
+                // The stat runs on this walker thread, outside the lock.
+                let stamp = modified(entry.path());
                 let mut found = found.lock().unwrap_or_else(|e| e.into_inner());
-                found.push((modified(entry.path()), entry.into_path()));
+                found.push((stamp, entry.into_path()));
                 if found.len() >= HARD_CAP {
                     return WalkState::Quit;
                 }
