@@ -82,6 +82,7 @@ async fn run_scenario(dir: &Path) -> Result<(), String> {
         call_id: "conformance".into(),
         shell: ShellLimits::default(),
         cancel: CancellationToken::new(),
+        model: None,
     };
     let outcome = registry.execute(&tool, &args.to_string(), &ctx).await;
     let after = read_tree(&root);

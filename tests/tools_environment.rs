@@ -59,6 +59,7 @@ impl Fixture {
             call_id: "memory".into(),
             shell: ShellLimits::default(),
             cancel: CancellationToken::new(),
+            model: None,
         };
         Self { disk, env, documents, registry, ctx }
     }

@@ -136,6 +136,7 @@ pub fn run(env: &Env, args: ToolArgs) -> Result<ExitCode, String> {
         call_id: "cli".to_string(),
         shell: limits,
         cancel: cancel.clone(),
+        model: None,
     };
 
     let runtime = tokio::runtime::Builder::new_current_thread()

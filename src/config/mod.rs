@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use choices::{ProfileKind, ReasoningEffort};
-pub use provider::{ProviderKind, ProviderSettings, ResolveError, resolve_provider};
+pub use provider::{ProviderKind, ProviderSettings, ResolveError, resolve_provider, resolve_search_provider};
 pub use secret::Secret;
 
 /// File name of the project configuration, looked up in the workspace root.
@@ -104,6 +104,19 @@ pub struct NetworkLayer {
     pub retry_base_delay_ms: Option<u64>,
 }
 
+/// The model of `codebase_search`'s search helper (`[search]`); unset keys fall back to the
+/// session's provider and model.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchLayer {
+    /// The provider the search model is reached through (its key, base URL and default model
+    /// come from the provider's own settings).
+    pub provider: Option<ProviderKind>,
+    /// The search model; default: the provider's `model` setting or default model when
+    /// `provider` is set, else the session's model.
+    pub model: Option<String>,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LogLayer {
@@ -149,6 +162,7 @@ pub struct ConfigLayer {
     pub providers: Option<BTreeMap<ProviderKind, ProviderLayer>>,
     pub shell: Option<ShellLayer>,
     pub network: Option<NetworkLayer>,
+    pub search: Option<SearchLayer>,
     pub log: Option<LogLayer>,
 }
 
@@ -182,6 +196,10 @@ impl ConfigLayer {
         if let Some(network) = other.network {
             let slot = self.network.get_or_insert_with(NetworkLayer::default);
             merge_fields!(slot, network; read_timeout_ms, max_retries, retry_base_delay_ms);
+        }
+        if let Some(search) = other.search {
+            let slot = self.search.get_or_insert_with(SearchLayer::default);
+            merge_fields!(slot, search; provider, model);
         }
         if let Some(log) = other.log {
             let slot = self.log.get_or_insert_with(LogLayer::default);
@@ -349,6 +367,10 @@ impl Config {
 
     pub fn network(&self) -> NetworkLayer {
         self.layer.network.clone().unwrap_or_default()
+    }
+
+    pub fn search(&self) -> SearchLayer {
+        self.layer.search.clone().unwrap_or_default()
     }
 
     pub fn provider_layer(&self, kind: ProviderKind) -> ProviderLayer {

@@ -168,6 +168,36 @@ pub fn resolve_provider(
     Ok(settings)
 }
 
+/// The provider and model `codebase_search` asks, when `[search]` names its own (`None`: the
+/// session's). With only a model, the session's provider serves it; with a provider, that
+/// provider's settings (key, base URL, `model` or default model) apply as for a session.
+pub fn resolve_search_provider(
+    config: &Config,
+    env: &Env,
+    session: &ProviderSettings,
+) -> Result<Option<ProviderSettings>, ResolveError> {
+    let search = config.search();
+    let Some(kind) = search.provider else {
+        return Ok(search.model.map(|model| ProviderSettings {
+            model,
+            chosen_by: "[search] model".into(),
+            ..session.clone()
+        }));
+    };
+    let mut settings = settings_for(config, env, kind, "[search] provider");
+    settings.model = search
+        .model
+        .or(config.provider_layer(kind).model)
+        .unwrap_or_else(|| kind.default_model().to_string());
+    if kind.requires_key() && settings.api_key.is_none() {
+        return Err(ResolveError::MissingKey {
+            provider: kind,
+            var: settings.api_key_var.clone().unwrap_or_default(),
+        });
+    }
+    Ok(Some(settings))
+}
+
 fn settings_for(config: &Config, env: &Env, kind: ProviderKind, chosen_by: &str) -> ProviderSettings {
     let layer = config.provider_layer(kind);
     let model =

@@ -172,3 +172,60 @@ fn loop_settings_parse_and_out_of_range_values_name_the_origin_and_key() {
         "invalid configuration in p.toml: `context_window_tokens`: a number of tokens greater than 0"
     );
 }
+
+#[test]
+fn the_search_section_is_parsed_strictly_and_merged_key_by_key() {
+    let err =
+        ConfigLayer::parse_toml("[search]\nmodle = \"x\"\n", Path::new("p.toml")).unwrap_err().to_string();
+    assert!(err.contains("p.toml") && err.contains("unknown field `modle`"), "{err}");
+    assert!(err.contains("provider") && err.contains("model"), "{err}");
+    let err = ConfigLayer::parse_toml("[search]\nprovider = \"bard\"\n", Path::new("p.toml")).unwrap_err();
+    assert!(err.to_string().contains("openai-chat"), "{err}");
+
+    let mut layer =
+        ConfigLayer::parse_toml("[search]\nprovider = \"gemini\"\n", Path::new("u.toml")).unwrap();
+    layer.merge(
+        ConfigLayer::parse_toml("[search]\nmodel = \"gemini-2.5-flash\"\n", Path::new("p.toml")).unwrap(),
+    );
+    assert_eq!(
+        layer.search,
+        Some(SearchLayer { provider: Some(ProviderKind::Gemini), model: Some("gemini-2.5-flash".into()) })
+    );
+}
+
+#[test]
+fn the_search_model_defaults_to_the_sessions_and_can_have_its_own_provider() {
+    let env = Env::from_pairs([
+        ("ANTHROPIC_API_KEY", "a-key"),
+        ("OPENAI_API_KEY", "o-key"),
+        ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"),
+    ]);
+    let config = |toml: &str| Config {
+        layer: ConfigLayer::parse_toml(toml, Path::new("c.toml")).unwrap(),
+        sources: vec![],
+    };
+    let session = |config: &Config| resolve_provider(config, &env, || false).unwrap();
+
+    let plain = config("model = \"claude-opus-4-1\"\n");
+    assert_eq!(resolve_search_provider(&plain, &env, &session(&plain)), Ok(None));
+
+    let model_only = config("model = \"claude-opus-4-1\"\n[search]\nmodel = \"claude-haiku-4-5\"\n");
+    let found = resolve_search_provider(&model_only, &env, &session(&model_only)).unwrap().unwrap();
+    assert_eq!((found.kind, found.model.as_str()), (ProviderKind::Anthropic, "claude-haiku-4-5"));
+    assert_eq!(found.api_key, session(&model_only).api_key);
+
+    let own = config(
+        "model = \"claude-opus-4-1\"\n[search]\nprovider = \"openai-chat\"\n\
+         [providers.openai-chat]\nmodel = \"qwen3-coder-small\"\n",
+    );
+    let found = resolve_search_provider(&own, &env, &session(&own)).unwrap().unwrap();
+    assert_eq!(found.kind, ProviderKind::OpenAiChat);
+    assert_eq!(found.model, "qwen3-coder-small", "the session's model is not the search provider's");
+    assert_eq!(found.base_url, "http://127.0.0.1:9/v1");
+
+    let keyless = config("[search]\nprovider = \"gemini\"\n");
+    assert_eq!(
+        resolve_search_provider(&keyless, &env, &session(&keyless)),
+        Err(ResolveError::MissingKey { provider: ProviderKind::Gemini, var: "GEMINI_API_KEY".into() })
+    );
+}

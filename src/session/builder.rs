@@ -17,12 +17,13 @@ use std::sync::Arc;
 use super::{SessionConfig, SessionOptions, Turn};
 use crate::config::{
     Approval, Config, ConfigError, ConfigLayer, Env, LoadOptions, ProfileKind, ResolveError, provider,
-    resolve_provider,
+    resolve_provider, resolve_search_provider,
 };
 use crate::exec::{ExecutionEnvironment, LocalExecutionEnvironment, LocalOptions};
 use crate::llm::{self, LlmError};
 use crate::store::{TranscriptHeader, TranscriptRecorder, TranscriptStore};
-use crate::tools::Tool;
+use crate::tools::codebase_search::CodebaseSearchTool;
+use crate::tools::{ModelAccess, Tool};
 use crate::workspace::{DocumentStore, EditorPort, Workspace};
 
 /// Why a session could not be assembled.
@@ -128,6 +129,7 @@ impl SessionBuilder {
         };
         let model = settings.model.clone();
         let profile = parts.profile.unwrap_or_else(|| ProfileKind::for_provider(settings.kind));
+        let search = resolve_search_provider(config, env, &settings)?;
         let client = llm::Client::from_config(config, settings).map_err(BuildError::Client)?;
         let documents = parts.documents.unwrap_or_default();
         let workspace = Arc::new(Workspace::new(documents));
@@ -156,6 +158,14 @@ impl SessionBuilder {
             }
         });
         let mut tools = profile.tools();
+        if let Some(search) = search
+            && tools.iter().any(|t| t.name() == "codebase_search")
+        {
+            // A later tool of the same name replaces the profile's (which asks the session's model).
+            let model = search.model.clone();
+            let client = llm::Client::from_config(config, search).map_err(BuildError::Client)?;
+            tools.push(Arc::new(CodebaseSearchTool::with_model(ModelAccess { client, model })));
+        }
         tools.extend(parts.extra_tools);
         let options = SessionOptions {
             id: Some(id.clone()),

@@ -32,9 +32,9 @@ use crate::llm::{
 use crate::profiles::{
     EnvironmentInfo, ProfileKind, ProjectDocs, SystemPrompt, ToolSummary, discover_project_docs,
 };
-use crate::tools::ToolContext;
 use crate::tools::registry::{BatchEvent, BatchMode, ToolCallOutcome, ToolCallRequest, ToolRegistry};
 use crate::tools::truncate::TruncationPolicy;
+use crate::tools::{ModelAccess, ToolContext};
 use crate::workspace::ReadTracker;
 
 enum CallError {
@@ -97,6 +97,7 @@ pub(super) async fn run(
         call_id: String::new(),
         shell: ShellLimits::default(),
         cancel: CancellationToken::new(),
+        model: None,
     };
     let mut runner = Runner {
         shared,
@@ -463,6 +464,7 @@ impl Runner {
             max_timeout_ms: config.max_command_timeout_ms,
         };
         ctx.cancel = token.child_token();
+        ctx.model = Some(ModelAccess { client: self.client.clone(), model: config.model.clone() });
         let mode = if config.one_call_per_step {
             BatchMode::FirstOnly
         } else if self.profile.supports_parallel_tool_calls() {

@@ -49,6 +49,7 @@ pub fn summarize(tool: &str, args: &Value, cwd: &Path) -> String {
             format!("read_many_files {}", paths.unwrap_or_default())
         }
         "spawn_agent" => format!("spawn_agent: {}", s("task").unwrap_or_default()),
+        "codebase_search" => format!("codebase_search: {}", s("query").unwrap_or_default()),
         _ => {
             let path =
                 ["file_path", "path", "dir_path", "absolute_path", "agent_id"].iter().find_map(|k| s(k));
@@ -88,6 +89,10 @@ mod tests {
             "apply_patch a.py"
         );
         assert_eq!(summarize("shell", &json!({"command": "a\nb"})), "shell: a…");
+        assert_eq!(
+            summarize("codebase_search", &json!({"query": "where are sessions stored?"})),
+            "codebase_search: where are sessions stored?"
+        );
         assert_eq!(summarize("unknown", &json!(null)), "unknown");
     }
 

@@ -38,7 +38,7 @@ struct Args {
 
 /// What the editor shows under `root`: the text of each open buffer there, by path (nothing
 /// outside an editor). Buffers elsewhere are not copied: the search cannot reach them.
-fn open_buffers(ctx: &ToolContext, root: &Path) -> BTreeMap<PathBuf, Arc<str>> {
+pub(crate) fn open_buffers(ctx: &ToolContext, root: &Path) -> BTreeMap<PathBuf, Arc<str>> {
     let documents = ctx.workspace.documents();
     documents
         .open_paths()

@@ -10,6 +10,7 @@
 //! - Every failure the model can act on is a [`ToolError`], which becomes an `is_error` result.
 
 pub mod aliases;
+pub mod codebase_search;
 pub mod glob;
 pub mod grep;
 pub mod list_dir;
@@ -34,6 +35,7 @@ pub mod replace;
 pub mod write_file;
 
 use crate::exec::{ExecutionEnvironment, ShellLimits};
+use crate::llm;
 use crate::workspace::{EditorPort, ReadTracker, Workspace};
 
 /// An image a tool returns to a multimodal model (e.g. `read_file` on a PNG).
@@ -85,6 +87,16 @@ pub struct ToolContext {
     pub shell: ShellLimits,
     /// Fires when the turn is interrupted; long tools stop promptly.
     pub cancel: CancellationToken,
+    /// The session's model, for tools that ask a model themselves (`codebase_search`); `None`
+    /// where no model is at hand (`agentls tool`).
+    pub model: Option<ModelAccess>,
+}
+
+/// A model a tool may call: a client and the model its requests name.
+#[derive(Debug, Clone)]
+pub struct ModelAccess {
+    pub client: llm::Client,
+    pub model: String,
 }
 
 impl ToolContext {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::config::ProfileKind;
 
 use super::apply_patch::ApplyPatchTool;
+use super::codebase_search::CodebaseSearchTool;
 use super::edit_file::EditFileTool;
 use super::glob::GlobTool;
 use super::grep::GrepTool;
@@ -48,6 +49,7 @@ pub fn profile_tools(profile: ProfileKind, options: &ToolSetOptions) -> ToolRegi
             registry.register(Arc::new(ShellTool::new()));
             registry.register(Arc::new(GrepTool));
             registry.register(Arc::new(GlobTool));
+            registry.register(Arc::new(CodebaseSearchTool::new()));
         }
         ProfileKind::Anthropic => {
             registry.register(Arc::new(ReadFileTool::new(ReadFileShape::FilePath)));
@@ -57,6 +59,7 @@ pub fn profile_tools(profile: ProfileKind, options: &ToolSetOptions) -> ToolRegi
             registry.register(Arc::new(ShellTool::new()));
             registry.register(Arc::new(GrepTool));
             registry.register(Arc::new(GlobTool));
+            registry.register(Arc::new(CodebaseSearchTool::new()));
         }
         ProfileKind::Gemini => {
             registry.register(Arc::new(ReadFileTool::new(ReadFileShape::AbsolutePath)));
@@ -67,6 +70,7 @@ pub fn profile_tools(profile: ProfileKind, options: &ToolSetOptions) -> ToolRegi
             registry.register(Arc::new(GrepTool));
             registry.register(Arc::new(GlobTool));
             registry.register(Arc::new(ListDirTool));
+            registry.register(Arc::new(CodebaseSearchTool::new()));
         }
     }
     registry

@@ -73,6 +73,7 @@ impl Fixture {
             call_id: "call-1".into(),
             shell,
             cancel: CancellationToken::new(),
+            model: None,
         };
         Self { dir, port, ctx }
     }
