@@ -379,7 +379,7 @@ fn every_profile_tool_has_a_valid_object_schema() {
 #[test]
 fn profiles_register_their_reference_agents_tools() {
     let names = |p| profile_tools(p, &ToolSetOptions::default()).names();
-    for tool in ["read_file", "shell", "grep", "glob"] {
+    for tool in ["read_file", "shell", "grep", "glob", "codebase_search"] {
         assert!(names(ProfileKind::OpenAi).contains(&tool.to_string()));
         assert!(names(ProfileKind::Anthropic).contains(&tool.to_string()));
         assert!(names(ProfileKind::Gemini).contains(&tool.to_string()));

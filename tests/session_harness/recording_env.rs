@@ -1,5 +1,6 @@
 //! An execution environment written the way a consumer would (spec §4.1: Docker, SSH, …): it
-//! records every command request and delegates the work to another environment.
+//! records every command request and delegates the work to another environment. It can also hold
+//! every grep until a number of greps run at once, which only calls made in parallel pass.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -20,6 +21,9 @@ pub struct SeenCommand {
 pub struct RecordingEnvironment {
     pub inner: Arc<dyn ExecutionEnvironment>,
     pub seen: Arc<Mutex<Vec<SeenCommand>>>,
+    /// When set, a grep waits until as many greps as the barrier holds wait with it; one that
+    /// waits alone for 10 seconds fails.
+    pub grep_gate: Option<Arc<tokio::sync::Barrier>>,
 }
 
 #[async_trait]
@@ -66,6 +70,13 @@ impl ExecutionEnvironment for RecordingEnvironment {
         self.inner.exec_command(request).await
     }
     async fn grep(&self, pattern: &str, path: &Path, options: GrepOptions) -> Result<GrepResult, ExecError> {
+        if let Some(gate) = &self.grep_gate
+            && tokio::time::timeout(std::time::Duration::from_secs(10), gate.wait()).await.is_err()
+        {
+            return Err(ExecError::InvalidInput(format!(
+                "grep `{pattern}` ran alone: no other grep ran with it"
+            )));
+        }
         self.inner.grep(pattern, path, options).await
     }
     async fn glob(&self, pattern: &str, path: &Path) -> Result<Vec<PathBuf>, ExecError> {
@@ -89,6 +100,13 @@ impl ExecutionEnvironment for RecordingEnvironment {
 pub fn recording() -> (super::WrapEnv, Arc<Mutex<Vec<SeenCommand>>>) {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let list = Arc::clone(&seen);
-    let wrap: super::WrapEnv = Box::new(move |inner| Arc::new(RecordingEnvironment { inner, seen: list }));
+    let wrap: super::WrapEnv =
+        Box::new(move |inner| Arc::new(RecordingEnvironment { inner, seen: list, grep_gate: None }));
     (wrap, seen)
+}
+
+/// A `Setup::wrap_env` whose greps each wait until `together` greps run at once.
+pub fn gated_grep(together: usize) -> super::WrapEnv {
+    let gate = Some(Arc::new(tokio::sync::Barrier::new(together)));
+    Box::new(move |inner| Arc::new(RecordingEnvironment { inner, seen: Arc::default(), grep_gate: gate }))
 }

@@ -13,7 +13,7 @@ use crate::tools::read_file::number_lines;
 /// Lines of code the parent receives at most.
 pub const MAX_SNIPPET_LINES: usize = 400;
 /// Characters of code the parent receives at most.
-pub const MAX_SNIPPET_CHARS: usize = 40_000;
+pub const MAX_SNIPPET_CHARS: usize = 24_000;
 
 /// One range of one file, with its text when it fit.
 #[derive(Debug, Clone, PartialEq)]
