@@ -447,3 +447,21 @@ async fn a_separately_configured_search_model_gets_the_search_requests() {
         )
     );
 }
+
+/// `[search] model` alone: the session's provider serves the search, with that model.
+#[tokio::test]
+async fn a_search_model_alone_is_asked_through_the_sessions_provider() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.md"), "the id is random\n").unwrap();
+    std::fs::write(dir.path().join(".agentls.toml"), "[search]\nmodel = \"claude-haiku-4-5\"\n").unwrap();
+    mock.push(search("which file talks about the id?"));
+    mock.push(Reply::new().tool_call("f1", "finish", json!({"files": [{"path": "notes.md"}]})));
+    mock.push(Reply::new().text("notes.md."));
+    let args = ["--provider", "anthropic", "--model", "claude-parent", "Which file?"];
+    let out = exec_command(&mock, dir.path(), "sk-key", &args).output().await.expect("agentls runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let models: Vec<Value> = mock.requests().iter().map(|r| r.body["model"].clone()).collect();
+    assert_eq!(models, [json!("claude-parent"), json!("claude-haiku-4-5"), json!("claude-parent")]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "Searching.\nnotes.md.\n");
+}

@@ -16,7 +16,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use choices::{ProfileKind, ReasoningEffort};
-pub use provider::{ProviderKind, ProviderSettings, ResolveError, resolve_provider, resolve_search_provider};
+pub use provider::{
+    ProviderKind, ProviderSettings, ResolveError, SearchProvider, resolve_provider, resolve_search_provider,
+};
 pub use secret::Secret;
 
 /// File name of the project configuration, looked up in the workspace root.

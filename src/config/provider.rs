@@ -168,21 +168,22 @@ pub fn resolve_provider(
     Ok(settings)
 }
 
+/// Where `codebase_search`'s search model is asked, when `[search]` names its own.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SearchProvider {
+    /// `[search] model` alone: the session's provider (and client) serves this model.
+    SessionProvider { model: String },
+    /// `[search] provider`: another provider, resolved as a session's would be.
+    Own(ProviderSettings),
+}
+
 /// The provider and model `codebase_search` asks, when `[search]` names its own (`None`: the
-/// session's). With only a model, the session's provider serves it; with a provider, that
-/// provider's settings (key, base URL, `model` or default model) apply as for a session.
-pub fn resolve_search_provider(
-    config: &Config,
-    env: &Env,
-    session: &ProviderSettings,
-) -> Result<Option<ProviderSettings>, ResolveError> {
+/// session's). With a provider, that provider's settings (key, base URL, `model` or default
+/// model) apply as for a session, never the session's model.
+pub fn resolve_search_provider(config: &Config, env: &Env) -> Result<Option<SearchProvider>, ResolveError> {
     let search = config.search();
     let Some(kind) = search.provider else {
-        return Ok(search.model.map(|model| ProviderSettings {
-            model,
-            chosen_by: "[search] model".into(),
-            ..session.clone()
-        }));
+        return Ok(search.model.map(|model| SearchProvider::SessionProvider { model }));
     };
     let mut settings = settings_for(config, env, kind, "[search] provider");
     settings.model = search
@@ -195,7 +196,7 @@ pub fn resolve_search_provider(
             var: settings.api_key_var.clone().unwrap_or_default(),
         });
     }
-    Ok(Some(settings))
+    Ok(Some(SearchProvider::Own(settings)))
 }
 
 fn settings_for(config: &Config, env: &Env, kind: ProviderKind, chosen_by: &str) -> ProviderSettings {

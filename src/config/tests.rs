@@ -204,28 +204,30 @@ fn the_search_model_defaults_to_the_sessions_and_can_have_its_own_provider() {
         layer: ConfigLayer::parse_toml(toml, Path::new("c.toml")).unwrap(),
         sources: vec![],
     };
-    let session = |config: &Config| resolve_provider(config, &env, || false).unwrap();
 
     let plain = config("model = \"claude-opus-4-1\"\n");
-    assert_eq!(resolve_search_provider(&plain, &env, &session(&plain)), Ok(None));
+    assert_eq!(resolve_search_provider(&plain, &env), Ok(None));
 
     let model_only = config("model = \"claude-opus-4-1\"\n[search]\nmodel = \"claude-haiku-4-5\"\n");
-    let found = resolve_search_provider(&model_only, &env, &session(&model_only)).unwrap().unwrap();
-    assert_eq!((found.kind, found.model.as_str()), (ProviderKind::Anthropic, "claude-haiku-4-5"));
-    assert_eq!(found.api_key, session(&model_only).api_key);
+    assert_eq!(
+        resolve_search_provider(&model_only, &env),
+        Ok(Some(SearchProvider::SessionProvider { model: "claude-haiku-4-5".into() }))
+    );
 
     let own = config(
         "model = \"claude-opus-4-1\"\n[search]\nprovider = \"openai-chat\"\n\
          [providers.openai-chat]\nmodel = \"qwen3-coder-small\"\n",
     );
-    let found = resolve_search_provider(&own, &env, &session(&own)).unwrap().unwrap();
+    let Ok(Some(SearchProvider::Own(found))) = resolve_search_provider(&own, &env) else {
+        panic!("[search] provider resolves to its own settings")
+    };
     assert_eq!(found.kind, ProviderKind::OpenAiChat);
     assert_eq!(found.model, "qwen3-coder-small", "the session's model is not the search provider's");
     assert_eq!(found.base_url, "http://127.0.0.1:9/v1");
 
     let keyless = config("[search]\nprovider = \"gemini\"\n");
     assert_eq!(
-        resolve_search_provider(&keyless, &env, &session(&keyless)),
+        resolve_search_provider(&keyless, &env),
         Err(ResolveError::MissingKey { provider: ProviderKind::Gemini, var: "GEMINI_API_KEY".into() })
     );
 }

@@ -16,8 +16,8 @@ use std::sync::Arc;
 
 use super::{SessionConfig, SessionOptions, Turn};
 use crate::config::{
-    Approval, Config, ConfigError, ConfigLayer, Env, LoadOptions, ProfileKind, ResolveError, provider,
-    resolve_provider, resolve_search_provider,
+    Approval, Config, ConfigError, ConfigLayer, Env, LoadOptions, ProfileKind, ResolveError, SearchProvider,
+    provider, resolve_provider, resolve_search_provider,
 };
 use crate::exec::{ExecutionEnvironment, LocalExecutionEnvironment, LocalOptions};
 use crate::llm::{self, LlmError};
@@ -129,7 +129,7 @@ impl SessionBuilder {
         };
         let model = settings.model.clone();
         let profile = parts.profile.unwrap_or_else(|| ProfileKind::for_provider(settings.kind));
-        let search = resolve_search_provider(config, env, &settings)?;
+        let search = resolve_search_provider(config, env)?;
         let client = llm::Client::from_config(config, settings).map_err(BuildError::Client)?;
         let documents = parts.documents.unwrap_or_default();
         let workspace = Arc::new(Workspace::new(documents));
@@ -161,10 +161,15 @@ impl SessionBuilder {
         if let Some(search) = search
             && tools.iter().any(|t| t.name() == "codebase_search")
         {
+            let access = match search {
+                SearchProvider::SessionProvider { model } => ModelAccess { client: client.clone(), model },
+                SearchProvider::Own(settings) => ModelAccess {
+                    model: settings.model.clone(),
+                    client: llm::Client::from_config(config, settings).map_err(BuildError::Client)?,
+                },
+            };
             // A later tool of the same name replaces the profile's (which asks the session's model).
-            let model = search.model.clone();
-            let client = llm::Client::from_config(config, search).map_err(BuildError::Client)?;
-            tools.push(Arc::new(CodebaseSearchTool::with_model(ModelAccess { client, model })));
+            tools.push(Arc::new(CodebaseSearchTool::with_model(access)));
         }
         tools.extend(parts.extra_tools);
         let options = SessionOptions {
