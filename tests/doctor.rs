@@ -199,3 +199,37 @@ async fn a_server_echoing_the_key_does_not_leak_it() {
     assert!(written.contains("model error response"), "{written}");
     assert!(!written.contains(SECRET_SUFFIX), "key in the log file:\n{written}");
 }
+
+/// `doctor` names the model `codebase_search` asks: the session's, or `[search]`'s.
+#[tokio::test]
+async fn doctor_names_the_search_model() {
+    let dialect = Dialect::Anthropic;
+    let doctor = |dir: &Path| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_agentls"));
+        cmd.args(["doctor", "--provider", "anthropic"])
+            .current_dir(dir)
+            .env_clear()
+            .env("HOME", dir)
+            .env("AGENTLS_CONFIG", dir.join("no-user-config.toml"))
+            .env(dialect.key_var(), key(dialect));
+        let output = cmd.output().expect("run agentls");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    assert!(doctor(dir.path()).contains("search model (codebase_search): the session's\n"));
+    std::fs::write(
+        dir.path().join(".agentls.toml"),
+        "[search]\nprovider = \"openai-chat\"\nmodel = \"small\"\n[providers.openai-chat]\nbase_url = \"http://127.0.0.1:9/v1\"\n",
+    )
+    .unwrap();
+    assert!(
+        doctor(dir.path())
+            .contains("search model (codebase_search): small (openai-chat, http://127.0.0.1:9/v1)\n")
+    );
+    std::fs::write(dir.path().join(".agentls.toml"), "[search]\nprovider = \"gemini\"\n").unwrap();
+    assert!(
+        doctor(dir.path())
+            .contains("search model (codebase_search): unusable: provider gemini needs an API key")
+    );
+}

@@ -9,7 +9,8 @@ use futures::StreamExt;
 
 use super::{DoctorArgs, load_config};
 use crate::config::{
-    Config, Env, ProviderKind, ProviderSettings, provider::local_server_listening, resolve_provider,
+    Config, Env, ProviderKind, ProviderSettings, SearchProvider, provider::local_server_listening,
+    resolve_provider, resolve_search_provider,
 };
 use crate::llm::{Client, LlmError, Message, Request, RetryPolicy, StreamEvent, Usage};
 use crate::logging;
@@ -38,10 +39,21 @@ pub fn run(env: &Env, args: DoctorArgs) -> Result<ExitCode, String> {
     if let Some(var) = &settings.api_key_var {
         println!("key variable: {var} ({})", if settings.api_key.is_some() { "set" } else { "not set" });
     }
+    println!("search model (codebase_search): {}", search_model(&config, env));
     if args.ping {
         ping(&config, settings)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Which model `codebase_search` asks, as `[search]` resolves.
+fn search_model(config: &Config, env: &Env) -> String {
+    match resolve_search_provider(config, env) {
+        Ok(None) => "the session's".into(),
+        Ok(Some(SearchProvider::SessionProvider { model })) => format!("{model} (the session's provider)"),
+        Ok(Some(SearchProvider::Own(s))) => format!("{} ({}, {})", s.model, s.kind, s.base_url),
+        Err(error) => format!("unusable: {error}"),
+    }
 }
 
 /// The prompt of `--ping`: small, and answerable without tools or thinking.

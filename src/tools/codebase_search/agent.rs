@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use super::calls::{self, SearchCall};
 use super::root::SearchRoot;
 use super::{grep, list_directory, read};
-use crate::llm::{Message, Request, Response, ToolChoice, ToolResult};
+use crate::llm::{ContentPart, Message, Request, Response, ToolChoice, ToolResult};
 use crate::tools::{ModelAccess, ToolContext, ToolError};
 
 /// Model turns a search may take.
@@ -141,7 +141,7 @@ async fn ask(
 /// `text`, then the turn counter after `used` turns and how much of the context budget the
 /// conversation (`messages` and `text`) takes.
 fn with_counter(text: String, used: usize, messages: &[Message]) -> String {
-    let chars: usize = messages.iter().map(|m| m.text().len()).sum::<usize>() + text.len();
+    let chars: usize = messages.iter().flat_map(|m| &m.content).map(part_chars).sum::<usize>() + text.len();
     let percent = (chars * 100 / CONTEXT_BUDGET_CHARS).min(100);
     let budget = format!(
         "Context budget: {percent}% used ({}K of {}K characters)",
@@ -150,6 +150,16 @@ fn with_counter(text: String, used: usize, messages: &[Message]) -> String {
     );
     let counter = turn_counter(used);
     if text.is_empty() { format!("{counter}\n{budget}") } else { format!("{text}\n\n{counter}\n{budget}") }
+}
+
+/// The characters a message part puts in the search model's context.
+fn part_chars(part: &ContentPart) -> usize {
+    match part {
+        ContentPart::Text { text } | ContentPart::Thinking { text, .. } => text.len(),
+        ContentPart::ToolCall(call) => call.name.len() + call.arguments.to_string().len(),
+        ContentPart::ToolResult(result) => result.content.len(),
+        ContentPart::Image(_) | ContentPart::RedactedThinking { .. } => 0,
+    }
 }
 
 /// A call's result, wrapped in its echo tag.
@@ -179,6 +189,25 @@ async fn execute(ctx: &ToolContext, root: &SearchRoot, call: &Result<SearchCall,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The prompt is code: its XML examples are calls the parser reads, and it names every tool
+    /// and every parameter the search model is offered.
+    #[test]
+    fn the_prompt_shows_the_tools_as_they_are_parsed_and_offered() {
+        let calls: Vec<SearchCall> =
+            calls::parse_xml(SYSTEM_PROMPT).into_iter().map(Result::unwrap).collect();
+        let names: Vec<&str> = calls.iter().map(SearchCall::name).collect();
+        assert_eq!(names, calls::TOOL_NAMES);
+        for definition in calls::definitions() {
+            assert!(SYSTEM_PROMPT.contains(&format!("{} ", definition.name)), "{}", definition.name);
+            let properties = definition.parameters["properties"].as_object().unwrap();
+            for parameter in properties.keys() {
+                assert!(SYSTEM_PROMPT.contains(parameter.as_str()), "{parameter} of {}", definition.name);
+            }
+        }
+        assert!(SYSTEM_PROMPT.contains(super::super::OVER_LIMIT));
+        assert!(SYSTEM_PROMPT.contains(&format!("at most {MAX_TURNS} turns")));
+    }
 
     #[test]
     fn the_turn_counter_is_the_seeds() {
