@@ -14,7 +14,7 @@ use agentls::session::EventKind;
 use agentls::tools::codebase_search::{OVER_LIMIT, turn_counter};
 use regex::Regex;
 use serde_json::{Value, json};
-use session_harness::calls::{last_message, sent_result};
+use session_harness::calls::{last_message, offered_tools, sent_result};
 use session_harness::recording_env::gated_grep;
 use session_harness::{Harness, Setup, of_kind, reason, str_of};
 use support::exec_binary::exec_command;
@@ -340,6 +340,13 @@ async fn native_calls_work_over_every_providers_wire_format() {
         let events = h.run("Where?").await;
         assert_eq!(reason(&events), "completed", "{profile}");
         assert_eq!(h.requests().len(), 4, "{profile}");
+        assert!(offered_tools(profile, &h.body(0)).contains(&"codebase_search".to_string()), "{profile}");
+        let inner = offered_tools(profile, &h.body(1));
+        assert_eq!(
+            inner,
+            ["grep", "read", "list_directory", "finish"],
+            "{profile}: the search model's own tools"
+        );
 
         let body = h.body(2);
         assert_eq!(
