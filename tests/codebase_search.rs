@@ -160,6 +160,17 @@ async fn the_xml_form_follows_the_seeds_message_flow_and_returns_snippets() {
     let end = of_kind(&events, EventKind::ToolCallEnd);
     assert_eq!(str_of(end[0], "status"), "ok");
     assert_eq!(str_of(end[0], "output"), parent.content);
+    // Each turn of the search streams one line of the card's live output.
+    let progress: String = of_kind(&events, EventKind::ToolCallOutputDelta)
+        .into_iter()
+        .inspect(|e| assert_eq!(str_of(e, "call_id"), "s1"))
+        .map(|e| str_of(e, "delta"))
+        .collect();
+    assert_eq!(
+        progress,
+        "turn 1: grep new_id in src/, list_directory src\nturn 2: read src/session.rs:5-13\n\
+         turn 3: finish src/session.rs:6-8,11-13\n"
+    );
 }
 
 /// A search model that never calls finish gets four turns, the last one demanding finish (in

@@ -83,6 +83,7 @@ async fn run_scenario(dir: &Path) -> Result<(), String> {
         shell: ShellLimits::default(),
         cancel: CancellationToken::new(),
         model: None,
+        output: None,
     };
     let outcome = registry.execute(&tool, &args.to_string(), &ctx).await;
     let after = read_tree(&root);

@@ -60,6 +60,7 @@ impl Fixture {
             shell: ShellLimits::default(),
             cancel: CancellationToken::new(),
             model: None,
+            output: None,
         };
         Self { disk, env, documents, registry, ctx }
     }

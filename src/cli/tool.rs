@@ -137,6 +137,7 @@ pub fn run(env: &Env, args: ToolArgs) -> Result<ExitCode, String> {
         shell: limits,
         cancel: cancel.clone(),
         model: None,
+        output: None,
     };
 
     let runtime = tokio::runtime::Builder::new_current_thread()

@@ -34,7 +34,7 @@ use crate::profiles::{
 };
 use crate::tools::registry::{BatchEvent, BatchMode, ToolCallOutcome, ToolCallRequest, ToolRegistry};
 use crate::tools::truncate::TruncationPolicy;
-use crate::tools::{ModelAccess, ToolContext};
+use crate::tools::{ModelAccess, OutputForCall, ToolContext};
 use crate::workspace::ReadTracker;
 
 enum CallError {
@@ -77,9 +77,10 @@ pub(super) async fn run(
         tools: registry.names(),
         project_docs: project_docs.docs.iter().map(|d| d.path.clone()).collect(),
     }));
-    // Commands stream their output to the host as TOOL_CALL_OUTPUT_DELTA events.
+    // Commands (and tools that report progress) stream their output to the host as
+    // TOOL_CALL_OUTPUT_DELTA events.
     let output_events = events.clone();
-    let env = OutputExecutionEnvironment::new(opts.env.clone(), move |call_id| {
+    let output: OutputForCall = Arc::new(move |call_id: &str| {
         let (events, call_id) = (output_events.clone(), call_id.to_string());
         Some(OutputSink::new(move |delta| {
             events.emit(EventData::ToolCallOutputDelta(OutputDelta {
@@ -87,6 +88,10 @@ pub(super) async fn run(
                 delta: delta.to_string(),
             }))
         }))
+    });
+    let env = OutputExecutionEnvironment::new(opts.env.clone(), {
+        let output = Arc::clone(&output);
+        move |call_id| output(call_id)
     });
     let ctx_template = ToolContext {
         env: Arc::new(env),
@@ -98,6 +103,7 @@ pub(super) async fn run(
         shell: ShellLimits::default(),
         cancel: CancellationToken::new(),
         model: None,
+        output: Some(output),
     };
     let mut runner = Runner {
         shared,

@@ -34,7 +34,7 @@ pub mod edit_file;
 pub mod replace;
 pub mod write_file;
 
-use crate::exec::{ExecutionEnvironment, ShellLimits};
+use crate::exec::{ExecutionEnvironment, OutputSink, ShellLimits};
 use crate::llm;
 use crate::workspace::{EditorPort, ReadTracker, Workspace};
 
@@ -90,7 +90,13 @@ pub struct ToolContext {
     /// The session's model, for tools that ask a model themselves (`codebase_search`); `None`
     /// where no model is at hand (`agentls tool`).
     pub model: Option<ModelAccess>,
+    /// Where a call's live output goes (the host's TOOL_CALL_OUTPUT_DELTA events), by call id;
+    /// `None` outside a session.
+    pub output: Option<OutputForCall>,
 }
+
+/// Chooses the live-output sink of a tool call from its id.
+pub type OutputForCall = Arc<dyn Fn(&str) -> Option<OutputSink> + Send + Sync>;
 
 /// A model a tool may call: a client and the model its requests name.
 #[derive(Debug, Clone)]
@@ -100,6 +106,14 @@ pub struct ModelAccess {
 }
 
 impl ToolContext {
+    /// Streams `text` to the host as this call's live output, as a command's output streams
+    /// (progress of a long tool); nothing happens outside a session.
+    pub fn report(&self, text: &str) {
+        if let Some(sink) = self.output.as_ref().and_then(|output| output(&self.call_id)) {
+            sink.send(text);
+        }
+    }
+
     /// The absolute path a model-given `path` names (relative to the working directory, or
     /// absolute), resolved by the environment: symlinks followed, roots enforced.
     pub fn resolve(&self, path: &str) -> Result<PathBuf, ToolError> {

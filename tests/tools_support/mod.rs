@@ -74,6 +74,7 @@ impl Fixture {
             shell,
             cancel: CancellationToken::new(),
             model: None,
+            output: None,
         };
         Self { dir, port, ctx }
     }

@@ -11,6 +11,7 @@
 //! - Native function calls are answered with tool results; calls written in the XML form are
 //!   answered in a user message. Either way every result is wrapped the same way.
 //! - A cancelled parent turn stops the search at once.
+//! - Each turn's calls are reported as one line of the parent call's live output.
 
 use futures::future::join_all;
 use tokio_util::sync::CancellationToken;
@@ -85,6 +86,7 @@ pub(super) async fn run(
         } else {
             native.iter().map(|c| SearchCall::from_native(&c.name, &c.arguments)).collect()
         };
+        ctx.report(&progress(turn, &parsed));
         if let Some(files) = parsed.iter().find_map(|c| match c {
             Ok(SearchCall::Finish(files)) => Some(files.clone()),
             _ => None,
@@ -122,6 +124,19 @@ pub(super) async fn run(
         }
     }
     Ok(Ending::OutOfTurns)
+}
+
+/// One line of the parent's live output per turn: what the search model asked for.
+fn progress(turn: usize, calls: &[Result<SearchCall, String>]) -> String {
+    let calls: Vec<String> = calls
+        .iter()
+        .map(|call| match call {
+            Ok(call) => call.describe(),
+            Err(why) => format!("(unreadable call: {why})"),
+        })
+        .collect();
+    let calls = if calls.is_empty() { "no tool call".to_string() } else { calls.join(", ") };
+    format!("turn {turn}: {calls}\n")
 }
 
 async fn ask(

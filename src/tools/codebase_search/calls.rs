@@ -107,6 +107,37 @@ impl SearchCall {
         }
     }
 
+    /// A short line for the parent's progress: `grep new_id in src/ (*.rs)`, `read a.rs:1-9`.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Grep(args) => {
+                let mut line = format!("grep {}", args.pattern);
+                if let Some(dir) = &args.sub_dir {
+                    line.push_str(&format!(" in {dir}"));
+                }
+                if let Some(glob) = &args.glob {
+                    line.push_str(&format!(" ({glob})"));
+                }
+                line
+            }
+            Self::Read(args) => match &args.lines {
+                Some(lines) => format!("read {}:{lines}", args.path),
+                None => format!("read {}", args.path),
+            },
+            Self::ListDirectory(args) => format!("list_directory {}", args.path.as_deref().unwrap_or(".")),
+            Self::Finish(files) => {
+                let files: Vec<String> = files
+                    .iter()
+                    .map(|f| match &f.lines {
+                        Some(lines) => format!("{}:{lines}", f.path),
+                        None => f.path.clone(),
+                    })
+                    .collect();
+                format!("finish {}", files.join(" "))
+            }
+        }
+    }
+
     /// The opening tag its result is wrapped in: the tool's name with the call's arguments as
     /// attributes, so the model sees which query each result answers.
     pub fn open_tag(&self) -> String {
