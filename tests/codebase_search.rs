@@ -406,8 +406,8 @@ async fn cancelling_the_parent_turn_cancels_the_search() {
 }
 
 /// `[search]` in the project file sends the search to its own provider and model (here a
-/// Chat Completions server), through the real `agentls exec`; the session's provider sees only
-/// the parent's turns.
+/// Chat Completions server, offered no native tools: a model that writes the XML form), through
+/// the real `agentls exec`; the session's provider sees only the parent's turns.
 #[tokio::test]
 async fn a_separately_configured_search_model_gets_the_search_requests() {
     let parent = MockProvider::start(Dialect::Anthropic).await;
@@ -418,7 +418,7 @@ async fn a_separately_configured_search_model_gets_the_search_requests() {
     std::fs::write(
         dir.path().join(".agentls.toml"),
         format!(
-            "[search]\nprovider = \"openai-chat\"\nmodel = \"search-small\"\n\n\
+            "[search]\nprovider = \"openai-chat\"\nmodel = \"search-small\"\nnative_tools = false\n\n\
              [providers.openai-chat]\nbase_url = \"{}\"\n",
             searcher.url()
         ),
@@ -446,6 +446,7 @@ async fn a_separately_configured_search_model_gets_the_search_requests() {
     for request in &searches {
         assert_eq!(request.path, "/v1/chat/completions");
         assert_eq!(request.body["model"], "search-small");
+        assert_eq!(request.body.get("tools"), None, "native_tools = false: the XML form only");
         assert!(!String::from_utf8_lossy(&request.raw_body).contains("sk-parent-key-1"));
     }
     let messages = searches[1].body["messages"].as_array().unwrap();
@@ -491,5 +492,9 @@ async fn a_search_model_alone_is_asked_through_the_sessions_provider() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let models: Vec<Value> = mock.requests().iter().map(|r| r.body["model"].clone()).collect();
     assert_eq!(models, [json!("claude-parent"), json!("claude-haiku-4-5"), json!("claude-parent")]);
+    let requests = mock.requests();
+    let offered: Vec<&str> =
+        requests[1].body["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(offered, ["grep", "read", "list_directory", "finish"]);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "Searching.\nnotes.md.\n");
 }

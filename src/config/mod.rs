@@ -117,6 +117,9 @@ pub struct SearchLayer {
     /// The search model; default: the provider's `model` setting or default model when
     /// `provider` is set, else the session's model.
     pub model: Option<String>,
+    /// Offer the search tools as native function definitions (default true). `false` sends
+    /// none: for a model served without function calling, which writes the XML form.
+    pub native_tools: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -201,7 +204,7 @@ impl ConfigLayer {
         }
         if let Some(search) = other.search {
             let slot = self.search.get_or_insert_with(SearchLayer::default);
-            merge_fields!(slot, search; provider, model);
+            merge_fields!(slot, search; provider, model, native_tools);
         }
         if let Some(log) = other.log {
             let slot = self.log.get_or_insert_with(LogLayer::default);

@@ -189,8 +189,14 @@ fn the_search_section_is_parsed_strictly_and_merged_key_by_key() {
     );
     assert_eq!(
         layer.search,
-        Some(SearchLayer { provider: Some(ProviderKind::Gemini), model: Some("gemini-2.5-flash".into()) })
+        Some(SearchLayer {
+            provider: Some(ProviderKind::Gemini),
+            model: Some("gemini-2.5-flash".into()),
+            native_tools: None
+        })
     );
+    let editor = ConfigLayer::from_json(serde_json::json!({"search": {"model": "small"}}), "editor").unwrap();
+    assert_eq!(editor.search, Some(SearchLayer { model: Some("small".into()), ..SearchLayer::default() }));
 }
 
 #[test]

@@ -158,18 +158,21 @@ impl SessionBuilder {
             }
         });
         let mut tools = profile.tools();
-        if let Some(search) = search
-            && tools.iter().any(|t| t.name() == "codebase_search")
-        {
-            let access = match search {
-                SearchProvider::SessionProvider { model } => ModelAccess { client: client.clone(), model },
-                SearchProvider::Own(settings) => ModelAccess {
+        let native_tools = config.search().native_tools.unwrap_or(true);
+        if (search.is_some() || !native_tools) && tools.iter().any(|t| t.name() == "codebase_search") {
+            let mut tool = CodebaseSearchTool::new().native_tools(native_tools);
+            tool = match search {
+                None => tool,
+                Some(SearchProvider::SessionProvider { model }) => {
+                    tool.with_model(ModelAccess { client: client.clone(), model })
+                }
+                Some(SearchProvider::Own(settings)) => tool.with_model(ModelAccess {
                     model: settings.model.clone(),
                     client: llm::Client::from_config(config, settings).map_err(BuildError::Client)?,
-                },
+                }),
             };
             // A later tool of the same name replaces the profile's (which asks the session's model).
-            tools.push(Arc::new(CodebaseSearchTool::with_model(access)));
+            tools.push(Arc::new(tool));
         }
         tools.extend(parts.extra_tools);
         let options = SessionOptions {

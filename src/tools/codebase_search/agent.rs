@@ -5,8 +5,8 @@
 //!
 //! Invariants:
 //! - At most [`MAX_TURNS`] model calls. The message before the last one says it is the last and
-//!   demands `finish` (and the request forces that tool); a model that still does not finish
-//!   ends the search without a result.
+//!   demands `finish` (and a request that offers native tools forces that one); a model that
+//!   still does not finish ends the search without a result.
 //! - The calls of one turn run concurrently; their results are in call order.
 //! - Native function calls are answered with tool results; calls written in the XML form are
 //!   answered in a user message. Either way every result is wrapped the same way.
@@ -53,9 +53,11 @@ pub(super) enum Ending {
     OutOfTurns,
 }
 
-/// One search for `query` with `model`.
+/// One search for `query` with `model`; `native_tools`: whether the tools are offered as
+/// function definitions (the XML form is read either way).
 pub(super) async fn run(
     model: &ModelAccess,
+    native_tools: bool,
     ctx: &ToolContext,
     root: &SearchRoot,
     query: &str,
@@ -70,7 +72,7 @@ pub(super) async fn run(
         let request = Request {
             model: model.model.clone(),
             messages: messages.clone(),
-            tools: calls::definitions(),
+            tools: if native_tools { calls::definitions() } else { Vec::new() },
             tool_choice: if turn == MAX_TURNS {
                 ToolChoice::Named("finish".into())
             } else {

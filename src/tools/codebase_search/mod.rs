@@ -43,17 +43,26 @@ pub const READ_MAX_LINES: usize = read::MAX_LINES;
 
 pub struct CodebaseSearchTool {
     model: Option<ModelAccess>,
+    native_tools: bool,
 }
 
 impl CodebaseSearchTool {
-    /// Searches with the session's model.
+    /// Searches with the session's model, offering it the search tools as native functions.
     pub fn new() -> Self {
-        Self { model: None }
+        Self { model: None, native_tools: true }
     }
 
     /// Searches with `model` (the `[search]` configuration) instead of the session's.
-    pub fn with_model(model: ModelAccess) -> Self {
-        Self { model: Some(model) }
+    pub fn with_model(mut self, model: ModelAccess) -> Self {
+        self.model = Some(model);
+        self
+    }
+
+    /// Whether the search model is offered its tools as native function definitions; without
+    /// them it can only write the XML form (a model served without function calling).
+    pub fn native_tools(mut self, native: bool) -> Self {
+        self.native_tools = native;
+        self
     }
 }
 
@@ -110,7 +119,7 @@ impl Tool for CodebaseSearchTool {
             )
         })?;
         let root = root::SearchRoot::new(ctx)?;
-        match agent::run(model, ctx, &root, query).await? {
+        match agent::run(model, self.native_tools, ctx, &root, query).await? {
             agent::Ending::Finished { files, turns } => {
                 let (snippets, problems) = finish::snippets(ctx, &root, &files).await;
                 Ok(ToolOutput::text(finish::render(query, turns, &snippets, &problems)))
