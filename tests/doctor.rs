@@ -220,13 +220,14 @@ async fn doctor_names_the_search_model() {
     assert!(doctor(dir.path()).contains("search model (codebase_search): the session's\n"));
     std::fs::write(
         dir.path().join(".agentls.toml"),
-        "[search]\nprovider = \"openai-chat\"\nmodel = \"small\"\n[providers.openai-chat]\nbase_url = \"http://127.0.0.1:9/v1\"\n",
+        "[search]\nprovider = \"openai-chat\"\nmodel = \"small\"\nnative_tools = false\n\
+         [providers.openai-chat]\nbase_url = \"http://127.0.0.1:9/v1\"\n",
     )
     .unwrap();
-    assert!(
-        doctor(dir.path())
-            .contains("search model (codebase_search): small (openai-chat, http://127.0.0.1:9/v1)\n")
-    );
+    assert!(doctor(dir.path()).contains(
+        "search model (codebase_search): small (openai-chat, http://127.0.0.1:9/v1); tool calls in the XML form \
+         only\n"
+    ));
     std::fs::write(dir.path().join(".agentls.toml"), "[search]\nprovider = \"gemini\"\n").unwrap();
     assert!(
         doctor(dir.path())

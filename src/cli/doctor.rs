@@ -48,11 +48,15 @@ pub fn run(env: &Env, args: DoctorArgs) -> Result<ExitCode, String> {
 
 /// Which model `codebase_search` asks, as `[search]` resolves.
 fn search_model(config: &Config, env: &Env) -> String {
-    match resolve_search_provider(config, env) {
+    let model = match resolve_search_provider(config, env) {
         Ok(None) => "the session's".into(),
         Ok(Some(SearchProvider::SessionProvider { model })) => format!("{model} (the session's provider)"),
         Ok(Some(SearchProvider::Own(s))) => format!("{} ({}, {})", s.model, s.kind, s.base_url),
-        Err(error) => format!("unusable: {error}"),
+        Err(error) => return format!("unusable: {error}"),
+    };
+    match config.search().native_tools {
+        Some(false) => format!("{model}; tool calls in the XML form only"),
+        _ => model,
     }
 }
 
