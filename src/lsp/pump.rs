@@ -164,8 +164,8 @@ impl Pump {
     async fn handle(&mut self, event: Event) {
         let kind = event.kind();
         // Stored before the client hears of the end, so a client that sees `processing_end`
-        // finds the turn in the transcript.
-        if matches!(kind, EventKind::ProcessingEnd | EventKind::SessionEnd) {
+        // finds the turn in the transcript (and one that sees `compaction`, the new history).
+        if matches!(kind, EventKind::ProcessingEnd | EventKind::SessionEnd | EventKind::Compaction) {
             self.persist();
         }
         // Progress ends and a plain client's answer go out before the event that ends them, so
@@ -372,7 +372,8 @@ impl Pump {
     /// Stores the turns added since the last flush.
     fn persist(&mut self) {
         let Some(recorder) = self.transcript.as_mut() else { return };
-        if let Err(e) = recorder.record(&self.session.handle.history()) {
+        let (history, revision) = self.session.handle.history_with_revision();
+        if let Err(e) = recorder.record(&history, revision) {
             tracing::warn!(session = %self.session.id, "cannot write the transcript: {e}");
         }
     }
