@@ -10,7 +10,8 @@
 //! - The latest `keep_exchanges` exchanges (a user input and everything after it) are kept as
 //!   they are; when they are the whole history, the latest turns are kept instead.
 //! - System and instructions turns of the summarised part are kept (after the summary): they
-//!   are facts the model was handed, not conversation.
+//!   are facts the model was handed, not conversation. So is the latest user input when the cut
+//!   falls inside its exchange: the task at hand stays in the user's own words.
 
 use chrono::Utc;
 
@@ -86,14 +87,24 @@ pub fn apply(history: &[Turn], cut: usize, summary: String) -> Vec<Turn> {
         head.iter().filter(|t| matches!(t, Turn::Assistant(_))).count() + earlier(|s| s.model_turns);
     let turns_summarized = head
         .iter()
-        .filter(|t| !matches!(t, Turn::Summary(_) | Turn::System(_) | Turn::Instructions(_)))
+        .enumerate()
+        .filter(|&(i, t)| !matches!(t, Turn::Summary(_)) && !kept_from_head(history, cut, i, t))
         .count()
         + earlier(|s| s.turns_summarized);
     let mut out =
         vec![Turn::Summary(SummaryTurn { summary, turns_summarized, model_turns, timestamp: Utc::now() })];
-    out.extend(head.iter().filter(|t| matches!(t, Turn::System(_) | Turn::Instructions(_))).cloned());
+    out.extend(
+        head.iter().enumerate().filter(|&(i, t)| kept_from_head(history, cut, i, t)).map(|(_, t)| t.clone()),
+    );
     out.extend(history[cut..].iter().cloned());
     out
+}
+
+/// Whether turn `i` of the summarised part `..cut` stays after the summary: system and
+/// instructions turns, and the latest user input when no later one is kept.
+fn kept_from_head(history: &[Turn], cut: usize, i: usize, turn: &Turn) -> bool {
+    let latest_user = history.iter().rposition(|t| matches!(t, Turn::User(_)));
+    matches!(turn, Turn::System(_) | Turn::Instructions(_)) || (Some(i) == latest_user && i < cut)
 }
 
 /// The turns as text the summariser reads.
@@ -230,6 +241,11 @@ mod tests {
         let cut = plan(&h, 2).expect("cut");
         assert!(matches!(h[cut], Turn::Assistant(_)), "the tail starts with a call, not a result");
         assert_eq!(cut, 7);
+        let compacted = apply(&h, cut, "s".into());
+        assert!(matches!(&compacted[1], Turn::User(t) if t.content == "one long task"), "the task is kept");
+        assert_eq!(compacted[2..], h[7..]);
+        let Turn::Summary(s) = &compacted[0] else { panic!() };
+        assert_eq!(s.turns_summarized, 6);
         // A cut that would land on a result moves back to its call.
         h.push(Turn::steering("hurry"));
         let cut = plan(&h, 2).expect("cut");

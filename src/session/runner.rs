@@ -85,14 +85,14 @@ pub(super) async fn run(
     }
     let environment = EnvironmentInfo::capture(&opts.cwd, &opts.config.model).await;
     let project_docs = discover_project_docs(&opts.cwd, opts.profile);
-    events.emit(EventData::SessionStart(SessionStart {
+    let started = SessionStart {
         profile: opts.profile.as_str().into(),
         model: opts.config.model.clone(),
         cwd: opts.cwd.clone(),
         resumed,
         tools: registry.names(),
         project_docs: project_docs.docs.iter().map(|d| d.path.clone()).collect(),
-    }));
+    };
     // Commands stream their output to the host as TOOL_CALL_OUTPUT_DELTA events.
     let output_events = events.clone();
     let env = OutputExecutionEnvironment::new(opts.env.clone(), move |call_id| {
@@ -127,7 +127,9 @@ pub(super) async fn run(
         totals: Usage::default(),
         calibration: Calibration::new(opts.config.chars_per_token),
     };
+    // The context figures are there when the host hears of the session.
     runner.refresh_context(&runner.config());
+    runner.events.emit(EventData::SessionStart(started));
     let cwd = opts.cwd;
     while let Some(command) = commands.recv().await {
         let input = match command {
