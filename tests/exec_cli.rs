@@ -411,3 +411,28 @@ async fn bad_loop_settings_are_usage_errors_naming_the_file_or_flag_and_the_key(
     assert!(err.contains(".agentls.toml") && err.contains("unknown field `tool_line_limit`"), "{err}");
     assert_eq!(mock.request_count(), 0, "nothing reached the model");
 }
+
+/// Seed 002 from the command line: `--submit` prints the submitted answer and exits 0;
+/// `--max-steps` and `--time-limit` stop the task with exit code 4.
+#[tokio::test]
+async fn submit_mode_and_limits_from_flags() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let dir = repo();
+    mock.push(Reply::new().text("Let me think."));
+    mock.push(Reply::new().tool_call("s1", "submit", json!({"answer": "The answer is 42."})));
+    let out = exec(&mock, dir.path(), &["--provider", "anthropic", "--submit", "answer"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "Let me think.\nThe answer is 42.\n");
+    let continued = mock.requests()[1].body.to_string();
+    assert!(continued.contains("call the `submit` tool with your final answer"), "{continued}");
+
+    mock.push(Reply::new().tool_call("g1", "glob", json!({"pattern": "*.md"})));
+    let out = exec(&mock, dir.path(), &["--provider", "anthropic", "--max-steps", "1", "look"]).await;
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert!(stderr(&out).contains("step limit reached (1 model requests)"), "{}", stderr(&out));
+
+    mock.push(Reply::new().text("slow answer").fragment(1).delay(Duration::from_millis(500)));
+    let out = exec(&mock, dir.path(), &["--provider", "anthropic", "--time-limit", "1", "wait"]).await;
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert!(stderr(&out).contains("time limit reached (1 s)"), "{}", stderr(&out));
+}
