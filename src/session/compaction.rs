@@ -275,7 +275,7 @@ mod tests {
         assert!(matches!(&compacted[1], Turn::System(t) if t.content == "note"));
         let again = apply(&compacted, 2, "second".into());
         let Turn::Summary(s) = &again[0] else { panic!() };
-        assert_eq!((s.turns_summarized, s.model_turns), (6 + 0, 3), "{s:?}");
+        assert_eq!((s.turns_summarized, s.model_turns), (6, 3), "the earlier summary's counts: {s:?}");
     }
 
     #[test]

@@ -110,7 +110,7 @@ pub struct ContextStats {
 impl ContextStats {
     /// Share of the window the estimate fills, in percent.
     pub fn percent(&self) -> u64 {
-        if self.context_window == 0 { 0 } else { self.estimate_tokens * 100 / self.context_window }
+        (self.estimate_tokens * 100).checked_div(self.context_window).unwrap_or(0)
     }
 }
 
