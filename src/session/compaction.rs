@@ -158,32 +158,10 @@ fn shortened(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::{ContentPart, Response, Role, ToolCall, ToolResult};
-    use serde_json::json;
+    use crate::llm::{ContentPart, Response, Role};
 
     fn round(id: &str, output: &str) -> [Turn; 2] {
-        let response = Response {
-            content: vec![
-                ContentPart::text(format!("reading {id}")),
-                ContentPart::ToolCall(ToolCall {
-                    id: id.into(),
-                    name: "read_file".into(),
-                    arguments: json!({"file_path": id}),
-                    signature: None,
-                }),
-            ],
-            ..Default::default()
-        };
-        [
-            Turn::assistant(&response),
-            Turn::tool_results(vec![ToolResult {
-                call_id: id.into(),
-                name: "read_file".into(),
-                content: output.into(),
-                is_error: false,
-                images: vec![],
-            }]),
-        ]
+        crate::session::turn::read_round(id, output.into())
     }
 
     fn answer(text: &str) -> Turn {

@@ -111,29 +111,9 @@ fn valid_cuts(history: &[Turn], start: usize, last: usize) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::{ContentPart, Response, ToolCall, ToolResult};
-    use serde_json::json;
 
     fn call_round(id: &str, size: usize) -> [Turn; 2] {
-        let response = Response {
-            content: vec![ContentPart::ToolCall(ToolCall {
-                id: id.into(),
-                name: "read_file".into(),
-                arguments: json!({"file_path": id}),
-                signature: None,
-            })],
-            ..Default::default()
-        };
-        [
-            Turn::assistant(&response),
-            Turn::tool_results(vec![ToolResult {
-                call_id: id.into(),
-                name: "read_file".into(),
-                content: "x".repeat(size),
-                is_error: false,
-                images: vec![],
-            }]),
-        ]
+        crate::session::turn::read_round(id, "x".repeat(size))
     }
 
     fn shape(history: &[Turn]) -> Vec<String> {

@@ -177,6 +177,33 @@ pub fn to_messages(history: &[Turn]) -> Vec<Message> {
     history.iter().map(Turn::to_message).collect()
 }
 
+/// A model turn calling `read_file` on `id` (saying `reading <id>`) and its result `output`.
+#[cfg(test)]
+pub(crate) fn read_round(id: &str, output: String) -> [Turn; 2] {
+    let response = Response {
+        content: vec![
+            ContentPart::text(format!("reading {id}")),
+            ContentPart::ToolCall(ToolCall {
+                id: id.into(),
+                name: "read_file".into(),
+                arguments: serde_json::json!({"file_path": id}),
+                signature: None,
+            }),
+        ],
+        ..Default::default()
+    };
+    [
+        Turn::assistant(&response),
+        Turn::tool_results(vec![ToolResult {
+            call_id: id.into(),
+            name: "read_file".into(),
+            content: output,
+            is_error: false,
+            images: vec![],
+        }]),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

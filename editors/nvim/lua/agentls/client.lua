@@ -34,22 +34,14 @@ function M.refresh_context(client_id, session_id)
   if not client then
     return
   end
-  local params = { command = protocol.command.list_sessions, arguments = { vim.empty_dict() } }
-  local function done(err, res)
-    if err or not res then
-      return
-    end
-    for _, s in ipairs(res.sessions or {}) do
+  M.exec(client, protocol.command.list_sessions, {}, function(err, res)
+    for _, s in ipairs((not err and res and res.sessions) or {}) do
       if s.sessionId == session_id then
         state.set_context(client_id, session_id, s.context)
       end
     end
-  end
-  if has_011 then
-    client:request("workspace/executeCommand", params, done)
-  else
-    client.request("workspace/executeCommand", params, done)
-  end
+    return true -- a failed refresh only leaves the old figures
+  end)
 end
 
 local function handlers()
