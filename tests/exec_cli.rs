@@ -309,7 +309,7 @@ async fn loop_settings_of_the_configuration_file_reach_the_session_and_the_wire(
     std::fs::write(
         dir.path().join(".agentls.toml"),
         "one_call_per_step = true\nloop_detection_window = 2\ncontext_window_tokens = 12\n\
-         [tool_line_limits]\nshell = 4\n",
+         [tool_line_limits]\nshell = 4\n[context]\nauto_compact = false\n",
     )
     .expect("project config");
     let out = exec(&mock, dir.path(), &["--provider", "openai", "--json", "count"]).await;
@@ -355,6 +355,7 @@ async fn loop_flags_override_the_configuration_file() {
         "2",
         "--context-window",
         "12",
+        "--auto-compact=false",
         "count",
     ];
     let out = exec(&mock, dir.path(), &args).await;

@@ -103,6 +103,10 @@ pub struct LoopFlags {
     /// The model's context window in tokens, for the 80% usage warning (`context_window_tokens`).
     #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
     pub context_window: Option<u64>,
+    /// Compact the conversation when it fills `[context] auto_compact_percent` of the context
+    /// window (`context.auto_compact`; `--auto-compact=false` turns it off).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub auto_compact: Option<bool>,
     /// Offer the `submit(answer)` tool and work until the model calls it; a reply without tool
     /// calls gets the fixed continue message (`submit_mode`; `--submit=false` turns it off).
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
@@ -125,6 +129,9 @@ impl LoopFlags {
             submit_mode: self.submit,
             max_steps: self.max_steps,
             time_limit_secs: self.time_limit,
+            context: self
+                .auto_compact
+                .map(|on| crate::config::ContextLayer { auto_compact: Some(on), ..Default::default() }),
             ..Default::default()
         }
     }
