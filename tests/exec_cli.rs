@@ -437,3 +437,41 @@ async fn submit_mode_and_limits_from_flags() {
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     assert!(stderr(&out).contains("time limit reached (1 s)"), "{}", stderr(&out));
 }
+
+/// A context overflow mid-task: `agentls exec` says on stderr that the conversation was
+/// compacted, and `--json` carries the `compaction` event.
+#[tokio::test]
+async fn a_compaction_is_reported_on_stderr_and_in_json() {
+    for json_mode in [false, true] {
+        let mock = MockProvider::start(Dialect::Anthropic).await;
+        for i in 0..4 {
+            mock.push(Reply::new().tool_call(
+                &format!("g{i}"),
+                "glob",
+                json!({"pattern": format!("*{i}.md")}),
+            ));
+        }
+        mock.push_wire("anthropic/error_400_prompt_too_long.http");
+        mock.push(Reply::new().text("The agent globbed four patterns."));
+        mock.push(Reply::new().text("done"));
+        let dir = repo();
+        let mut args = vec!["--provider", "anthropic", "look around"];
+        if json_mode {
+            args.insert(0, "--json");
+        }
+        let out = exec(&mock, dir.path(), &args).await;
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        if json_mode {
+            let events = json_events(&out);
+            let compaction = events.iter().find(|e| e["kind"] == "compaction").expect("a compaction event");
+            assert_eq!(compaction["data"]["trigger"], "overflow");
+        } else {
+            let err = stderr(&out);
+            assert!(
+                err.contains("agentls: compacted the conversation (overflow): 2 messages summarised by"),
+                "{err}"
+            );
+            assert!(String::from_utf8_lossy(&out.stdout).ends_with("done\n"));
+        }
+    }
+}
