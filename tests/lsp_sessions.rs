@@ -351,6 +351,32 @@ async fn compact_command_reports_the_event_and_a_resumed_session_keeps_the_compa
     assert!(!body.contains("first question") && body.contains("second question"), "{body}");
 }
 
+/// A plain client (no `agentls/event`) is told of a compaction with a message.
+#[tokio::test]
+async fn plain_client_is_told_of_a_compaction() {
+    let fx = Fixture::new().await;
+    let client = fx.client(plain_capabilities()).await;
+    let mut id = String::new();
+    for n in ["first", "second", "third", "fourth"] {
+        fx.mock.push(Turn::new().text(&format!("{n} answer")).usage(0, 5));
+        let queued =
+            client.command("agentls.prompt", json!({"text": format!("{n} question")})).await.expect("prompt");
+        id = queued["sessionId"].as_str().unwrap().to_string();
+        client.next_turn_end(&id).await;
+    }
+    fx.mock.push(Turn::new().text("SUMMARY"));
+    client.command("agentls.compact", json!({"sessionId": id})).await.expect("compact");
+    let shown = client
+        .next_notification_where("window/showMessage", |p| {
+            p["message"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("agentls: compacted the conversation (manual): 2 earlier")
+        })
+        .await;
+    assert_eq!(shown["type"], 3);
+}
+
 #[tokio::test]
 async fn instruction_file_edited_on_disk_reaches_the_next_request() {
     let fx = Fixture::new().await;

@@ -304,7 +304,8 @@ impl Pump {
         }
     }
 
-    /// Plain clients see the final answer as a message (full text in the log).
+    /// Plain clients see the final answer as a message (full text in the log), and errors,
+    /// compactions and prunings as messages too.
     async fn plain_client(&mut self, event: &Event) {
         if self.state.profile().plugin {
             return;
@@ -322,6 +323,21 @@ impl Pump {
             EventData::Error(error) => {
                 let message = format!("agentls: {}", error.message);
                 self.state.outbound.tell(MessageType::ERROR, message).await;
+            }
+            // What happened to the conversation is never silent.
+            EventData::Compaction(c) => {
+                let message = format!(
+                    "agentls: compacted the conversation ({}): {} earlier messages replaced by a summary, \
+                     ~{} → ~{} tokens",
+                    c.trigger.as_str(),
+                    c.messages_summarized,
+                    c.tokens_before,
+                    c.tokens_after
+                );
+                self.state.outbound.tell(MessageType::INFO, message).await;
+            }
+            EventData::Warning(w) if w.turns_removed.is_some() => {
+                self.state.outbound.tell(MessageType::WARNING, format!("agentls: {}", w.message)).await;
             }
             _ => {}
         }
