@@ -393,3 +393,21 @@ async fn list_figures_follow_the_providers_reports() {
         assert!(error < 0.01, "round {round}: the estimate tracks the provider: {stats:?}");
     }
 }
+
+#[tokio::test]
+async fn a_configured_compaction_model_writes_the_summary() {
+    let mut h = Harness::start(echo_setup().config(|c| {
+        c.auto_compact = false;
+        c.compaction_model = Some("claude-haiku-small".into());
+    }))
+    .await;
+    four_exchanges(&mut h).await;
+    h.mock.push(Reply::new().text(SUMMARY));
+    h.handle.compact();
+    let events = h.until(EventKind::Compaction).await;
+    assert_eq!(data(events.last().unwrap())["model"], "claude-haiku-small");
+    assert_eq!(h.body(4)["model"], "claude-haiku-small", "the summary request");
+    h.mock.push(Reply::new().text("fifth answer"));
+    h.run("fifth question").await;
+    assert_eq!(h.body(5)["model"], session_harness::model(P), "the session keeps its own model");
+}
