@@ -100,7 +100,8 @@ pub struct LoopFlags {
     /// How many consecutive tool calls loop detection looks at (`loop_detection_window`, at least 2).
     #[arg(long, value_name = "CALLS", value_parser = parse_loop_window)]
     pub loop_detection_window: Option<usize>,
-    /// The model's context window in tokens, for the 80% usage warning (`context_window_tokens`).
+    /// The model's context window in tokens, for the 80% usage warning and automatic compaction
+    /// (`context_window_tokens`).
     #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
     pub context_window: Option<u64>,
     /// Compact the conversation when it fills `[context] auto_compact_percent` of the context

@@ -161,8 +161,8 @@ pub struct ConfigLayer {
     pub loop_detection_window: Option<usize>,
     /// Run only the first tool call of each model step and ask the provider for one (seed 002).
     pub one_call_per_step: Option<bool>,
-    /// The model's context window in tokens, for the 80% usage warning (default: the profile's
-    /// figure for the model).
+    /// The model's context window in tokens, for the 80% usage warning and automatic compaction
+    /// (default: the profile's figure for the model).
     pub context_window_tokens: Option<u64>,
     /// Offer the `submit(answer)` tool: the agent works until it submits, and a reply without
     /// tool calls gets the fixed continue message (seed 002; default false).
