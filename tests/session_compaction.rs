@@ -411,3 +411,30 @@ async fn a_configured_compaction_model_writes_the_summary() {
     h.run("fifth question").await;
     assert_eq!(h.body(5)["model"], session_harness::model(P), "the session keeps its own model");
 }
+
+#[tokio::test]
+async fn automatic_compaction_that_cannot_get_below_the_threshold_stops_for_the_input() {
+    let mut h = Harness::start(echo_setup().config(|c| {
+        c.context_window_tokens = Some(10);
+        c.keep_exchanges = 1;
+    }))
+    .await;
+    h.mock.push(Reply::new().tool_call("c0", "echo", json!({"text": "round 0"})).usage(0, 5));
+    h.mock.push(Reply::new().tool_call("c1", "echo", json!({"text": "round 1"})).usage(0, 5));
+    h.mock.push(Reply::new().text(SUMMARY).usage(0, 5));
+    h.mock.push(Reply::new().tool_call("c2", "echo", json!({"text": "round 2"})).usage(0, 5));
+    h.mock.push(Reply::new().tool_call("c3", "echo", json!({"text": "round 3"})).usage(0, 5));
+    h.mock.push(Reply::new().text("done").usage(0, 5));
+    let events = h.run("a task in a tiny window").await;
+    assert_eq!(reason(&events), "completed");
+    assert_eq!(of_kind(&events, EventKind::Compaction).len(), 1, "one compaction, not one per step");
+    assert!(summary_message(&h.body(3)).is_some());
+    let warnings: Vec<String> =
+        of_kind(&events, EventKind::Warning).iter().map(|w| str_of(w, "message")).collect();
+    assert!(
+        warnings.iter().any(|m| m.starts_with("After compaction the conversation still fills")
+            && m.contains("no more automatic compaction for this input")),
+        "{warnings:?}"
+    );
+    assert_eq!(h.requests().len(), 6);
+}

@@ -40,10 +40,12 @@ pub fn summary_message(summary: &str) -> String {
 /// there is nothing worth summarising.
 pub fn plan(history: &[Turn], keep_exchanges: usize) -> Option<usize> {
     let keep = keep_exchanges.max(1);
+    // Something besides earlier summaries and the turns that stay after the summary anyway.
     let summarisable = |cut: usize| {
         history[..cut]
             .iter()
-            .any(|t| !matches!(t, Turn::Summary(_) | Turn::System(_) | Turn::Instructions(_)))
+            .enumerate()
+            .any(|(i, t)| !matches!(t, Turn::Summary(_)) && !kept_from_head(history, cut, i, t))
     };
     let inputs: Vec<usize> =
         history.iter().enumerate().filter(|(_, t)| matches!(t, Turn::User(_))).map(|(i, _)| i).collect();
@@ -243,6 +245,9 @@ mod tests {
         assert_eq!(plan(&[Turn::user("hi"), answer("hello")], 3), None);
         let compacted = apply(&history(), 6, "s".into());
         assert_eq!(plan(&compacted[..3], 1), None, "a summary alone is not summarised again");
+        let mut task = vec![Turn::user("task")];
+        task.extend(round("a", "x"));
+        assert_eq!(plan(&task, 1), None, "the task alone (kept anyway) is nothing to summarise");
     }
 
     #[test]

@@ -67,6 +67,8 @@ struct Runner {
     totals: Usage,
     /// The token estimate and what the provider's reports taught it.
     calibration: Calibration,
+    /// An automatic compaction of this input left the history above the threshold.
+    auto_compact_spent: bool,
 }
 
 pub(super) async fn run(
@@ -126,6 +128,7 @@ pub(super) async fn run(
         instructions: Instructions::new(&opts.cwd, opts.profile, &opts.history),
         totals: Usage::default(),
         calibration: Calibration::new(opts.config.chars_per_token),
+        auto_compact_spent: false,
     };
     // The context figures are there when the host hears of the session.
     runner.refresh_context(&runner.config());
@@ -239,6 +242,7 @@ impl Runner {
         self.events.emit(EventData::UserInput(Content { content: input }));
         self.hand_over_instructions(context);
         self.drain_steering();
+        self.auto_compact_spent = false;
         // The input's own token: cancelled by the user's cancel or when its time runs out.
         let limit = token.child_token();
         let time_limit = self.config().time_limit_secs;
@@ -441,12 +445,31 @@ impl Runner {
         let mut compacted_for_overflow = false;
         loop {
             let mut request = self.build_request(config);
-            if !auto_checked && config.auto_compact {
+            if !auto_checked && config.auto_compact && !self.auto_compact_spent {
                 auto_checked = true;
                 let stats = self.stats_of(config, &request);
                 if stats.percent() >= u64::from(config.auto_compact_percent) {
                     match self.compact(config, CompactionTrigger::Auto, token).await {
-                        Ok(true) => request = self.build_request(config),
+                        Ok(true) => {
+                            request = self.build_request(config);
+                            let after = self.stats_of(config, &request);
+                            // The kept exchanges alone cross the threshold: compacting before
+                            // every step would summarise almost nothing each time.
+                            if after.percent() >= u64::from(config.auto_compact_percent) {
+                                self.auto_compact_spent = true;
+                                self.events.emit(EventData::Warning(Warning {
+                                    message: format!(
+                                        "After compaction the conversation still fills ~{}% of the context window: \
+                                         no more automatic compaction for this input (lower keep_exchanges to \
+                                         keep fewer recent exchanges).",
+                                        after.percent()
+                                    ),
+                                    approx_tokens: Some(after.estimate_tokens),
+                                    context_window: Some(after.context_window),
+                                    ..Warning::default()
+                                }));
+                            }
+                        }
                         Ok(false) => {}
                         Err(CallError::Cancelled) => return Err(CallError::Cancelled),
                         // The full history may still fit: the call itself tells.
