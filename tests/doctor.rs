@@ -59,10 +59,22 @@ async fn ping_prints_the_reply_and_latency_for_every_provider() {
     for dialect in Dialect::ALL {
         let dir = tempfile::tempdir().unwrap();
         let mock = MockProvider::start(dialect).await;
-        mock.push(Turn::new().text("Pong, loud and clear.").fragment(4));
+        mock.push(Turn::new().text("Pong, loud and clear.").fragment(4).usage(26, 5));
         let output = ping(dialect, &mock.url(), dir.path(), &[]).await;
         let (stdout, stderr) = text(&output);
         assert!(output.status.success(), "{dialect:?}: {stdout}\n{stderr}");
+        // The ping prompt has 57 characters: 15 estimated tokens; the provider counts 26.
+        assert!(
+            stdout.contains("calibration: estimated 15 input tokens, the provider counted 26: factor 1.73"),
+            "{dialect:?}: {stdout}"
+        );
+        assert!(stdout.contains("token estimate: characters / 4 (context.chars_per_token)"), "{stdout}");
+        assert!(
+            stdout.contains("compaction: automatic at 85% of the window, keeps the last 3 exchanges"),
+            "{stdout}"
+        );
+        let window = if dialect == Dialect::Anthropic { "200000" } else { "" };
+        assert!(stdout.contains(&format!("context window: {window}")), "{stdout}");
         assert!(stdout.contains("reply: Pong, loud and clear."), "{dialect:?}: {stdout}");
         assert!(stdout.contains("latency: "), "{dialect:?}: {stdout}");
         assert!(stdout.contains(&format!("provider: {}", dialect.provider())), "{stdout}");

@@ -309,7 +309,7 @@ async fn loop_settings_of_the_configuration_file_reach_the_session_and_the_wire(
     std::fs::write(
         dir.path().join(".agentls.toml"),
         "one_call_per_step = true\nloop_detection_window = 2\ncontext_window_tokens = 12\n\
-         [tool_line_limits]\nshell = 4\n",
+         [tool_line_limits]\nshell = 4\n[context]\nauto_compact = false\n",
     )
     .expect("project config");
     let out = exec(&mock, dir.path(), &["--provider", "openai", "--json", "count"]).await;
@@ -355,6 +355,7 @@ async fn loop_flags_override_the_configuration_file() {
         "2",
         "--context-window",
         "12",
+        "--auto-compact=false",
         "count",
     ];
     let out = exec(&mock, dir.path(), &args).await;
@@ -410,4 +411,67 @@ async fn bad_loop_settings_are_usage_errors_naming_the_file_or_flag_and_the_key(
     let err = stderr(&out);
     assert!(err.contains(".agentls.toml") && err.contains("unknown field `tool_line_limit`"), "{err}");
     assert_eq!(mock.request_count(), 0, "nothing reached the model");
+}
+
+/// Seed 002 from the command line: `--submit` prints the submitted answer and exits 0;
+/// `--max-steps` and `--time-limit` stop the task with exit code 4.
+#[tokio::test]
+async fn submit_mode_and_limits_from_flags() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let dir = repo();
+    mock.push(Reply::new().text("Let me think."));
+    mock.push(Reply::new().tool_call("s1", "submit", json!({"answer": "The answer is 42."})));
+    let out = exec(&mock, dir.path(), &["--provider", "anthropic", "--submit", "answer"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "Let me think.\nThe answer is 42.\n");
+    let continued = mock.requests()[1].body.to_string();
+    assert!(continued.contains("call the `submit` tool with your final answer"), "{continued}");
+
+    mock.push(Reply::new().tool_call("g1", "glob", json!({"pattern": "*.md"})));
+    let out = exec(&mock, dir.path(), &["--provider", "anthropic", "--max-steps", "1", "look"]).await;
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert!(stderr(&out).contains("step limit reached (1 model requests)"), "{}", stderr(&out));
+
+    mock.push(Reply::new().text("slow answer").fragment(1).delay(Duration::from_millis(500)));
+    let out = exec(&mock, dir.path(), &["--provider", "anthropic", "--time-limit", "1", "wait"]).await;
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert!(stderr(&out).contains("time limit reached (1 s)"), "{}", stderr(&out));
+}
+
+/// A context overflow mid-task: `agentls exec` says on stderr that the conversation was
+/// compacted, and `--json` carries the `compaction` event.
+#[tokio::test]
+async fn a_compaction_is_reported_on_stderr_and_in_json() {
+    for json_mode in [false, true] {
+        let mock = MockProvider::start(Dialect::Anthropic).await;
+        for i in 0..4 {
+            mock.push(Reply::new().tool_call(
+                &format!("g{i}"),
+                "glob",
+                json!({"pattern": format!("*{i}.md")}),
+            ));
+        }
+        mock.push_wire("anthropic/error_400_prompt_too_long.http");
+        mock.push(Reply::new().text("The agent globbed four patterns."));
+        mock.push(Reply::new().text("done"));
+        let dir = repo();
+        let mut args = vec!["--provider", "anthropic", "look around"];
+        if json_mode {
+            args.insert(0, "--json");
+        }
+        let out = exec(&mock, dir.path(), &args).await;
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        if json_mode {
+            let events = json_events(&out);
+            let compaction = events.iter().find(|e| e["kind"] == "compaction").expect("a compaction event");
+            assert_eq!(compaction["data"]["trigger"], "overflow");
+        } else {
+            let err = stderr(&out);
+            assert!(
+                err.contains("agentls: compacted the conversation (overflow): 2 messages summarised by"),
+                "{err}"
+            );
+            assert!(String::from_utf8_lossy(&out.stdout).ends_with("done\n"));
+        }
+    }
 }

@@ -50,6 +50,7 @@ async fn initialize_negotiates_encoding_and_announces_commands() {
             "agentls.resumeSession",
             "agentls.history",
             "agentls.configure",
+            "agentls.compact",
             "agentls.resolveReview",
             "agentls.resolvePermission",
         ]

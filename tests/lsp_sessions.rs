@@ -294,6 +294,89 @@ async fn resume_after_restart_carries_the_history() {
     let _ = file_uri(&fx.root);
 }
 
+/// `agentls.compact` over JSON-RPC: a `compaction` event, the context figures in
+/// `agentls.listSessions`, the summary in `agentls.history`, and a resumed session that sends the
+/// compacted history (the transcript stores it).
+#[tokio::test]
+async fn compact_command_reports_the_event_and_a_resumed_session_keeps_the_compacted_history() {
+    let fx = Fixture::new().await;
+    let sentinel = agentls::session::SUMMARY_SENTINEL;
+    let id = {
+        let client = fx.client(plugin_capabilities()).await;
+        let id = new_session(&client).await;
+        for n in ["first", "second", "third", "fourth"] {
+            fx.mock.push(Turn::new().text(&format!("{n} answer")).usage(0, 5));
+            client
+                .command("agentls.prompt", json!({"sessionId": id, "text": format!("{n} question")}))
+                .await
+                .expect("prompt");
+            client.next_event(&id, "processing_end").await;
+        }
+        let listed = client.command("agentls.listSessions", json!({})).await.expect("list");
+        let context = listed["sessions"][0]["context"].clone();
+        assert_eq!(context["calibration"], 1.0, "{context}");
+        assert_eq!(context["contextWindow"], 200_000, "{context}");
+        let before = context["estimateTokens"].as_u64().expect("an estimate");
+        assert!(before > 0);
+
+        fx.mock.push(Turn::new().text("SUMMARY-OF-THE-FIRST-EXCHANGE"));
+        let queued = client.command("agentls.compact", json!({"sessionId": id})).await.expect("compact");
+        assert_eq!(queued, json!({"sessionId": id, "queued": true}));
+        let event = client.next_event(&id, "compaction").await;
+        assert_eq!(event["data"]["trigger"], "manual");
+        assert_eq!(event["data"]["messages_summarized"], 2);
+        assert_eq!(event["data"]["tokens_before"], before);
+        let listed = client.command("agentls.listSessions", json!({})).await.expect("list");
+        assert_eq!(listed["sessions"][0]["context"]["estimateTokens"], event["data"]["tokens_after"]);
+        let history = client.command("agentls.history", json!({"sessionId": id})).await.expect("history");
+        assert_eq!(history["entries"][0]["kind"], "summary");
+        assert_eq!(history["entries"][0]["text"], "SUMMARY-OF-THE-FIRST-EXCHANGE");
+        assert_eq!(history["entries"][0]["turnsSummarized"], 2);
+        let err = client.command("agentls.compact", json!({})).await.unwrap_err();
+        assert_eq!(err["data"], "sessionId");
+        client.shutdown().await;
+        id
+    };
+    let client = fx.client(plugin_capabilities()).await;
+    let resumed = client.command("agentls.resumeSession", json!({"sessionId": id})).await.expect("resume");
+    assert_eq!(resumed["turns"], 7, "the summary and three exchanges: {resumed}");
+    fx.mock.push(Turn::new().text("fifth answer"));
+    client
+        .command("agentls.prompt", json!({"sessionId": id, "text": "fifth question"}))
+        .await
+        .expect("prompt");
+    client.next_event(&id, "processing_end").await;
+    let body = request_text(&fx.mock, 5);
+    assert!(body.contains(&format!("{sentinel}\\n\\nSUMMARY-OF-THE-FIRST-EXCHANGE")), "{body}");
+    assert!(!body.contains("first question") && body.contains("second question"), "{body}");
+}
+
+/// A plain client (no `agentls/event`) is told of a compaction with a message.
+#[tokio::test]
+async fn plain_client_is_told_of_a_compaction() {
+    let fx = Fixture::new().await;
+    let client = fx.client(plain_capabilities()).await;
+    let mut id = String::new();
+    for n in ["first", "second", "third", "fourth"] {
+        fx.mock.push(Turn::new().text(&format!("{n} answer")).usage(0, 5));
+        let queued =
+            client.command("agentls.prompt", json!({"text": format!("{n} question")})).await.expect("prompt");
+        id = queued["sessionId"].as_str().unwrap().to_string();
+        client.next_turn_end(&id).await;
+    }
+    fx.mock.push(Turn::new().text("SUMMARY"));
+    client.command("agentls.compact", json!({"sessionId": id})).await.expect("compact");
+    let shown = client
+        .next_notification_where("window/showMessage", |p| {
+            p["message"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("agentls: compacted the conversation (manual): 2 earlier")
+        })
+        .await;
+    assert_eq!(shown["type"], 3);
+}
+
 #[tokio::test]
 async fn instruction_file_edited_on_disk_reaches_the_next_request() {
     let fx = Fixture::new().await;

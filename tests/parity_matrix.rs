@@ -486,7 +486,8 @@ async fn native_edit_format(profile: ProfileKind) {
     }
 }
 
-/// Seed 002: each provider's context-length error prunes the oldest rounds and retries.
+/// Seed 004: each provider's context-length error compacts the history (the oldest rounds
+/// become a summary; the task and the newest rounds stay) and retries.
 async fn context_overflow(profile: ProfileKind) {
     let mut h = Harness::start(Setup::new(profile)).await;
     for i in 0..4 {
@@ -494,14 +495,15 @@ async fn context_overflow(profile: ProfileKind) {
         h.mock.push(Reply::new().tool_call(&format!("r{i}"), "shell", json!({ "command": command })));
     }
     h.mock.push(ErrorPreset::ContextLength);
+    h.mock.push(Reply::new().text("Summary: four echo commands ran."));
     h.mock.push(Reply::new().text("Fits now."));
     let events = h.run("the original task").await;
     assert_eq!(reason(&events), "completed");
-    let warning = of_kind(&events, EventKind::Warning);
-    assert!(warning.iter().any(|w| str_of(w, "message").contains("dropped")), "a pruning warning");
-    let retried = h.request_text(5);
+    assert_eq!(of_kind(&events, EventKind::Compaction).len(), 1, "a compaction event");
+    let retried = h.request_text(6);
+    assert!(retried.contains(agentls::session::SUMMARY_SENTINEL), "the summary is sent");
     assert!(retried.contains("the original task"), "the first user message is kept");
-    assert!(!retried.contains("round-0-output"), "the oldest round is dropped");
+    assert!(!retried.contains("round-0-output"), "the oldest round is summarised");
     assert!(retried.contains("round-3-output"), "the newest round is kept");
 }
 

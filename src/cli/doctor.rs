@@ -1,5 +1,6 @@
 //! `agentls doctor [--ping]`: what configuration resolved to, which keys are present (never their
-//! values), where logs go; `--ping` sends one tiny streamed request and prints reply and latency.
+//! values), where logs go, how sessions measure their context; `--ping` sends one tiny streamed
+//! request and prints reply, latency and how the provider's token count calibrates the estimate.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -14,6 +15,9 @@ use crate::config::{
 };
 use crate::llm::{Client, LlmError, Message, Request, RetryPolicy, StreamEvent, Usage};
 use crate::logging;
+use crate::profiles::ProfileKind;
+use crate::session::SessionConfig;
+use crate::session::context::{Calibration, request_chars};
 
 pub fn run(env: &Env, args: DoctorArgs) -> Result<ExitCode, String> {
     let config = load_config(env, None, args.model.layer())?;
@@ -40,6 +44,7 @@ pub fn run(env: &Env, args: DoctorArgs) -> Result<ExitCode, String> {
         println!("key variable: {var} ({})", if settings.api_key.is_some() { "set" } else { "not set" });
     }
     println!("search model (codebase_search): {}", search_model(&config, env));
+    print_context(&config, &settings);
     if args.ping {
         ping(&config, settings)?;
     }
@@ -60,6 +65,38 @@ fn search_model(config: &Config, env: &Env) -> String {
     }
 }
 
+/// How sessions measure and manage their context with this configuration.
+fn print_context(config: &Config, settings: &ProviderSettings) {
+    let session = SessionConfig::from_config(config, settings.model.clone());
+    let window = match session.context_window_tokens {
+        Some(tokens) => format!("{tokens} tokens (context_window_tokens)"),
+        None => format!(
+            "{} tokens (known figure for {}; context_window_tokens overrides it)",
+            ProfileKind::for_provider(settings.kind).context_window(&settings.model),
+            settings.model
+        ),
+    };
+    println!("context window: {window}");
+    println!(
+        "token estimate: characters / {} (context.chars_per_token), calibration 1.00 until a provider \
+         reports its count (--ping measures it)",
+        session.chars_per_token
+    );
+    let summaries = session.compaction_model.as_deref().unwrap_or("the session's model");
+    if session.auto_compact {
+        println!(
+            "compaction: automatic at {}% of the window, keeps the last {} exchanges, summaries by {summaries}",
+            session.auto_compact_percent, session.keep_exchanges
+        );
+    } else {
+        println!(
+            "compaction: on request and on overflow only (context.auto_compact = false), keeps the last {} \
+             exchanges, summaries by {summaries}",
+            session.keep_exchanges
+        );
+    }
+}
+
 /// The prompt of `--ping`: small, and answerable without tools or thinking.
 const PING_PROMPT: &str = "Reply with one short sentence to confirm you can hear me.";
 /// Room for a short answer even when a reasoning model thinks a little first.
@@ -77,6 +114,9 @@ fn ping(config: &Config, settings: ProviderSettings) -> Result<(), String> {
     let mut request = Request::new(client.settings().model.clone(), vec![Message::user(PING_PROMPT)]);
     request.max_tokens = Some(PING_MAX_TOKENS);
     println!("ping: sending one request to {} ...", client.settings().base_url);
+    let mut calibration =
+        Calibration::new(SessionConfig::from_config(config, request.model.clone()).chars_per_token);
+    let estimate = calibration.raw_tokens(request_chars(&request));
     let outcome = runtime.block_on(async {
         tokio::time::timeout(PING_TIMEOUT, stream_reply(&client, &request))
             .await
@@ -86,6 +126,16 @@ fn ping(config: &Config, settings: ProviderSettings) -> Result<(), String> {
         Ok(report) => {
             println!("latency: {} ms to first output, {} ms total", report.first_ms, report.total_ms);
             println!("tokens: {} in, {} out", report.usage.input_tokens, report.usage.output_tokens);
+            calibration.observe(estimate, report.usage.input_tokens);
+            if calibration.samples() > 0 {
+                println!(
+                    "calibration: estimated {estimate} input tokens, the provider counted {}: factor {:.2}",
+                    report.usage.input_tokens,
+                    calibration.factor()
+                );
+            } else {
+                println!("calibration: the provider reported no input tokens");
+            }
             Ok(())
         }
         Err(message) => Err(format!("ping failed: {message}")),

@@ -2,11 +2,11 @@
 //! object per line); a status line for running tool calls goes to stderr when it is a terminal.
 //!
 //! Exit codes (stable, documented in `agentls exec --help`):
-//! - 0: the model finished its answer (natural completion)
+//! - 0: the model finished its answer (natural completion, or `submit` in submit mode)
 //! - 1: the run failed (provider error after retries, context overflow that pruning could not fix)
 //! - 2: usage error (empty prompt, bad flag, unreadable working directory or configuration)
 //! - 3: no usable provider (nothing configured, missing or rejected API key, exhausted quota)
-//! - 4: a turn or tool-round limit stopped the run before the model finished
+//! - 4: a turn, tool-round, step or time limit stopped the run before the model finished
 //! - 130: interrupted (Ctrl-C)
 //! - 143: terminated (SIGTERM); running commands are stopped first, as for Ctrl-C
 
@@ -19,7 +19,7 @@ use super::ExecArgs;
 use crate::config::{Approval, ConfigLayer, Env};
 use crate::session::{
     self, BuildError, CallOutcome, CallStatus, EndReason, Event, EventData, Notice, SessionBuilder,
-    SessionOptions, SessionParts, Warning,
+    SessionOptions, SessionParts, TurnLimit, Warning,
 };
 use crate::workspace::DiskPort;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -34,11 +34,11 @@ pub const EXIT_TERMINATED: u8 = 143;
 
 /// Text of `agentls exec --help` after the options.
 pub const EXIT_CODES_HELP: &str = "Exit codes:
-  0    the model finished its answer
+  0    the model finished its answer (or submitted it, in submit mode)
   1    the run failed (provider error after retries, context overflow)
   2    usage error (empty prompt, bad flag, unreadable directory or configuration)
   3    no usable provider (nothing configured, missing or rejected API key, exhausted quota)
-  4    a turn or tool-round limit stopped the run before the model finished
+  4    a turn, tool-round, step or time limit stopped the run before the model finished
   130  interrupted (Ctrl-C)
   143  terminated (SIGTERM)";
 
@@ -166,8 +166,10 @@ async fn drive(opts: SessionOptions, prompt: String, json: bool) -> Result<u8, F
 
 fn exit_code_for(reason: EndReason) -> u8 {
     match reason {
-        EndReason::Completed => EXIT_OK,
-        EndReason::TurnLimit | EndReason::RoundLimit => EXIT_LIMIT,
+        EndReason::Completed | EndReason::Submitted => EXIT_OK,
+        EndReason::TurnLimit | EndReason::RoundLimit | EndReason::StepLimit | EndReason::TimeLimit => {
+            EXIT_LIMIT
+        }
         EndReason::Fatal => EXIT_PROVIDER,
         EndReason::Cancelled => EXIT_INTERRUPTED,
         EndReason::Error => EXIT_FAILED,
@@ -239,7 +241,21 @@ impl Output {
             EventData::Warning(Warning { message, .. }) | EventData::LoopDetection(Notice { message }) => {
                 self.note(&format!("warning: {message}"));
             }
-            EventData::TurnLimit(_) => self.note("warning: turn limit reached"),
+            EventData::TurnLimit(limit) => self.note(&format!("warning: {}", limit_text(limit))),
+            EventData::Compaction(c) => self.note(&format!(
+                "compacted the conversation ({}): {} messages summarised by {}, ~{} → ~{} tokens",
+                c.trigger.as_str(),
+                c.messages_summarized,
+                c.model,
+                c.tokens_before,
+                c.tokens_after
+            )),
+            EventData::ProcessingEnd(end) if end.reason == EndReason::Submitted => {
+                if self.wrote_text && !self.at_line_start {
+                    self.write("\n");
+                }
+                self.write(&end.text);
+            }
             EventData::Error(error) => self.note(&format!("error: {}", error.message)),
             _ => {}
         }
@@ -283,6 +299,15 @@ impl Output {
         if !self.json && self.wrote_text && !self.at_line_start {
             self.write("\n");
         }
+    }
+}
+
+fn limit_text(limit: &TurnLimit) -> String {
+    match limit {
+        TurnLimit::Round(n) => format!("tool-round limit reached ({n} rounds)"),
+        TurnLimit::TotalTurns(n) => format!("turn limit reached ({n} model turns)"),
+        TurnLimit::Steps(n) => format!("step limit reached ({n} model requests)"),
+        TurnLimit::TimeLimitSecs(n) => format!("time limit reached ({n} s)"),
     }
 }
 

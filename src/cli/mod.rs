@@ -100,9 +100,24 @@ pub struct LoopFlags {
     /// How many consecutive tool calls loop detection looks at (`loop_detection_window`, at least 2).
     #[arg(long, value_name = "CALLS", value_parser = parse_loop_window)]
     pub loop_detection_window: Option<usize>,
-    /// The model's context window in tokens, for the 80% usage warning (`context_window_tokens`).
+    /// The model's context window in tokens, for the 80% usage warning and automatic compaction
+    /// (`context_window_tokens`).
     #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
     pub context_window: Option<u64>,
+    /// Compact the conversation when it fills `[context] auto_compact_percent` of the context
+    /// window (`context.auto_compact`; `--auto-compact=false` turns it off).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub auto_compact: Option<bool>,
+    /// Offer the `submit(answer)` tool and work until the model calls it; a reply without tool
+    /// calls gets the fixed continue message (`submit_mode`; `--submit=false` turns it off).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub submit: Option<bool>,
+    /// Maximum model requests for the task (`max_steps`, 0 = unlimited).
+    #[arg(long, value_name = "N")]
+    pub max_steps: Option<u32>,
+    /// Wall-clock limit of the task in seconds (`time_limit_secs`, 0 = unlimited).
+    #[arg(long, value_name = "SECS")]
+    pub time_limit: Option<u64>,
 }
 
 impl LoopFlags {
@@ -112,6 +127,12 @@ impl LoopFlags {
             enable_loop_detection: self.loop_detection,
             loop_detection_window: self.loop_detection_window,
             context_window_tokens: self.context_window,
+            submit_mode: self.submit,
+            max_steps: self.max_steps,
+            time_limit_secs: self.time_limit,
+            context: self
+                .auto_compact
+                .map(|on| crate::config::ContextLayer { auto_compact: Some(on), ..Default::default() }),
             ..Default::default()
         }
     }

@@ -122,6 +122,24 @@ pub struct SearchLayer {
     pub native_tools: Option<bool>,
 }
 
+/// Context management (`[context]`): the token estimate and compaction (seed 004).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContextLayer {
+    /// Characters per token of the estimate (1 to 32, default 4); the provider's reports
+    /// calibrate it further.
+    pub chars_per_token: Option<u32>,
+    /// Compact the history when the estimate crosses `auto_compact_percent` (default true).
+    pub auto_compact: Option<bool>,
+    /// Share of the context window, in percent, at which the history is compacted (1 to 100,
+    /// default 85).
+    pub auto_compact_percent: Option<u8>,
+    /// How many of the latest exchanges compaction keeps as they are (at least 1, default 3).
+    pub keep_exchanges: Option<usize>,
+    /// The model that writes summaries (default: the session's model).
+    pub compaction_model: Option<String>,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LogLayer {
@@ -161,9 +179,17 @@ pub struct ConfigLayer {
     pub loop_detection_window: Option<usize>,
     /// Run only the first tool call of each model step and ask the provider for one (seed 002).
     pub one_call_per_step: Option<bool>,
-    /// The model's context window in tokens, for the 80% usage warning (default: the profile's
-    /// figure for the model).
+    /// The model's context window in tokens, for the 80% usage warning and automatic compaction
+    /// (default: the profile's figure for the model).
     pub context_window_tokens: Option<u64>,
+    /// Offer the `submit(answer)` tool: the agent works until it submits, and a reply without
+    /// tool calls gets the fixed continue message (seed 002; default false).
+    pub submit_mode: Option<bool>,
+    /// Maximum model requests per user input (0 = unlimited).
+    pub max_steps: Option<u32>,
+    /// Wall-clock limit per user input in seconds (0 = unlimited).
+    pub time_limit_secs: Option<u64>,
+    pub context: Option<ContextLayer>,
     pub providers: Option<BTreeMap<ProviderKind, ProviderLayer>>,
     pub shell: Option<ShellLayer>,
     pub network: Option<NetworkLayer>,
@@ -180,7 +206,13 @@ impl ConfigLayer {
     pub fn merge(&mut self, other: ConfigLayer) {
         merge_fields!(self, other; provider, model, reasoning_effort, approval, max_turns,
             max_tool_rounds_per_input, record, cassette, allow_outside_workspace, instructions,
-            enable_loop_detection, loop_detection_window, one_call_per_step, context_window_tokens);
+            enable_loop_detection, loop_detection_window, one_call_per_step, context_window_tokens,
+            submit_mode, max_steps, time_limit_secs);
+        if let Some(context) = other.context {
+            let slot = self.context.get_or_insert_with(ContextLayer::default);
+            merge_fields!(slot, context; chars_per_token, auto_compact, auto_compact_percent, keep_exchanges,
+                compaction_model);
+        }
         if let Some(limits) = other.tool_output_limits {
             self.tool_output_limits.get_or_insert_with(BTreeMap::new).extend(limits);
         }
@@ -242,6 +274,26 @@ impl ConfigLayer {
         }
         if self.context_window_tokens == Some(0) {
             return Err(invalid("context_window_tokens", "a number of tokens greater than 0"));
+        }
+        if let Some(context) = &self.context {
+            if context.chars_per_token.is_some_and(|c| !(1..=32).contains(&c)) {
+                return Err(invalid("context.chars_per_token", "a number of characters from 1 to 32"));
+            }
+            if context.auto_compact_percent.is_some_and(|p| !(1..=100).contains(&p)) {
+                return Err(invalid(
+                    "context.auto_compact_percent",
+                    "a percentage from 1 to 100; to turn automatic compaction off, set auto_compact = false",
+                ));
+            }
+            if context.keep_exchanges == Some(0) {
+                return Err(invalid("context.keep_exchanges", "a number of exchanges of at least 1"));
+            }
+            if context.compaction_model.as_deref().is_some_and(|m| m.trim().is_empty()) {
+                return Err(invalid(
+                    "context.compaction_model",
+                    "a model name, or no key for the session's model",
+                ));
+            }
         }
         Ok(self)
     }
@@ -368,6 +420,10 @@ impl Config {
 
     pub fn shell(&self) -> ShellLayer {
         self.layer.shell.clone().unwrap_or_default()
+    }
+
+    pub fn context(&self) -> ContextLayer {
+        self.layer.context.clone().unwrap_or_default()
     }
 
     pub fn network(&self) -> NetworkLayer {

@@ -237,3 +237,55 @@ fn the_search_model_defaults_to_the_sessions_and_can_have_its_own_provider() {
         Err(ResolveError::MissingKey { provider: ProviderKind::Gemini, var: "GEMINI_API_KEY".into() })
     );
 }
+
+#[test]
+fn context_settings_merge_key_by_key_and_bad_values_name_the_key() {
+    let mut layer = ConfigLayer::parse_toml(
+        "[context]\nchars_per_token = 3\nkeep_exchanges = 5\n",
+        Path::new("user.toml"),
+    )
+    .unwrap();
+    layer.merge(
+        ConfigLayer::from_json(
+            serde_json::json!({"context": {"auto_compact": false, "keep_exchanges": 2}, "submit_mode": true}),
+            "initializationOptions",
+        )
+        .unwrap(),
+    );
+    assert_eq!(
+        layer.context,
+        Some(ContextLayer {
+            chars_per_token: Some(3),
+            auto_compact: Some(false),
+            keep_exchanges: Some(2),
+            ..Default::default()
+        })
+    );
+    assert_eq!(layer.submit_mode, Some(true));
+    let cases = [
+        (
+            "[context]\nchars_per_token = 0\n",
+            "`context.chars_per_token`: a number of characters from 1 to 32",
+        ),
+        (
+            "[context]\nchars_per_token = 33\n",
+            "`context.chars_per_token`: a number of characters from 1 to 32",
+        ),
+        (
+            "[context]\nauto_compact_percent = 101\n",
+            "`context.auto_compact_percent`: a percentage from 1 to 100; to turn automatic compaction off, set \
+             auto_compact = false",
+        ),
+        ("[context]\nkeep_exchanges = 0\n", "`context.keep_exchanges`: a number of exchanges of at least 1"),
+        (
+            "[context]\ncompaction_model = \" \"\n",
+            "`context.compaction_model`: a model name, or no key for the session's model",
+        ),
+    ];
+    for (text, expected) in cases {
+        let err = ConfigLayer::parse_toml(text, Path::new("p.toml")).unwrap_err().to_string();
+        assert_eq!(err, format!("invalid configuration in p.toml: {expected}"), "{text}");
+    }
+    let err = ConfigLayer::parse_toml("[context]\nkeep = 2\n", Path::new("p.toml")).unwrap_err().to_string();
+    assert!(err.contains("unknown field `keep`") && err.contains("keep_exchanges"), "{err}");
+}

@@ -164,8 +164,8 @@ impl Pump {
     async fn handle(&mut self, event: Event) {
         let kind = event.kind();
         // Stored before the client hears of the end, so a client that sees `processing_end`
-        // finds the turn in the transcript.
-        if matches!(kind, EventKind::ProcessingEnd | EventKind::SessionEnd) {
+        // finds the turn in the transcript (and one that sees `compaction`, the new history).
+        if matches!(kind, EventKind::ProcessingEnd | EventKind::SessionEnd | EventKind::Compaction) {
             self.persist();
         }
         // Progress ends and a plain client's answer go out before the event that ends them, so
@@ -304,7 +304,8 @@ impl Pump {
         }
     }
 
-    /// Plain clients see the final answer as a message (full text in the log).
+    /// Plain clients see the final answer as a message (full text in the log), and errors,
+    /// compactions and prunings as messages too.
     async fn plain_client(&mut self, event: &Event) {
         if self.state.profile().plugin {
             return;
@@ -322,6 +323,21 @@ impl Pump {
             EventData::Error(error) => {
                 let message = format!("agentls: {}", error.message);
                 self.state.outbound.tell(MessageType::ERROR, message).await;
+            }
+            // What happened to the conversation is never silent.
+            EventData::Compaction(c) => {
+                let message = format!(
+                    "agentls: compacted the conversation ({}): {} earlier messages replaced by a summary, \
+                     ~{} → ~{} tokens",
+                    c.trigger.as_str(),
+                    c.messages_summarized,
+                    c.tokens_before,
+                    c.tokens_after
+                );
+                self.state.outbound.tell(MessageType::INFO, message).await;
+            }
+            EventData::Warning(w) if w.turns_removed.is_some() => {
+                self.state.outbound.tell(MessageType::WARNING, format!("agentls: {}", w.message)).await;
             }
             _ => {}
         }
@@ -372,7 +388,8 @@ impl Pump {
     /// Stores the turns added since the last flush.
     fn persist(&mut self) {
         let Some(recorder) = self.transcript.as_mut() else { return };
-        if let Err(e) = recorder.record(&self.session.handle.history()) {
+        let (history, revision) = self.session.handle.history_with_revision();
+        if let Err(e) = recorder.record(&history, revision) {
             tracing::warn!(session = %self.session.id, "cannot write the transcript: {e}");
         }
     }

@@ -24,6 +24,7 @@ pub struct LspSession {
 impl LspSession {
     pub fn summary(&self) -> Value {
         let config = self.handle.config();
+        let context = self.handle.context();
         json!({
             "sessionId": self.id,
             "rootUri": convert::uri_of(&self.root).map(|u| u.as_str().to_string()),
@@ -33,6 +34,11 @@ impl LspSession {
             "approval": config.approval,
             "state": self.handle.state().as_str(),
             "open": true,
+            "context": {
+                "estimateTokens": context.estimate_tokens,
+                "calibration": context.calibration,
+                "contextWindow": context.context_window,
+            },
         })
     }
 }

@@ -43,6 +43,7 @@ pub enum EventKind {
     Error,
     ConfigChanged,
     ProjectDocsReloaded,
+    Compaction,
 }
 
 /// The payload of each kind of event. Adjacently tagged: `{"kind": …, "data": {…}}`.
@@ -87,6 +88,8 @@ pub enum EventData {
     /// An instruction file changed; it applies from the next model call (sent by the language
     /// server, which watches the files).
     ProjectDocsReloaded(ProjectDocsReloaded),
+    /// Earlier history was replaced by a summary.
+    Compaction(Compaction),
 }
 
 impl EventData {
@@ -110,6 +113,7 @@ impl EventData {
             Self::Error(_) => EventKind::Error,
             Self::ConfigChanged(_) => EventKind::ConfigChanged,
             Self::ProjectDocsReloaded(_) => EventKind::ProjectDocsReloaded,
+            Self::Compaction(_) => EventKind::Compaction,
         }
     }
 
@@ -169,6 +173,12 @@ pub enum EndReason {
     RoundLimit,
     Cancelled,
     Error,
+    /// The model called `submit` (submit mode): `text` is its answer.
+    Submitted,
+    /// `max_steps` model requests were made for the input.
+    StepLimit,
+    /// The input ran for `time_limit_secs`.
+    TimeLimit,
     /// Unrecoverable (authentication, quota): the session closes.
     #[serde(rename = "fatal_error")]
     Fatal,
@@ -182,6 +192,9 @@ impl EndReason {
             Self::RoundLimit => "round_limit",
             Self::Cancelled => "cancelled",
             Self::Error => "error",
+            Self::Submitted => "submitted",
+            Self::StepLimit => "step_limit",
+            Self::TimeLimit => "time_limit",
             Self::Fatal => "fatal_error",
         }
     }
@@ -293,12 +306,51 @@ pub struct ToolCallEnd {
     pub duration_ms: u64,
 }
 
-/// `{"round": n}` (tool rounds of one input) or `{"total_turns": n}`.
+/// `{"round": n}` (tool rounds of one input), `{"total_turns": n}`, `{"steps": n}` (model
+/// requests of one input) or `{"time_limit_secs": n}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TurnLimit {
     Round(u32),
     TotalTurns(usize),
+    Steps(u32),
+    TimeLimitSecs(u64),
+}
+
+/// What started a compaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactionTrigger {
+    /// `agentls.compact` or an editor's Compact command.
+    Manual,
+    /// The estimate crossed the configured share of the context window.
+    Auto,
+    /// The provider refused a request as too long.
+    Overflow,
+}
+
+impl CompactionTrigger {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Manual => "manual",
+            Self::Auto => "auto",
+            Self::Overflow => "overflow",
+        }
+    }
+}
+
+/// A compaction: `messages_summarized` turns became one summary message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Compaction {
+    pub trigger: CompactionTrigger,
+    /// Calibrated estimates of the next request before and after.
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+    pub messages_summarized: usize,
+    pub messages_kept: usize,
+    /// The model that wrote the summary.
+    pub model: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -308,7 +360,7 @@ pub struct Notice {
 }
 
 /// A non-fatal issue; context usage adds `approx_tokens` and `context_window`, pruning adds
-/// `turns_removed`.
+/// `turns_removed` and `dropped` (what the removed turns were).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Warning {
@@ -319,6 +371,8 @@ pub struct Warning {
     pub context_window: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turns_removed: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dropped: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

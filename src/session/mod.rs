@@ -9,6 +9,8 @@
 //! - Every event is delivered (unbounded channel), in order.
 
 mod builder;
+mod compaction;
+pub mod context;
 mod events;
 mod instructions;
 mod loop_detection;
@@ -34,15 +36,19 @@ use crate::tools::Tool;
 use crate::workspace::{EditorPort, Workspace};
 
 pub use builder::{BuildError, BuiltSession, SessionBuilder, SessionParts};
+pub use compaction::SUMMARY_SENTINEL;
+pub use context::ContextStats;
 pub use events::{
     CallOutcome, CallStatus, CallSummary, Content, Delta, EndReason, ErrorData, Event, EventData, EventKind,
     Notice, OutputDelta, ProcessingEnd, ProjectDocsReloaded, SessionEnd, SessionStart, TextEnd, TextStart,
     ToolCallEnd, ToolCallStart, TurnLimit, Warning,
 };
+pub use events::{Compaction, CompactionTrigger};
 pub use loop_detection::{detect_loop, loop_warning};
 pub use prune::{Pruned, prune};
+pub use runner::CONTINUE_MESSAGE;
 pub use summary::summarize;
-pub use turn::{AssistantTurn, InstructionsTurn, TextTurn, ToolResultsTurn, Turn, to_messages};
+pub use turn::{AssistantTurn, InstructionsTurn, SummaryTurn, TextTurn, ToolResultsTurn, Turn, to_messages};
 
 /// Limits and settings of a session (spec §2.2 plus what agentls adds).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -74,6 +80,23 @@ pub struct SessionConfig {
     pub instructions: Option<String>,
     /// Overrides the profile's context window (tokens) for the 80% warning.
     pub context_window_tokens: Option<u64>,
+    /// Characters per token of the context estimate (calibrated by the provider's reports).
+    pub chars_per_token: u32,
+    /// Compact the history before a model call whose estimate crosses `auto_compact_percent`.
+    pub auto_compact: bool,
+    /// Share of the context window (percent) that triggers automatic compaction.
+    pub auto_compact_percent: u8,
+    /// How many of the latest exchanges compaction keeps.
+    pub keep_exchanges: usize,
+    /// The model that writes summaries; `None` = the session's model.
+    pub compaction_model: Option<String>,
+    /// Seed 002 submit mode: the `submit(answer)` tool ends an input; a reply without tool
+    /// calls gets the fixed continue message.
+    pub submit_mode: bool,
+    /// Maximum model requests per user input (0 = unlimited).
+    pub max_steps: u32,
+    /// Wall-clock limit per user input in seconds (0 = unlimited).
+    pub time_limit_secs: u64,
 }
 
 impl Default for SessionConfig {
@@ -94,6 +117,14 @@ impl Default for SessionConfig {
             approval: Approval::Review,
             instructions: None,
             context_window_tokens: None,
+            chars_per_token: context::DEFAULT_CHARS_PER_TOKEN,
+            auto_compact: true,
+            auto_compact_percent: 85,
+            keep_exchanges: 3,
+            compaction_model: None,
+            submit_mode: false,
+            max_steps: 0,
+            time_limit_secs: 0,
         }
     }
 }
@@ -106,6 +137,7 @@ impl SessionConfig {
     pub fn from_config(config: &Config, model: impl Into<String>) -> Self {
         let layer = &config.layer;
         let shell = config.shell();
+        let context = config.context();
         let defaults = Self::default();
         Self {
             model: model.into(),
@@ -125,6 +157,14 @@ impl SessionConfig {
             approval: layer.approval.unwrap_or(defaults.approval),
             instructions: layer.instructions.clone(),
             context_window_tokens: layer.context_window_tokens,
+            chars_per_token: context.chars_per_token.unwrap_or(defaults.chars_per_token),
+            auto_compact: context.auto_compact.unwrap_or(defaults.auto_compact),
+            auto_compact_percent: context.auto_compact_percent.unwrap_or(defaults.auto_compact_percent),
+            keep_exchanges: context.keep_exchanges.unwrap_or(defaults.keep_exchanges),
+            compaction_model: context.compaction_model,
+            submit_mode: layer.submit_mode.unwrap_or(defaults.submit_mode),
+            max_steps: layer.max_steps.unwrap_or(defaults.max_steps),
+            time_limit_secs: layer.time_limit_secs.unwrap_or(defaults.time_limit_secs),
         }
     }
 }
@@ -187,6 +227,10 @@ enum Command {
         context: Vec<PathBuf>,
     },
     FollowUpWake,
+    /// Compact the history (`agentls.compact`); runs between inputs, never mid round.
+    Compact {
+        epoch: u64,
+    },
     Close,
 }
 
@@ -196,6 +240,11 @@ struct Shared {
     id: Arc<str>,
     state: Mutex<SessionState>,
     history: Mutex<Vec<Turn>>,
+    /// Bumped whenever the history is rewritten rather than appended to (compaction, pruning),
+    /// so a transcript knows to store it whole.
+    history_revision: AtomicU64,
+    /// What the session last computed of its context use.
+    context: Mutex<context::ContextStats>,
     steering: Mutex<VecDeque<String>>,
     follow_ups: Mutex<VecDeque<String>>,
     config: Mutex<SessionConfig>,
@@ -310,6 +359,26 @@ impl SessionHandle {
         lock(&self.shared.history).clone()
     }
 
+    /// A snapshot of the conversation and its revision, which changes whenever turns were
+    /// replaced or removed (compaction, pruning) rather than appended.
+    pub fn history_with_revision(&self) -> (Vec<Turn>, u64) {
+        let history = lock(&self.shared.history);
+        (history.clone(), self.shared.history_revision.load(Ordering::SeqCst))
+    }
+
+    /// Queues a compaction of the history: it runs after the current input (never in the middle
+    /// of a tool round) and reports a COMPACTION event, or a WARNING when there is nothing to
+    /// summarise.
+    pub fn compact(&self) {
+        let epoch = self.shared.cancel_epoch.load(Ordering::SeqCst);
+        let _ = self.shared.commands.send(Command::Compact { epoch });
+    }
+
+    /// The context estimate, its calibration factor and the context window.
+    pub fn context(&self) -> context::ContextStats {
+        *lock(&self.shared.context)
+    }
+
     /// A snapshot of the current configuration.
     pub fn config(&self) -> SessionConfig {
         lock(&self.shared.config).clone()
@@ -334,6 +403,15 @@ pub fn spawn(opts: SessionOptions) -> (SessionHandle, mpsc::UnboundedReceiver<Ev
         id: id.clone(),
         state: Mutex::new(SessionState::Idle),
         history: Mutex::new(opts.history.clone()),
+        history_revision: AtomicU64::new(0),
+        context: Mutex::new(context::ContextStats {
+            estimate_tokens: 0,
+            calibration: 1.0,
+            context_window: opts
+                .config
+                .context_window_tokens
+                .unwrap_or_else(|| opts.profile.context_window(&opts.config.model)),
+        }),
         steering: Mutex::new(VecDeque::new()),
         follow_ups: Mutex::new(VecDeque::new()),
         config: Mutex::new(opts.config.clone()),
@@ -373,6 +451,9 @@ mod tests {
             "max_turns = 7\nmax_tool_rounds_per_input = 3\napproval = \"deny\"\ninstructions = \"be brief\"\n\
              enable_loop_detection = false\nloop_detection_window = 6\none_call_per_step = true\n\
              context_window_tokens = 9000\nreasoning_effort = \"high\"\n\
+             submit_mode = true\nmax_steps = 12\ntime_limit_secs = 30\n\
+             [context]\nchars_per_token = 3\nauto_compact = false\nauto_compact_percent = 70\n\
+             keep_exchanges = 2\ncompaction_model = \"small\"\n\
              [tool_output_limits]\ngrep = 100\n[tool_line_limits]\nshell = 20\n\
              [shell]\ndefault_timeout_ms = 2000\nmax_timeout_ms = 4000\n",
             std::path::Path::new("test.toml"),
@@ -397,6 +478,14 @@ mod tests {
                 approval: Approval::Deny,
                 instructions: Some("be brief".into()),
                 context_window_tokens: Some(9000),
+                chars_per_token: 3,
+                auto_compact: false,
+                auto_compact_percent: 70,
+                keep_exchanges: 2,
+                compaction_model: Some("small".into()),
+                submit_mode: true,
+                max_steps: 12,
+                time_limit_secs: 30,
             }
         );
         let defaults = SessionConfig::from_config(&Config::defaults(), "m");

@@ -1,7 +1,7 @@
 //! Context-overflow pruning (seed 002): what to drop when the provider says the conversation no
 //! longer fits.
 //!
-//! Invariants: system and instructions turns and the first user turn are kept; an assistant turn with tool calls
+//! Invariants: system, instructions and summary turns and the first user turn are kept; an assistant turn with tool calls
 //! and the tool results that answer it are kept or dropped together; the newest round and the latest
 //! user request are never dropped; the cut prefers a user/steering boundary.
 
@@ -12,12 +12,15 @@ use super::turn::Turn;
 pub struct Pruned {
     pub turns_removed: usize,
     pub chars_removed: usize,
+    /// What the removed turns were, for the user (`2 user messages, 3 model responses, …`).
+    pub dropped: String,
 }
 
 /// Drops roughly the oldest half (by size) of the droppable part of `history`.
 /// Returns `None` when nothing can be dropped without breaking the invariants.
 pub fn prune(history: &mut Vec<Turn>) -> Option<Pruned> {
-    let first_user = history.iter().position(|t| matches!(t, Turn::User(_)))?;
+    // After a compaction the history may start with its summary and no user turn.
+    let first_user = history.iter().position(|t| matches!(t, Turn::User(_) | Turn::Summary(_)))?;
     let start = first_user + 1;
     // The newest round (the last assistant turn and its results) always stays.
     let last = history.iter().rposition(|t| matches!(t, Turn::Assistant(_))).unwrap_or(history.len());
@@ -39,7 +42,10 @@ pub fn prune(history: &mut Vec<Turn>) -> Option<Pruned> {
         .unwrap_or(*candidates.last().expect("not empty"));
     // System and instructions turns and the user's latest request survive the cut.
     let kept: Vec<Turn> = (start..end)
-        .filter(|&i| matches!(history[i], Turn::System(_) | Turn::Instructions(_)) || Some(i) == latest_user)
+        .filter(|&i| {
+            matches!(history[i], Turn::System(_) | Turn::Instructions(_) | Turn::Summary(_))
+                || Some(i) == latest_user
+        })
         .map(|i| history[i].clone())
         .collect();
     let chars_removed = removed_by(end) - kept.iter().map(Turn::char_len).sum::<usize>();
@@ -47,8 +53,53 @@ pub fn prune(history: &mut Vec<Turn>) -> Option<Pruned> {
     if removed == 0 {
         return None;
     }
+    let dropped_turns: Vec<&Turn> = (start..end)
+        .filter(|&i| !matches!(history[i], Turn::System(_) | Turn::Instructions(_) | Turn::Summary(_)))
+        .filter(|&i| Some(i) != latest_user)
+        .map(|i| &history[i])
+        .collect();
+    let dropped = describe(&dropped_turns);
     history.splice(start..end, kept);
-    Some(Pruned { turns_removed: removed, chars_removed })
+    Some(Pruned { turns_removed: removed, chars_removed, dropped })
+}
+
+/// `2 user messages, 3 model responses and 3 tool results (read_file ×2, shell)`.
+fn describe(turns: &[&Turn]) -> String {
+    let count = |f: fn(&Turn) -> bool| turns.iter().filter(|t| f(t)).count();
+    let mut tools: Vec<(String, usize)> = Vec::new();
+    for turn in turns {
+        if let Turn::ToolResults(r) = turn {
+            for result in &r.results {
+                match tools.iter_mut().find(|(name, _)| *name == result.name) {
+                    Some((_, n)) => *n += 1,
+                    None => tools.push((result.name.clone(), 1)),
+                }
+            }
+        }
+    }
+    let results: usize = tools.iter().map(|(_, n)| n).sum();
+    let plural = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let mut parts = Vec::new();
+    let users = count(|t| matches!(t, Turn::User(_) | Turn::Steering(_)));
+    let answers = count(|t| matches!(t, Turn::Assistant(_)));
+    if users > 0 {
+        parts.push(plural(users, "user message", "user messages"));
+    }
+    if answers > 0 {
+        parts.push(plural(answers, "model response", "model responses"));
+    }
+    if results > 0 {
+        let names: Vec<String> = tools
+            .iter()
+            .map(|(name, n)| if *n == 1 { name.clone() } else { format!("{name} ×{n}") })
+            .collect();
+        parts.push(format!("{} ({})", plural(results, "tool result", "tool results"), names.join(", ")));
+    }
+    match parts.len() {
+        0 => "nothing".into(),
+        1 => parts.remove(0),
+        n => format!("{} and {}", parts[..n - 1].join(", "), parts[n - 1]),
+    }
 }
 
 /// Indices `e` in `start+1..=last` such that cutting `start..e` keeps call/result pairs whole:
@@ -60,29 +111,9 @@ fn valid_cuts(history: &[Turn], start: usize, last: usize) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::{ContentPart, Response, ToolCall, ToolResult};
-    use serde_json::json;
 
     fn call_round(id: &str, size: usize) -> [Turn; 2] {
-        let response = Response {
-            content: vec![ContentPart::ToolCall(ToolCall {
-                id: id.into(),
-                name: "read_file".into(),
-                arguments: json!({"file_path": id}),
-                signature: None,
-            })],
-            ..Default::default()
-        };
-        [
-            Turn::assistant(&response),
-            Turn::tool_results(vec![ToolResult {
-                call_id: id.into(),
-                name: "read_file".into(),
-                content: "x".repeat(size),
-                is_error: false,
-                images: vec![],
-            }]),
-        ]
+        crate::session::turn::read_round(id, "x".repeat(size))
     }
 
     fn shape(history: &[Turn]) -> Vec<String> {
@@ -95,6 +126,7 @@ mod tests {
                 Turn::Instructions(i) => format!("I:{}", i.docs[0].content),
                 Turn::Assistant(a) => format!("A:{}", a.tool_calls.first().map_or("", |c| c.id.as_str())),
                 Turn::ToolResults(r) => format!("R:{}", r.results[0].call_id),
+                Turn::Summary(s) => format!("Σ:{}", s.summary),
             })
             .collect()
     }
@@ -111,6 +143,7 @@ mod tests {
         let pruned = prune(&mut h).expect("something to drop");
         assert_eq!(shape(&h), ["U:task", "U:second", "A:c", "R:c", "U:third", "A:d", "R:d"]);
         assert_eq!(pruned.turns_removed, 4);
+        assert_eq!(pruned.dropped, "2 model responses and 2 tool results (read_file ×2)");
     }
 
     #[test]
@@ -133,6 +166,23 @@ mod tests {
         assert_eq!(prune(&mut h), None);
         let mut only = vec![Turn::user("task")];
         assert_eq!(prune(&mut only), None);
+    }
+
+    #[test]
+    fn a_compacted_history_keeps_its_summary() {
+        let mut h = vec![Turn::Summary(crate::session::turn::SummaryTurn {
+            summary: "earlier".into(),
+            turns_summarized: 9,
+            model_turns: 4,
+            timestamp: chrono::Utc::now(),
+        })];
+        for id in ["a", "b", "c", "d"] {
+            h.extend(call_round(id, 1000));
+        }
+        let pruned = prune(&mut h).expect("something to drop");
+        assert_eq!(shape(&h)[0], "Σ:earlier");
+        assert!(shape(&h)[1].starts_with("A:"));
+        assert!(pruned.dropped.contains("tool result"), "{}", pruned.dropped);
     }
 
     #[test]

@@ -1,23 +1,28 @@
-//! The session task: the agentic loop of spec §2.5 with streaming, steering, follow-ups, limits,
-//! loop detection, context-usage warnings and context-overflow pruning.
+//! The session task: the agentic loop of spec §2.5 with streaming, steering, follow-ups, limits
+//! (turns, rounds, steps, time), submit mode, loop detection, context-usage warnings, compaction
+//! and context-overflow pruning.
 //!
 //! Invariants: the history always alternates validly (every tool call gets exactly one result,
 //! also when a turn is cancelled); PROCESSING_END ends every processing cycle; SESSION_END is
-//! the last event.
+//! the last event. Compaction runs only before a model call or between inputs, where every call
+//! has its result. A context overflow is answered by compaction first, by pruning only when
+//! compaction cannot help, and by a clear error when neither does.
 
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::compaction;
+use super::context::{Calibration, ContextStats, request_chars};
 use super::events::{
-    CallOutcome, CallStatus, CallSummary, Content, Delta, Emitter, EndReason, ErrorData, EventData, Notice,
-    OutputDelta, ProcessingEnd, SessionEnd, SessionStart, TextEnd, TextStart, ToolCallEnd, ToolCallStart,
-    TurnLimit, Warning,
+    CallOutcome, CallStatus, CallSummary, Compaction, CompactionTrigger, Content, Delta, Emitter, EndReason,
+    ErrorData, EventData, Notice, OutputDelta, ProcessingEnd, SessionEnd, SessionStart, TextEnd, TextStart,
+    ToolCallEnd, ToolCallStart, TurnLimit, Warning,
 };
 use super::instructions::Instructions;
 use super::loop_detection::{detect_loop, loop_warning};
@@ -33,9 +38,15 @@ use crate::profiles::{
     EnvironmentInfo, ProfileKind, ProjectDocs, SystemPrompt, ToolSummary, discover_project_docs,
 };
 use crate::tools::registry::{BatchEvent, BatchMode, ToolCallOutcome, ToolCallRequest, ToolRegistry};
+use crate::tools::submit::{self, SubmitTool};
 use crate::tools::truncate::TruncationPolicy;
 use crate::tools::{ModelAccess, OutputForCall, ToolContext};
 use crate::workspace::ReadTracker;
+
+/// What submit mode tells the model after a reply without tool calls (seed 002's fixed
+/// "continue" message).
+pub const CONTINUE_MESSAGE: &str =
+    "Continue with the task. When it is complete, call the `submit` tool with your final answer.";
 
 enum CallError {
     Cancelled,
@@ -54,6 +65,10 @@ struct Runner {
     /// Instruction files of subdirectories, handed over as the agent reaches them.
     instructions: Instructions,
     totals: Usage,
+    /// The token estimate and what the provider's reports taught it.
+    calibration: Calibration,
+    /// An automatic compaction of this input left the history above the threshold.
+    auto_compact_spent: bool,
 }
 
 pub(super) async fn run(
@@ -67,16 +82,19 @@ pub(super) async fn run(
     for tool in &opts.tools {
         registry.register(tool.clone());
     }
+    if opts.config.submit_mode {
+        registry.register(Arc::new(SubmitTool));
+    }
     let environment = EnvironmentInfo::capture(&opts.cwd, &opts.config.model).await;
     let project_docs = discover_project_docs(&opts.cwd, opts.profile);
-    events.emit(EventData::SessionStart(SessionStart {
+    let started = SessionStart {
         profile: opts.profile.as_str().into(),
         model: opts.config.model.clone(),
         cwd: opts.cwd.clone(),
         resumed,
         tools: registry.names(),
         project_docs: project_docs.docs.iter().map(|d| d.path.clone()).collect(),
-    }));
+    };
     // Commands (and tools that report progress) stream their output to the host as
     // TOOL_CALL_OUTPUT_DELTA events.
     let output_events = events.clone();
@@ -116,7 +134,12 @@ pub(super) async fn run(
         project_docs,
         instructions: Instructions::new(&opts.cwd, opts.profile, &opts.history),
         totals: Usage::default(),
+        calibration: Calibration::new(opts.config.chars_per_token),
+        auto_compact_spent: false,
     };
+    // The context figures are there when the host hears of the session.
+    runner.refresh_context(&runner.config());
+    runner.events.emit(EventData::SessionStart(started));
     let cwd = opts.cwd;
     while let Some(command) = commands.recv().await {
         let input = match command {
@@ -124,6 +147,12 @@ pub(super) async fn run(
             Command::FollowUpWake => {
                 let next = lock(&runner.shared.follow_ups).pop_front();
                 next.map(|t| (t, runner.shared.cancel_epoch.load(Ordering::SeqCst), Vec::new()))
+            }
+            Command::Compact { epoch } => {
+                if let Some(token) = runner.begin_input(epoch) {
+                    runner.compact_on_request(&token).await;
+                }
+                continue;
             }
             Command::Close => break,
         };
@@ -220,7 +249,31 @@ impl Runner {
         self.events.emit(EventData::UserInput(Content { content: input }));
         self.hand_over_instructions(context);
         self.drain_steering();
+        self.auto_compact_spent = false;
+        // The input's own token: cancelled by the user's cancel or when its time runs out.
+        let limit = token.child_token();
+        let time_limit = self.config().time_limit_secs;
+        let _timer = (time_limit > 0).then(|| {
+            let limit = limit.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_secs(time_limit)).await;
+                limit.cancel();
+            })
+            .abort_handle()
+        });
+        let _timer = _timer.map(AbortOnDrop);
+        let (reason, text) = self.run_steps(&limit, cwd).await;
+        if reason == EndReason::Cancelled && !token.is_cancelled() {
+            self.events.emit(EventData::TurnLimit(TurnLimit::TimeLimitSecs(time_limit)));
+            return (EndReason::TimeLimit, text);
+        }
+        (reason, text)
+    }
+
+    /// The steps of one input: model call, tool round, until the model is done or a limit.
+    async fn run_steps(&mut self, token: &CancellationToken, cwd: &std::path::Path) -> (EndReason, String) {
         let mut rounds = 0u32;
+        let mut steps = 0u32;
         let mut warned_context = false;
         let mut last_text = String::new();
         loop {
@@ -234,6 +287,10 @@ impl Runner {
                 self.events.emit(EventData::TurnLimit(TurnLimit::TotalTurns(turns)));
                 return (EndReason::TurnLimit, last_text);
             }
+            if config.max_steps > 0 && steps >= config.max_steps {
+                self.events.emit(EventData::TurnLimit(TurnLimit::Steps(steps)));
+                return (EndReason::StepLimit, last_text);
+            }
             if token.is_cancelled() {
                 return (EndReason::Cancelled, last_text);
             }
@@ -244,7 +301,8 @@ impl Runner {
                 }
             }
 
-            let response = match self.call_with_pruning(&config, token).await {
+            steps += 1;
+            let response = match self.call_with_recovery(&config, token).await {
                 Ok(r) => r,
                 Err(CallError::Cancelled) => return (EndReason::Cancelled, last_text),
                 Err(CallError::Llm(e)) => {
@@ -278,16 +336,34 @@ impl Runner {
                 response_id: response.id.clone(),
                 model: response.model.clone(),
             }));
+            let stats = self.refresh_context(&config);
             if !warned_context {
-                warned_context = self.check_context_usage(&config, &response);
+                warned_context = self.check_context_usage(&stats);
             }
             if calls.is_empty() {
+                if config.submit_mode {
+                    self.push(Turn::system(CONTINUE_MESSAGE));
+                    continue;
+                }
                 return (EndReason::Completed, last_text);
             }
 
             rounds += 1;
             let results = self.execute_tool_calls(&config, &calls, token).await;
+            let submitted = config
+                .submit_mode
+                .then(|| {
+                    calls.iter().zip(&results).find_map(|(call, result)| {
+                        (call.name == submit::SUBMIT && !result.is_error)
+                            .then(|| submit::answer_of(&call.arguments))
+                            .flatten()
+                    })
+                })
+                .flatten();
             self.push(Turn::tool_results(results));
+            if let Some(answer) = submitted {
+                return (EndReason::Submitted, answer);
+            }
             self.hand_over_instructions(&[]);
             if token.is_cancelled() {
                 return (EndReason::Cancelled, last_text);
@@ -311,8 +387,16 @@ impl Runner {
         }
     }
 
+    /// Model turns of the session, those a summary replaced included.
     fn count_model_turns(&self) -> usize {
-        lock(&self.shared.history).iter().filter(|t| matches!(t, Turn::Assistant(_))).count()
+        lock(&self.shared.history)
+            .iter()
+            .map(|t| match t {
+                Turn::Assistant(_) => 1,
+                Turn::Summary(s) => s.model_turns,
+                _ => 0,
+            })
+            .sum()
     }
 
     fn build_request(&self, config: &SessionConfig) -> Request {
@@ -355,32 +439,91 @@ impl Runner {
         }
     }
 
-    /// Calls the model; on a context-length error prunes the history and tries again.
-    async fn call_with_pruning(
+    /// Calls the model. Before the call, compacts the history when the estimate crosses the
+    /// configured share of the window. On a context-length error compacts and retries; prunes
+    /// when compaction cannot help (nothing to summarise, or the summary request itself does
+    /// not fit); fails when neither recovers.
+    async fn call_with_recovery(
         &mut self,
         config: &SessionConfig,
         token: &CancellationToken,
     ) -> Result<Response, CallError> {
+        let mut auto_checked = false;
+        let mut compacted_for_overflow = false;
         loop {
-            let request = self.build_request(config);
-            match self.call_model(request, token).await {
-                Err(CallError::Llm(LlmError::ContextLengthExceeded { provider, message })) => {
-                    let pruned = super::prune::prune(&mut lock(&self.shared.history));
-                    match pruned {
-                        Some(p) => self.events.emit(EventData::Warning(Warning {
+            let mut request = self.build_request(config);
+            if !auto_checked && config.auto_compact && !self.auto_compact_spent {
+                auto_checked = true;
+                let stats = self.stats_of(config, &request);
+                if stats.percent() >= u64::from(config.auto_compact_percent) {
+                    match self.compact(config, CompactionTrigger::Auto, token).await {
+                        Ok(true) => {
+                            request = self.build_request(config);
+                            let after = self.stats_of(config, &request);
+                            // The kept exchanges alone cross the threshold: compacting before
+                            // every step would summarise almost nothing each time.
+                            if after.percent() >= u64::from(config.auto_compact_percent) {
+                                self.auto_compact_spent = true;
+                                self.events.emit(EventData::Warning(Warning {
+                                    message: format!(
+                                        "After compaction the conversation still fills ~{}% of the context window: \
+                                         no more automatic compaction for this input (lower keep_exchanges to \
+                                         keep fewer recent exchanges).",
+                                        after.percent()
+                                    ),
+                                    approx_tokens: Some(after.estimate_tokens),
+                                    context_window: Some(after.context_window),
+                                    ..Warning::default()
+                                }));
+                            }
+                        }
+                        Ok(false) => {}
+                        Err(CallError::Cancelled) => return Err(CallError::Cancelled),
+                        // The full history may still fit: the call itself tells.
+                        Err(CallError::Llm(e)) => self.events.emit(EventData::Warning(Warning {
                             message: format!(
-                                "The conversation exceeded the context window; dropped the {} oldest turns \
-                                 ({} characters) and retried.",
-                                p.turns_removed, p.chars_removed
+                                "Automatic compaction failed ({e}); continuing with the full history."
                             ),
-                            turns_removed: Some(p.turns_removed),
                             ..Warning::default()
                         })),
+                    }
+                }
+            }
+            let raw = self.calibration.raw_tokens(request_chars(&request));
+            match self.call_model(request, token).await {
+                Ok(response) => {
+                    self.calibration.observe(raw, response.usage.input_tokens);
+                    return Ok(response);
+                }
+                Err(CallError::Llm(LlmError::ContextLengthExceeded { provider, message })) => {
+                    if !compacted_for_overflow {
+                        compacted_for_overflow = true;
+                        match self.compact(config, CompactionTrigger::Overflow, token).await {
+                            Ok(true) => continue,
+                            Ok(false) | Err(CallError::Llm(LlmError::ContextLengthExceeded { .. })) => {}
+                            Err(other) => return Err(other),
+                        }
+                    }
+                    let pruned = super::prune::prune(&mut lock(&self.shared.history));
+                    match pruned {
+                        Some(p) => {
+                            self.shared.history_revision.fetch_add(1, Ordering::SeqCst);
+                            self.events.emit(EventData::Warning(Warning {
+                                message: format!(
+                                    "The conversation exceeded the context window and could not be compacted; \
+                                     dropped the {} oldest turns ({}, {} characters) and retried.",
+                                    p.turns_removed, p.dropped, p.chars_removed
+                                ),
+                                turns_removed: Some(p.turns_removed),
+                                dropped: Some(p.dropped),
+                                ..Warning::default()
+                            }));
+                        }
                         None => {
                             return Err(CallError::Llm(LlmError::ContextLengthExceeded {
                                 provider,
                                 message: format!(
-                                    "{message}; nothing more can be dropped from the history (the task and \
+                                    "{message}; neither compaction nor pruning makes it fit (the task and \
                                      the latest round alone are too large): start a new session or ask for \
                                      smaller steps"
                                 ),
@@ -391,6 +534,98 @@ impl Runner {
                 other => return other,
             }
         }
+    }
+
+    /// Replaces the history before the kept exchanges with a summary the model writes.
+    /// `Ok(false)` when there is nothing to summarise or the model wrote nothing.
+    async fn compact(
+        &mut self,
+        config: &SessionConfig,
+        trigger: CompactionTrigger,
+        token: &CancellationToken,
+    ) -> Result<bool, CallError> {
+        let history = lock(&self.shared.history).clone();
+        let Some(cut) = compaction::plan(&history, config.keep_exchanges) else { return Ok(false) };
+        let before = self.stats_of(config, &self.build_request(config)).estimate_tokens;
+        let model = config.compaction_model.clone().unwrap_or_else(|| config.model.clone());
+        let request = compaction::summary_request(&history[..cut], &model);
+        let response = tokio::select! {
+            biased;
+            _ = token.cancelled() => return Err(CallError::Cancelled),
+            r = self.client.complete(&request) => r.map_err(CallError::Llm)?,
+        };
+        self.totals += response.usage;
+        let summary = response.text();
+        if summary.trim().is_empty() {
+            self.events.emit(EventData::Warning(Warning {
+                message: format!("{model} wrote an empty summary; the history was not compacted."),
+                ..Warning::default()
+            }));
+            return Ok(false);
+        }
+        let compacted = compaction::apply(&history, cut, summary.trim().to_string());
+        let kept = compacted.len() - 1;
+        let summarized = match &compacted[0] {
+            Turn::Summary(s) => {
+                s.turns_summarized
+                    - history[..cut]
+                        .iter()
+                        .map(|t| if let Turn::Summary(e) = t { e.turns_summarized } else { 0 })
+                        .sum::<usize>()
+            }
+            _ => cut,
+        };
+        *lock(&self.shared.history) = compacted;
+        self.shared.history_revision.fetch_add(1, Ordering::SeqCst);
+        let after = self.refresh_context(config).estimate_tokens;
+        self.events.emit(EventData::Compaction(Compaction {
+            trigger,
+            tokens_before: before,
+            tokens_after: after,
+            messages_summarized: summarized,
+            messages_kept: kept,
+            model,
+        }));
+        Ok(true)
+    }
+
+    /// `agentls.compact`: a compaction between inputs; its failure is an ERROR event, nothing
+    /// to compact a WARNING, and the session stays usable either way.
+    async fn compact_on_request(&mut self, token: &CancellationToken) {
+        let config = self.config();
+        match self.compact(&config, CompactionTrigger::Manual, token).await {
+            Ok(true) | Err(CallError::Cancelled) => {}
+            Ok(false) => self.events.emit(EventData::Warning(Warning {
+                message: format!(
+                    "Nothing to compact: the conversation is no longer than the {} exchanges compaction keeps.",
+                    config.keep_exchanges
+                ),
+                ..Warning::default()
+            })),
+            Err(CallError::Llm(e)) => self.events.emit(EventData::Error(ErrorData {
+                message: format!("Compaction failed; the history is unchanged: {e}"),
+                fatal: false,
+                error: Some(e),
+            })),
+        }
+    }
+
+    /// The context figures of `request`.
+    fn stats_of(&self, config: &SessionConfig, request: &Request) -> ContextStats {
+        ContextStats {
+            estimate_tokens: self.calibration.estimate(request_chars(request)),
+            calibration: self.calibration.factor(),
+            context_window: config
+                .context_window_tokens
+                .unwrap_or_else(|| self.profile.context_window(&config.model)),
+        }
+    }
+
+    /// Recomputes the figures of the next request and publishes them to the handle.
+    fn refresh_context(&self, config: &SessionConfig) -> ContextStats {
+        let stats = self.stats_of(config, &self.build_request(config));
+        *lock(&self.shared.context) = stats;
+        stats
     }
 
     /// One streamed model call; text and reasoning deltas become events as they arrive.
@@ -427,19 +662,14 @@ impl Runner {
         }
     }
 
-    /// Emits a WARNING when the conversation uses more than 80% of the context window.
-    /// Returns whether it warned.
-    fn check_context_usage(&self, config: &SessionConfig, response: &Response) -> bool {
-        let window =
-            config.context_window_tokens.unwrap_or_else(|| self.profile.context_window(&config.model));
-        let chars: usize = lock(&self.shared.history).iter().map(Turn::char_len).sum();
-        let estimate = (chars / 4) as u64;
-        let reported = response.usage.input_tokens + response.usage.output_tokens;
-        let tokens = estimate.max(reported);
+    /// Emits a WARNING when the next request's calibrated estimate is above 80% of the context
+    /// window. Returns whether it warned.
+    fn check_context_usage(&self, stats: &ContextStats) -> bool {
+        let (tokens, window) = (stats.estimate_tokens, stats.context_window);
         if window == 0 || tokens * 10 <= window * 8 {
             return false;
         }
-        let percent = (tokens * 100 / window).min(999);
+        let percent = stats.percent().min(999);
         self.events.emit(EventData::Warning(Warning {
             message: format!("Context usage at ~{percent}% of context window"),
             approx_tokens: Some(tokens),
@@ -553,5 +783,14 @@ fn to_result(call: &ToolCall, outcome: ToolCallOutcome) -> ToolResult {
             .into_iter()
             .map(|i| llm::Image { media_type: i.media_type, data: i.data })
             .collect(),
+    }
+}
+
+/// Aborts a timer task when the input it limits ends.
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }

@@ -24,6 +24,22 @@ pub enum Turn {
     /// Instruction files of a subdirectory that started to apply (see
     /// [`NestedDocs`](crate::profiles::project_docs::NestedDocs)).
     Instructions(InstructionsTurn),
+    /// Earlier turns condensed by compaction; the model reads it as a user message that starts
+    /// with [`SUMMARY_SENTINEL`](super::compaction::SUMMARY_SENTINEL).
+    Summary(SummaryTurn),
+}
+
+/// A summary that replaced the turns before it (seed 004 §1.5).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SummaryTurn {
+    /// What the model wrote, without the sentinel line.
+    pub summary: String,
+    /// How many turns it replaced.
+    pub turns_summarized: usize,
+    /// Model turns among them: they still count toward the session's `max_turns`.
+    #[serde(default)]
+    pub model_turns: usize,
+    pub timestamp: DateTime<Utc>,
 }
 
 /// Instruction files handed to the model in the middle of a session, with the text it got.
@@ -114,6 +130,7 @@ impl Turn {
         match self {
             Self::User(t) | Self::Steering(t) | Self::System(t) => Message::user(t.content.clone()),
             Self::Instructions(i) => Message::user(i.message()),
+            Self::Summary(s) => Message::user(super::compaction::summary_message(&s.summary)),
             Self::Assistant(a) if !a.parts.is_empty() => Message::assistant(a.parts.clone()),
             Self::Assistant(a) => {
                 let mut parts = Vec::new();
@@ -143,6 +160,7 @@ impl Turn {
             }
             Self::ToolResults(r) => r.results.iter().map(|r| chars(&r.content)).sum(),
             Self::Instructions(i) => chars(&i.message()),
+            Self::Summary(s) => chars(&super::compaction::summary_message(&s.summary)),
         }
     }
 }
@@ -157,6 +175,33 @@ impl InstructionsTurn {
 /// The messages of a history, in order.
 pub fn to_messages(history: &[Turn]) -> Vec<Message> {
     history.iter().map(Turn::to_message).collect()
+}
+
+/// A model turn calling `read_file` on `id` (saying `reading <id>`) and its result `output`.
+#[cfg(test)]
+pub(crate) fn read_round(id: &str, output: String) -> [Turn; 2] {
+    let response = Response {
+        content: vec![
+            ContentPart::text(format!("reading {id}")),
+            ContentPart::ToolCall(ToolCall {
+                id: id.into(),
+                name: "read_file".into(),
+                arguments: serde_json::json!({"file_path": id}),
+                signature: None,
+            }),
+        ],
+        ..Default::default()
+    };
+    [
+        Turn::assistant(&response),
+        Turn::tool_results(vec![ToolResult {
+            call_id: id.into(),
+            name: "read_file".into(),
+            content: output,
+            is_error: false,
+            images: vec![],
+        }]),
+    ]
 }
 
 #[cfg(test)]

@@ -16,7 +16,8 @@ use crate::session::Turn;
 pub enum Record {
     /// A turn appended to the history.
     Turn { turn: Turn },
-    /// The whole history, written when it shrank (pruning): it replaces everything before.
+    /// The whole history, written when turns were replaced or removed (compaction, pruning): it
+    /// replaces everything before.
     Snapshot { turns: Vec<Turn> },
 }
 
@@ -33,23 +34,25 @@ pub fn history(records: &[Record]) -> Vec<Turn> {
 }
 
 /// Keeps a transcript in step with a session's history: appends the turns added since the last
-/// call, or a snapshot when the history shrank.
+/// call, or a snapshot when the history was rewritten (its revision changed, or it shrank).
 #[derive(Debug)]
 pub struct TranscriptRecorder {
     writer: TranscriptWriter,
     /// How many turns of the history are stored.
     persisted: usize,
+    /// The history revision stored (see `SessionHandle::history_with_revision`).
+    revision: u64,
 }
 
 impl TranscriptRecorder {
     /// `persisted` is the length of the history the transcript already holds (0 for a new one).
     pub fn new(writer: TranscriptWriter, persisted: usize) -> Self {
-        Self { writer, persisted }
+        Self { writer, persisted, revision: 0 }
     }
 
-    /// Stores what changed in `history` and flushes.
-    pub fn record(&mut self, history: &[Turn]) -> Result<(), StoreError> {
-        if history.len() < self.persisted {
+    /// Stores what changed in `history` (at `revision`) and flushes.
+    pub fn record(&mut self, history: &[Turn], revision: u64) -> Result<(), StoreError> {
+        if history.len() < self.persisted || revision != self.revision {
             self.writer.append(&Record::Snapshot { turns: history.to_vec() })?;
         } else {
             for turn in &history[self.persisted..] {
@@ -58,6 +61,7 @@ impl TranscriptRecorder {
         }
         self.writer.flush()?;
         self.persisted = history.len();
+        self.revision = revision;
         Ok(())
     }
 }
@@ -80,10 +84,16 @@ mod tests {
         };
         let mut recorder = TranscriptRecorder::new(store.create(header).expect("create"), 0);
         let turns: Vec<Turn> = ["one", "two", "three"].into_iter().map(Turn::user).collect();
-        recorder.record(&turns[..2]).expect("record");
-        recorder.record(&turns).expect("record");
+        recorder.record(&turns[..2], 0).expect("record");
+        recorder.record(&turns, 0).expect("record");
         assert_eq!(history(&store.load("s").expect("load").records), turns);
-        recorder.record(&turns[2..]).expect("record a pruned history");
+        recorder.record(&turns[2..], 1).expect("record a pruned history");
         assert_eq!(history(&store.load("s").expect("load").records), turns[2..].to_vec());
+        // A compaction can leave the history as long as it was: the revision says it changed.
+        let rewritten: Vec<Turn> = ["summary", "four"].into_iter().map(Turn::user).collect();
+        recorder.record(&turns[2..], 1).expect("nothing new");
+        recorder.record(&rewritten[..1], 2).expect("record a compacted history");
+        recorder.record(&rewritten, 2).expect("record");
+        assert_eq!(history(&store.load("s").expect("load").records), rewritten);
     }
 }

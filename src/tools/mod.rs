@@ -20,6 +20,7 @@ pub mod read_file;
 pub mod read_many_files;
 pub mod registry;
 pub mod shell;
+pub mod submit;
 pub mod truncate;
 
 use std::path::PathBuf;

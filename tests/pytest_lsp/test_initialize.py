@@ -16,6 +16,7 @@ COMMANDS = {
     "agentls.resumeSession",
     "agentls.history",
     "agentls.configure",
+    "agentls.compact",
     "agentls.resolveReview",
     "agentls.resolvePermission",
 }

@@ -68,6 +68,8 @@ pub struct Setup {
     pub history: Vec<Turn>,
     /// The directory to work in (a resumed session's); a new temporary one when `None`.
     pub dir: Option<TempDir>,
+    /// The wire dialect of the mock provider; `None` = the profile's own.
+    pub dialect: Option<Dialect>,
 }
 
 impl Setup {
@@ -84,6 +86,7 @@ impl Setup {
             wrap_env: None,
             history: Vec::new(),
             dir: None,
+            dialect: None,
         }
     }
 
@@ -124,7 +127,8 @@ pub fn run_git(dir: &Path, args: &[&str]) {
 
 impl Harness {
     pub async fn start(setup: Setup) -> Self {
-        let mock = MockProvider::start(dialect(setup.profile)).await;
+        let wire = setup.dialect.unwrap_or_else(|| dialect(setup.profile));
+        let mock = MockProvider::start(wire).await;
         let dir = match setup.dir {
             Some(dir) => dir,
             None => tempfile::tempdir().expect("tempdir"),
@@ -138,7 +142,10 @@ impl Harness {
             std::fs::write(full, content).expect("write fixture");
         }
         let cwd = dir.path().canonicalize().expect("canonical tempdir");
-        let kind = provider(setup.profile);
+        let kind = match wire {
+            Dialect::OpenAiChat => ProviderKind::OpenAiChat,
+            _ => provider(setup.profile),
+        };
         let settings = ProviderSettings {
             kind,
             model: model(setup.profile).to_string(),
@@ -243,6 +250,7 @@ pub fn turn_kinds(history: &[Turn]) -> Vec<&'static str> {
             Turn::System(_) => "system",
             Turn::Steering(_) => "steering",
             Turn::Instructions(_) => "instructions",
+            Turn::Summary(_) => "summary",
         })
         .collect()
 }

@@ -44,6 +44,8 @@ local commands = {
   AgentAcceptHunk = { "accept_hunk", { desc = "agentls: accept the hunk under the cursor" } },
   AgentRejectHunk = { "reject_hunk", { nargs = "*", desc = "agentls: reject the hunk under the cursor [reason]" } },
   AgentTranscript = { "transcript", { desc = "agentls: open the session's transcript" } },
+  AgentCompact = { "compact", { desc = "agentls: summarise the conversation's older messages" } },
+  AgentStatus = { "status", { desc = "agentls: the session's state and context use" } },
 }
 
 for name, spec in pairs(commands) do
@@ -67,6 +69,8 @@ local plugs = {
   ["agentls-accept-hunk"] = "AgentAcceptHunk",
   ["agentls-reject-hunk"] = "AgentRejectHunk",
   ["agentls-transcript"] = "AgentTranscript",
+  ["agentls-compact"] = "AgentCompact",
+  ["agentls-status"] = "AgentStatus",
 }
 for plug, command in pairs(plugs) do
   vim.keymap.set("n", ("<Plug>(%s)"):format(plug), ("<Cmd>%s<CR>"):format(command), { desc = "agentls: " .. command })

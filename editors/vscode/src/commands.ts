@@ -36,6 +36,7 @@ export function registerCommands(ctx: Ctx): vscode.Disposable[] {
     'agentls.vscode.openReviewFile': (ref?: HunkRef) => ctx.reviews.openFile(ref),
     'agentls.vscode.showLog': () => ctx.showLog(),
     'agentls.vscode.restartServer': () => ctx.restart(),
+    'agentls.vscode.compact': () => ctx.compact(),
   };
   return Object.entries(commands).map(([id, handler]) =>
     vscode.commands.registerCommand(id, async (...args: unknown[]) => {

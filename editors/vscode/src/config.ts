@@ -23,6 +23,14 @@ export interface UserSettings {
   contextWindowTokens?: number | null;
   toolLineLimits?: Record<string, number> | null;
   toolOutputLimits?: Record<string, number> | null;
+  submitMode?: boolean | null;
+  maxSteps?: number | null;
+  timeLimitSecs?: number | null;
+  autoCompact?: boolean | null;
+  autoCompactPercent?: number | null;
+  keepExchanges?: number | null;
+  charsPerToken?: number | null;
+  compactionModel?: string;
 }
 
 export interface ServerLayer {
@@ -38,6 +46,16 @@ export interface ServerLayer {
   context_window_tokens?: number;
   tool_line_limits?: Record<string, number>;
   tool_output_limits?: Record<string, number>;
+  submit_mode?: boolean;
+  max_steps?: number;
+  time_limit_secs?: number;
+  context?: {
+    auto_compact?: boolean;
+    auto_compact_percent?: number;
+    keep_exchanges?: number;
+    chars_per_token?: number;
+    compaction_model?: string;
+  };
   shell?: { permission?: string; allow?: string[] };
 }
 
@@ -74,6 +92,14 @@ export const SETTING_KEYS: readonly (readonly [string, keyof UserSettings])[] = 
   ['contextWindowTokens', 'contextWindowTokens'],
   ['toolLineLimits', 'toolLineLimits'],
   ['toolOutputLimits', 'toolOutputLimits'],
+  ['submitMode', 'submitMode'],
+  ['maxSteps', 'maxSteps'],
+  ['timeLimitSecs', 'timeLimitSecs'],
+  ['context.autoCompact', 'autoCompact'],
+  ['context.autoCompactPercent', 'autoCompactPercent'],
+  ['context.keepExchanges', 'keepExchanges'],
+  ['context.charsPerToken', 'charsPerToken'],
+  ['context.compactionModel', 'compactionModel'],
 ];
 
 /** The largest value of the server's 32-bit counters (`max_turns`, `max_tool_rounds_per_input`). */
@@ -146,6 +172,26 @@ export function translateSettings(s: UserSettings): Translation {
   if (contextWindow !== undefined) layer.context_window_tokens = contextWindow;
   if (lineLimits) layer.tool_line_limits = lineLimits;
   if (outputLimits) layer.tool_output_limits = outputLimits;
+
+  const submit = flag('submitMode');
+  const steps = whole(settingName('maxSteps'), s.maxSteps, 0, U32_MAX, 'a whole number of model requests, 0 for unlimited');
+  const seconds = whole(settingName('timeLimitSecs'), s.timeLimitSecs, 0, Number.MAX_SAFE_INTEGER, 'a whole number of seconds, 0 for unlimited');
+  if (submit !== undefined) layer.submit_mode = submit;
+  if (steps !== undefined) layer.max_steps = steps;
+  if (seconds !== undefined) layer.time_limit_secs = seconds;
+
+  const context: NonNullable<ServerLayer['context']> = {};
+  const autoCompact = flag('autoCompact');
+  const percent = whole(settingName('autoCompactPercent'), s.autoCompactPercent, 1, 100, `a percentage from 1 to 100 (to turn compaction off, set ${settingName('autoCompact')} to false)`);
+  const keep = whole(settingName('keepExchanges'), s.keepExchanges, 1, Number.MAX_SAFE_INTEGER, 'a whole number of exchanges, at least 1');
+  const cpt = whole(settingName('charsPerToken'), s.charsPerToken, 1, 32, 'a whole number of characters from 1 to 32');
+  const compactionModel = str(s.compactionModel);
+  if (autoCompact !== undefined) context.auto_compact = autoCompact;
+  if (percent !== undefined) context.auto_compact_percent = percent;
+  if (keep !== undefined) context.keep_exchanges = keep;
+  if (cpt !== undefined) context.chars_per_token = cpt;
+  if (compactionModel) context.compaction_model = compactionModel;
+  if (Object.keys(context).length) layer.context = context;
 
   const shell: NonNullable<ServerLayer['shell']> = {};
   const permission = str(s.shellPermission);

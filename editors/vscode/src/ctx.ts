@@ -18,6 +18,7 @@ import {
   ServerCommand,
   type AgentEvent,
   type ConfigureParams,
+  type ContextInfo,
   type DiagnosticsParams,
   type HistoryResult,
   type ListSessionsResult,
@@ -47,6 +48,8 @@ export class Ctx implements ChatActions, vscode.Disposable {
   private readonly status = new StatusDisplay();
   private client: LanguageClient | undefined;
   private server: StatusFacts['server'] = 'starting';
+  /** The last context figures of each session (from `agentls.listSessions`). */
+  private readonly contexts = new Map<string, ContextInfo>();
   private readonly disposables: vscode.Disposable[] = [];
   private readonly activatedAt = Date.now();
   /** The settings problem last shown, so an unchanged one is not shown again. */
@@ -172,7 +175,23 @@ export class Ctx implements ChatActions, vscode.Disposable {
       currentTool: header?.currentTool,
       pendingReviewFiles: this.reviews.pendingFiles(),
       pendingPermissions: this.permissions.pending,
+      context: this.store.activeId ? this.contexts.get(this.store.activeId) : undefined,
     });
+  }
+
+  /** Fetches a session's context figures (`agentls.listSessions`) for the status bar. */
+  private async refreshContext(sessionId: string): Promise<void> {
+    const info = (await this.listSessions()).find((s) => s.sessionId === sessionId);
+    if (info?.context) this.contexts.set(sessionId, info.context);
+    this.updateStatus();
+  }
+
+  /** Compacts the active session's conversation (after its current turn). */
+  async compact(): Promise<void> {
+    const sessionId = this.store.activeId;
+    if (!sessionId) throw new Error('no session yet: there is nothing to compact');
+    if (!this.supports(ServerCommand.compact)) throw new Error('this agentls server cannot compact conversations; update it');
+    await this.exec(ServerCommand.compact, { sessionId });
   }
 
   private onOp(sessionId: string, op: ChatOp): void {
@@ -181,6 +200,9 @@ export class Ctx implements ChatActions, vscode.Disposable {
     }
     if (sessionId === this.store.activeId && (op.kind === 'user_input' || op.kind === 'tool_call_start' || op.kind === 'tool_call_end' || op.kind === 'processing_end' || op.kind === 'session_end')) {
       this.updateStatus();
+    }
+    if (op.kind === 'session_start' || op.kind === 'assistant_text_end' || op.kind === 'compaction' || op.kind === 'processing_end') {
+      void this.refreshContext(sessionId).catch(() => undefined);
     }
   }
 

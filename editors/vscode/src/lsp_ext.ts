@@ -20,6 +20,7 @@ export const ServerCommand = {
   resolveReview: 'agentls.resolveReview',
   resolvePermission: 'agentls.resolvePermission',
   history: 'agentls.history',
+  compact: 'agentls.compact',
 } as const;
 
 export interface Position { line: number; character: number }
@@ -47,7 +48,11 @@ export interface SessionInfo {
   open: boolean;
   created?: string;
   title?: string;
+  /** Open sessions: how full the context window is. */
+  context?: ContextInfo;
 }
+/** The calibrated estimate of the next request, the calibration factor and the window (tokens). */
+export interface ContextInfo { estimateTokens: number; calibration: number; contextWindow: number }
 export interface ListSessionsResult { sessions: SessionInfo[] }
 export interface ResumeSessionResult { sessionId: string; profile: string; model: string; resumed: boolean; turns?: number }
 
@@ -69,7 +74,8 @@ export type HistoryEntry =
       timestamp?: string;
       toolCalls?: { callId: string; toolName: string; summary: string; arguments?: unknown }[];
     }
-  | { kind: 'tool_result'; callId: string; toolName: string; output: string; isError: boolean; timestamp?: string };
+  | { kind: 'tool_result'; callId: string; toolName: string; output: string; isError: boolean; timestamp?: string }
+  | { kind: 'summary'; text: string; turnsSummarized: number; timestamp?: string };
 export interface HistoryResult { sessionId: string; entries: HistoryEntry[] }
 
 // ---- events (agentls/event) ----
@@ -105,9 +111,17 @@ export interface EventDataByKind {
     error?: string;
   };
   steering_injected: { content: string };
-  turn_limit: { round?: number; total_turns?: number };
+  turn_limit: { round?: number; total_turns?: number; steps?: number; time_limit_secs?: number };
   loop_detection: { message: string };
-  warning: { message: string; approx_tokens?: number; context_window?: number };
+  warning: { message: string; approx_tokens?: number; context_window?: number; turns_removed?: number; dropped?: string };
+  compaction: {
+    trigger: 'manual' | 'auto' | 'overflow';
+    tokens_before: number;
+    tokens_after: number;
+    messages_summarized: number;
+    messages_kept: number;
+    model: string;
+  };
   error: { message: string; fatal?: boolean; error?: unknown };
   processing_end: { state: string; reason: string; text?: string; totals?: Usage | null };
   session_end: { state: string; totals?: Usage | null };

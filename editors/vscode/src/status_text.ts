@@ -1,11 +1,26 @@
 // What the status bar item says for the extension's state (pure, unit-tested).
 
+import type { ContextInfo } from './lsp_ext';
+
 export interface StatusFacts {
   server: 'starting' | 'running' | 'stopped' | 'missing';
   busy: boolean;
   currentTool?: string;
   pendingReviewFiles: number;
   pendingPermissions: number;
+  /** The active session's context use, when known. */
+  context?: ContextInfo;
+}
+
+/** ` · 42%` and a tooltip line for the active session's context use. */
+export function contextText(c: ContextInfo | undefined): { suffix: string; line: string } {
+  if (!c || !c.contextWindow) return { suffix: '', line: '' };
+  const percent = Math.floor((c.estimateTokens * 100) / c.contextWindow);
+  const tokens = (n: number) => n.toLocaleString('en-US');
+  return {
+    suffix: ` · ${percent}%`,
+    line: `\nContext: ~${tokens(c.estimateTokens)} of ${tokens(c.contextWindow)} tokens (${percent}%), estimate calibrated ×${c.calibration.toFixed(2)} by the provider's counts`,
+  };
 }
 
 export function statusText(s: StatusFacts): { text: string; tooltip: string; warn: boolean } {
@@ -17,6 +32,7 @@ export function statusText(s: StatusFacts): { text: string; tooltip: string; war
     const n = s.pendingReviewFiles;
     return { text: `$(diff) agentls: ${n} change${n === 1 ? '' : 's'} to review`, tooltip: 'Proposed changes wait for your review', warn: true };
   }
-  if (s.busy) return { text: `$(loading~spin) agentls: ${s.currentTool ?? 'working'}`, tooltip: 'The agent is working (click to open the chat)', warn: false };
-  return { text: '$(comment-discussion) agentls', tooltip: 'agentls: idle (click to open the chat)', warn: false };
+  const context = contextText(s.context);
+  if (s.busy) return { text: `$(loading~spin) agentls: ${s.currentTool ?? 'working'}${context.suffix}`, tooltip: `The agent is working (click to open the chat)${context.line}`, warn: false };
+  return { text: `$(comment-discussion) agentls${context.suffix}`, tooltip: `agentls: idle (click to open the chat)${context.line}`, warn: false };
 }

@@ -175,3 +175,21 @@ test('reasoning streams beside the answer and ends with it', () => {
   const a = m.entries[0];
   assert.deepEqual(a.kind === 'assistant' && { text: a.text, reasoning: a.reasoning, streaming: a.streaming }, { text: 'Answer.', reasoning: 'Think first.', streaming: false });
 });
+
+test('a compaction, a pruning warning, the new limits and a stored summary are shown as notices', () => {
+  const m = new ChatModel();
+  const event = <K extends AgentEvent['kind']>(kind: K, data: Extract<AgentEvent, { kind: K }>['data']): ChatOp =>
+    ({ sessionId, kind, timestamp: '2026-11-24T00:00:00Z', data }) as ChatOp;
+  m.apply(event('compaction', { trigger: 'auto', tokens_before: 170000, tokens_after: 21000, messages_summarized: 40, messages_kept: 6, model: 'claude-haiku-4-5' }));
+  m.apply(event('warning', { message: 'dropped the 4 oldest turns (2 model responses and 2 tool results (shell ×2), 900 characters)', turns_removed: 4, dropped: '2 model responses and 2 tool results (shell ×2)' }));
+  m.apply(event('turn_limit', { steps: 5 }));
+  m.apply(event('turn_limit', { time_limit_secs: 60 }));
+  m.apply({ kind: 'history', entries: [{ kind: 'summary', text: 'We fixed the parser.', turnsSummarized: 12 }] });
+  assert.deepEqual(visible(m.entries), [
+    { notice: 'info', text: 'Compacted the conversation (it was filling the context window): 40 earlier messages were replaced by a summary written by claude-haiku-4-5; 6 recent ones are kept as they were. Context ~170000 → ~21000 tokens.' },
+    { notice: 'warning', text: 'dropped the 4 oldest turns (2 model responses and 2 tool results (shell ×2), 900 characters)' },
+    { notice: 'warning', text: 'Step limit: stopped after 5 model requests for this input.' },
+    { notice: 'warning', text: 'Time limit: stopped after 60 s for this input.' },
+    { notice: 'info', text: 'Earlier conversation (12 messages), as summarised for the model:\n\nWe fixed the parser.' },
+  ]);
+});

@@ -25,6 +25,14 @@ const everySetting: Required<UserSettings> = {
   contextWindowTokens: 32768,
   toolLineLimits: { shell: 20, grep: 0 },
   toolOutputLimits: { read_file: 8000 },
+  submitMode: true,
+  maxSteps: 30,
+  timeLimitSecs: 600,
+  autoCompact: false,
+  autoCompactPercent: 70,
+  keepExchanges: 2,
+  charsPerToken: 3,
+  compactionModel: ' claude-haiku-4-5 ',
 };
 
 test('every setting maps to the server key', () => {
@@ -42,10 +50,23 @@ test('every setting maps to the server key', () => {
       context_window_tokens: 32768,
       tool_line_limits: { shell: 20, grep: 0 },
       tool_output_limits: { read_file: 8000 },
+      submit_mode: true,
+      max_steps: 30,
+      time_limit_secs: 600,
+      context: { auto_compact: false, auto_compact_percent: 70, keep_exchanges: 2, chars_per_token: 3, compaction_model: 'claude-haiku-4-5' },
       shell: { permission: 'ask', allow: ['cargo test', 'git status'] },
     },
     problems: [],
   });
+});
+
+test('context settings the server would refuse are left out and named', () => {
+  const { layer, problems } = translateSettings({ autoCompactPercent: 0, charsPerToken: 40, keepExchanges: 2 });
+  assert.deepEqual(layer, { context: { keep_exchanges: 2 } });
+  assert.deepEqual(
+    problems.map((p) => p.setting),
+    ['agentls.context.autoCompactPercent', 'agentls.context.charsPerToken'],
+  );
 });
 
 test('empty strings are not sent; an explicitly empty allow list is', () => {
@@ -163,8 +184,12 @@ test('every key the translation sends is a field of the server\'s ConfigLayer', 
   for (const key of Object.keys(layer)) assert.ok(configLayer.includes(key), `${key} is a ConfigLayer field`);
   const shellLayer = fields('ShellLayer');
   for (const key of Object.keys(layer.shell ?? {})) assert.ok(shellLayer.includes(key), `shell.${key} is a ShellLayer field`);
+  const contextLayer = fields('ContextLayer');
+  for (const key of Object.keys(layer.context ?? {})) assert.ok(contextLayer.includes(key), `context.${key} is a ContextLayer field`);
   // every setting sends one key: a setting that translates to nothing would do nothing
-  const sent = Object.keys(layer).filter((k) => k !== 'shell').length + Object.keys(layer.shell ?? {}).length;
+  const nested = ['shell', 'context'];
+  const sent =
+    Object.keys(layer).filter((k) => !nested.includes(k)).length + Object.keys(layer.shell ?? {}).length + Object.keys(layer.context ?? {}).length;
   assert.equal(sent, SETTING_KEYS.length);
   assert.equal(Object.keys(everySetting).length, SETTING_KEYS.length);
 });

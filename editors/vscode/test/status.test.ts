@@ -17,3 +17,12 @@ test('a missing or stopped server says so first', () => {
   assert.equal(statusText({ ...idle, server: 'missing', pendingPermissions: 1 }).text, '$(warning) agentls: not installed');
   assert.equal(statusText({ ...idle, server: 'stopped', busy: true }).text, '$(error) agentls: stopped');
 });
+
+test('the active session\'s context use: share of the window, and the calibration in the tooltip', () => {
+  const context = { estimateTokens: 41250, calibration: 1.1234, contextWindow: 200000 };
+  const s = statusText({ ...idle, context });
+  assert.equal(s.text, '$(comment-discussion) agentls · 20%');
+  assert.equal(s.tooltip, 'agentls: idle (click to open the chat)\nContext: ~41,250 of 200,000 tokens (20%), estimate calibrated ×1.12 by the provider\'s counts');
+  assert.equal(statusText({ ...idle, busy: true, currentTool: 'shell: ls', context }).text, '$(loading~spin) agentls: shell: ls · 20%');
+  assert.equal(statusText({ ...idle, context: { ...context, contextWindow: 0 } }).text, '$(comment-discussion) agentls');
+});

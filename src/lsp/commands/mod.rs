@@ -29,6 +29,7 @@ pub const NAMES: &[&str] = &[
     "agentls.resumeSession",
     "agentls.history",
     "agentls.configure",
+    "agentls.compact",
     "agentls.resolveReview",
     "agentls.resolvePermission",
 ];
@@ -47,6 +48,7 @@ pub async fn dispatch(state: &Arc<ServerState>, command: String, arguments: Vec<
         "agentls.resumeSession" => session::resume(state, &args).await,
         "agentls.history" => session::history(state, &args),
         "agentls.configure" => session::configure(state, &args),
+        "agentls.compact" => session::compact(state, &args),
         "agentls.resolveReview" => review::resolve(state, &args),
         "agentls.resolvePermission" => permission::resolve(state, &args),
         other => Err(Error {

@@ -1,5 +1,5 @@
 //! Session commands: `newSession`, `prompt`, `steer`, `followUp`, `cancel`, `closeSession`,
-//! `listSessions`, `resumeSession`, `history`, `configure`. Each returns at once; turns run in the
+//! `listSessions`, `resumeSession`, `history`, `configure`, `compact`. Each returns at once; turns run in the
 //! session's task.
 
 use std::path::PathBuf;
@@ -178,10 +178,33 @@ pub fn list(state: &Arc<ServerState>) -> Result<Value> {
 #[derive(Debug, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case", rename_all_fields = "camelCase")]
 enum HistoryEntry {
-    User { text: String, timestamp: String },
-    Steering { text: String, timestamp: String },
-    Assistant { text: String, reasoning: Option<String>, tool_calls: Vec<HistoryCall>, timestamp: String },
-    ToolResult { call_id: String, tool_name: String, output: String, is_error: bool, timestamp: String },
+    User {
+        text: String,
+        timestamp: String,
+    },
+    Steering {
+        text: String,
+        timestamp: String,
+    },
+    Assistant {
+        text: String,
+        reasoning: Option<String>,
+        tool_calls: Vec<HistoryCall>,
+        timestamp: String,
+    },
+    ToolResult {
+        call_id: String,
+        tool_name: String,
+        output: String,
+        is_error: bool,
+        timestamp: String,
+    },
+    /// Earlier turns replaced by a summary (compaction).
+    Summary {
+        text: String,
+        turns_summarized: usize,
+        timestamp: String,
+    },
 }
 
 #[derive(Debug, Serialize)]
@@ -205,6 +228,11 @@ fn history_entries(turns: &[Turn], cwd: &std::path::Path) -> Vec<HistoryEntry> {
                 timestamp: t.timestamp.to_rfc3339(),
             }),
             Turn::System(_) | Turn::Instructions(_) => {}
+            Turn::Summary(s) => out.push(HistoryEntry::Summary {
+                text: s.summary.clone(),
+                turns_summarized: s.turns_summarized,
+                timestamp: s.timestamp.to_rfc3339(),
+            }),
             Turn::Assistant(a) => out.push(HistoryEntry::Assistant {
                 text: a.content.clone(),
                 reasoning: a.reasoning.clone(),
@@ -283,6 +311,14 @@ pub async fn resume(state: &Arc<ServerState>, args: &CommandArgs) -> Result<Valu
     value["resumed"] = json!(true);
     value["turns"] = json!(turns);
     Ok(value)
+}
+
+/// `agentls.compact {sessionId}`: queues a compaction after the current input; the outcome is a
+/// `compaction` event (or a `warning` when there is nothing to summarise).
+pub fn compact(state: &Arc<ServerState>, args: &CommandArgs) -> Result<Value> {
+    let session = session(state, args)?;
+    session.handle.compact();
+    Ok(json!({"sessionId": session.id, "queued": true}))
 }
 
 pub fn configure(state: &Arc<ServerState>, args: &CommandArgs) -> Result<Value> {

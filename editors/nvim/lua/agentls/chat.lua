@@ -323,8 +323,37 @@ end
 on[E.loop_detection] = function(d)
   push({ op = "lines", lines = { "⚠ " .. first_line(d.message) }, group = "AgentlsWarning" })
 end
-on[E.turn_limit] = function()
-  push({ op = "lines", lines = { "⚠ turn limit reached" }, group = "AgentlsWarning" })
+--- What a `turn_limit` event says.
+function M.limit_text(d)
+  if d.round then
+    return ("⚠ turn limit: stopped after %d tool rounds for this input"):format(d.round)
+  elseif d.steps then
+    return ("⚠ step limit: stopped after %d model requests for this input"):format(d.steps)
+  elseif d.time_limit_secs then
+    return ("⚠ time limit: stopped after %d s for this input"):format(d.time_limit_secs)
+  end
+  return ("⚠ turn limit: the session reached %s model turns"):format(tostring(d.total_turns or "its"))
+end
+
+--- What a `compaction` event says.
+function M.compaction_text(d)
+  local why = ({ manual = "as asked", auto = "the context window was filling up", overflow = "the provider found it too long" })[d.trigger]
+    or tostring(d.trigger)
+  return ("⟲ compacted the conversation (%s): %d earlier messages summarised by %s, %d kept; ~%d → ~%d tokens"):format(
+    why,
+    d.messages_summarized or 0,
+    tostring(d.model),
+    d.messages_kept or 0,
+    d.tokens_before or 0,
+    d.tokens_after or 0
+  )
+end
+
+on[E.turn_limit] = function(d)
+  push({ op = "lines", lines = { M.limit_text(d) }, group = "AgentlsWarning" })
+end
+on[E.compaction] = function(d)
+  push({ op = "lines", lines = { "", M.compaction_text(d) } })
 end
 on[E.processing_end] = function(d)
   if d.reason and d.reason ~= "completed" then

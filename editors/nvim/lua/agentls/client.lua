@@ -21,12 +21,38 @@ local function dict(t)
   return (t == nil or next(t) == nil) and vim.empty_dict() or t
 end
 
+-- Events after which a session's context figures (estimate, calibration) have changed.
+local CONTEXT_CHANGES = {
+  [protocol.event.session_start] = true,
+  [protocol.event.processing_end] = true,
+  [protocol.event.compaction] = true,
+}
+
+--- Fetches a session's context figures (`agentls.listSessions`) for the status line.
+function M.refresh_context(client_id, session_id)
+  local client = vim.lsp.get_client_by_id(client_id)
+  if not client then
+    return
+  end
+  M.exec(client, protocol.command.list_sessions, {}, function(err, res)
+    for _, s in ipairs((not err and res and res.sessions) or {}) do
+      if s.sessionId == session_id then
+        state.set_context(client_id, session_id, s.context)
+      end
+    end
+    return true -- a failed refresh only leaves the old figures
+  end)
+end
+
 local function handlers()
   local M_ = protocol.method
   return {
     [M_.event] = function(_, event, ctx)
       state.note_event(ctx.client_id, event)
       require("agentls.chat").on_event(event)
+      if CONTEXT_CHANGES[event.kind] then
+        M.refresh_context(ctx.client_id, event.sessionId)
+      end
       if event.kind == protocol.event.tool_end then
         local call_id = (event.data or {}).call_id
         state.remove_permissions_of_call(event.sessionId, call_id)

@@ -148,6 +148,37 @@ function M.cancel()
   end)
 end
 
+--- :AgentCompact: summarise the session's older messages (after the running turn).
+function M.compact()
+  with_existing_session(function(c, s)
+    client.exec(c, C.compact, { sessionId = s.id }, function(err)
+      if not err then
+        vim.notify("agentls: compacting the conversation…", vim.log.levels.INFO)
+      end
+    end)
+  end)
+end
+
+--- :AgentStatus: the session's state and how full its context window is.
+function M.status()
+  local line = state.status()
+  if line == "" then
+    vim.notify("agentls: no session yet (:Agent starts one)", vim.log.levels.INFO)
+    return
+  end
+  local percent, ctx = state.context()
+  if percent then
+    line = line
+      .. ("\ncontext: ~%d of %d tokens (%d%%), estimate calibrated ×%.2f by the provider's counts"):format(
+        ctx.estimateTokens or 0,
+        ctx.contextWindow,
+        percent,
+        ctx.calibration or 1
+      )
+  end
+  vim.notify(line, vim.log.levels.INFO)
+end
+
 function M.new()
   local c = client.current()
   if c then
@@ -179,6 +210,9 @@ local function show_history(c, session_id)
         table.insert(lines, ("  ✗ %s failed"):format(e.toolName or "tool"))
       elseif e.kind == "steering" then
         table.insert(lines, "> steered: " .. (e.text or ""))
+      elseif e.kind == "summary" then
+        table.insert(lines, ("⟲ earlier conversation (%d messages), as summarised for the model:"):format(e.turnsSummarized or 0))
+        vim.list_extend(lines, vim.split(e.text or "", "\n", { plain = true }))
       end
     end
     table.insert(lines, "")

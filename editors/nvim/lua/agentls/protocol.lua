@@ -26,6 +26,7 @@ M.command = {
   resume_session = "agentls.resumeSession", -- {sessionId} → {sessionId, profile, model, resumed, turns?}
   history = "agentls.history", -- {sessionId} → {sessionId, entries = [...]}
   configure = "agentls.configure", -- {sessionId, model?, reasoningEffort?, approval?}
+  compact = "agentls.compact", -- {sessionId} → {sessionId, queued}; the outcome is a `compaction` event
   resolve_review = "agentls.resolveReview", -- {reviewId, decision, files?, feedback?}
   resolve_permission = "agentls.resolvePermission", -- {requestId, decision, feedback?}
 }
@@ -42,9 +43,10 @@ M.event = {
   tool_output = "tool_call_output_delta", -- call_id, delta
   tool_end = "tool_call_end", -- tool_name, call_id, summary, status, duration_ms, output|error
   steering = "steering_injected", -- content
-  turn_limit = "turn_limit", -- round | total_turns
+  turn_limit = "turn_limit", -- round | total_turns | steps | time_limit_secs
   loop_detection = "loop_detection", -- message
-  warning = "warning", -- message
+  warning = "warning", -- message (pruning adds turns_removed, dropped)
+  compaction = "compaction", -- trigger, tokens_before, tokens_after, messages_summarized, messages_kept, model
   error = "error", -- message, fatal
   processing_end = "processing_end", -- state, reason, text, totals
   session_end = "session_end", -- state, totals

@@ -8,6 +8,7 @@ local M = {}
 ---@field model string?
 ---@field profile string?
 ---@field state string "idle" | "processing" | "awaiting_input" | "closed"
+---@field context {estimateTokens: integer, calibration: number, contextWindow: integer}? from agentls.listSessions
 
 local clients = {} ---@type table<integer, {root: string, session: agentls.Session?}>
 local active_client ---@type integer?
@@ -175,7 +176,28 @@ function M.permissions()
   return vim.tbl_values(permissions)
 end
 
---- One line for statuslines: "" without a session, else e.g. "agentls: processing · model · 1 review".
+--- Records a session's context figures (`context` of its `agentls.listSessions` entry).
+function M.set_context(client_id, session_id, context)
+  local c = clients[client_id]
+  if c and c.session and c.session.id == session_id and type(context) == "table" then
+    c.session.context = context
+    status_changed()
+  end
+end
+
+--- The share of the window the active session's next request fills (percent), its figures;
+--- nil when unknown.
+function M.context()
+  local c = active_client and clients[active_client]
+  local ctx = c and c.session and c.session.context
+  if not (ctx and (ctx.contextWindow or 0) > 0) then
+    return nil
+  end
+  return math.floor((ctx.estimateTokens or 0) * 100 / ctx.contextWindow), ctx
+end
+
+--- One line for statuslines: "" without a session, else e.g.
+--- "agentls: processing · model · ctx 21% · 1 review".
 function M.status()
   local c = active_client and clients[active_client]
   if not (c and c.session) then
@@ -184,6 +206,10 @@ function M.status()
   local parts = { "agentls: " .. (c.session.state or "idle") }
   if c.session.model then
     table.insert(parts, c.session.model)
+  end
+  local percent = M.context()
+  if percent then
+    table.insert(parts, ("ctx %d%%"):format(percent))
   end
   local n = #review_order
   if n > 0 then

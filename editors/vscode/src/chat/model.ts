@@ -3,7 +3,7 @@
 // reducer runs in the extension host (status bar, snapshots) and in the webview (rendering), so
 // both always agree. No `vscode`, no DOM.
 
-import type { AgentEvent, HistoryEntry, Usage } from '../lsp_ext';
+import type { AgentEvent, EventDataByKind, HistoryEntry, Usage } from '../lsp_ext';
 
 export type ToolStatus = 'running' | 'ok' | 'error' | 'cancelled';
 
@@ -179,7 +179,9 @@ export class ChatModel {
         return [e.id];
       }
       case 'turn_limit':
-        return [this.notice('warning', op.data.round !== undefined ? `Turn limit: stopped after ${op.data.round} tool rounds for this input.` : `Turn limit: the session reached ${op.data.total_turns ?? 'its'} model turns.`)];
+        return [this.notice('warning', describeLimit(op.data))];
+      case 'compaction':
+        return [this.notice('info', describeCompaction(op.data))];
       case 'loop_detection':
         return [this.notice('warning', `Loop detected: ${op.data.message}`)];
       case 'warning':
@@ -254,8 +256,24 @@ export class ChatModel {
         e.output = h.output;
         return [e.id];
       }
+      case 'summary':
+        return [this.notice('info', `Earlier conversation (${h.turnsSummarized} messages), as summarised for the model:\n\n${h.text}`)];
     }
   }
+}
+
+/** What a `turn_limit` event says to the user. */
+export function describeLimit(d: EventDataByKind['turn_limit']): string {
+  if (d.round !== undefined) return `Turn limit: stopped after ${d.round} tool rounds for this input.`;
+  if (d.steps !== undefined) return `Step limit: stopped after ${d.steps} model requests for this input.`;
+  if (d.time_limit_secs !== undefined) return `Time limit: stopped after ${d.time_limit_secs} s for this input.`;
+  return `Turn limit: the session reached ${d.total_turns ?? 'its'} model turns.`;
+}
+
+/** What a `compaction` event says to the user. */
+export function describeCompaction(d: EventDataByKind['compaction']): string {
+  const why = d.trigger === 'manual' ? 'as you asked' : d.trigger === 'auto' ? 'it was filling the context window' : 'the provider found it too long';
+  return `Compacted the conversation (${why}): ${d.messages_summarized} earlier messages were replaced by a summary written by ${d.model}; ${d.messages_kept} recent ones are kept as they were. Context ~${d.tokens_before} → ~${d.tokens_after} tokens.`;
 }
 
 function addUsage(acc: { input: number; output: number }, usage: Usage | null | undefined): void {
