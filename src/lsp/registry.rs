@@ -49,6 +49,8 @@ pub struct SessionRegistry {
     sessions: RwLock<Vec<Arc<LspSession>>>,
     /// Progress token → session id, for `window/workDoneProgress/cancel`.
     progress: Mutex<HashMap<String, String>>,
+    /// Set once a session was inserted.
+    opened: tokio::sync::watch::Sender<bool>,
 }
 
 impl SessionRegistry {
@@ -63,6 +65,12 @@ impl SessionRegistry {
 
     pub(super) fn insert(&self, session: Arc<LspSession>) {
         self.sessions.write().unwrap_or_else(|p| p.into_inner()).push(session);
+        self.opened.send_replace(true);
+    }
+
+    /// Returns once the first session was inserted (at once if one was).
+    pub(super) async fn first_opened(&self) {
+        let _ = self.opened.subscribe().wait_for(|opened| *opened).await;
     }
 
     pub fn remove(&self, id: &str) {

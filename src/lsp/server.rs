@@ -46,13 +46,15 @@ async fn pull_configuration(state: &ServerState) {
 /// The server behind `tower-lsp-server`.
 pub struct Backend {
     pub(super) state: Arc<ServerState>,
-    /// The server's own watcher of instruction files (kept alive here).
-    watcher: Mutex<Option<watch::InstructionWatcher>>,
+    /// The server's own watcher of instruction files (kept alive here). It starts with the
+    /// first session: until then no session has project docs to reload, and a server the user
+    /// never prompts costs no watcher thread.
+    watcher: Arc<Mutex<Option<watch::InstructionWatcher>>>,
 }
 
 impl Backend {
     pub(super) fn new(client: Client, options: ServerOptions, documents: Arc<DocumentStore>) -> Self {
-        Self { state: Arc::new(ServerState::new(client, options, documents)), watcher: Mutex::new(None) }
+        Self { state: Arc::new(ServerState::new(client, options, documents)), watcher: Arc::default() }
     }
 }
 
@@ -106,9 +108,23 @@ fn server_capabilities(profile: &ClientProfile) -> ServerCapabilities {
 }
 
 impl Backend {
+    /// (Re)starts the watcher on the current roots once a session exists; until then it waits
+    /// for the first one.
     fn restart_watcher(&self) {
-        let watcher = watch::watch_roots(&self.state, &self.state.roots());
-        *self.watcher.lock().unwrap_or_else(|p| p.into_inner()) = watcher;
+        let (state, slot) = (self.state.clone(), self.watcher.clone());
+        let start = move || {
+            let watcher = watch::watch_roots(&state, &state.roots());
+            *slot.lock().unwrap_or_else(|p| p.into_inner()) = watcher;
+        };
+        if !self.state.sessions.all().is_empty() {
+            start();
+            return;
+        }
+        let sessions = self.state.clone();
+        tokio::spawn(async move {
+            sessions.sessions.first_opened().await;
+            start();
+        });
     }
 
     /// `window/workDoneProgress/cancel`: cancelling a turn's or a tool's progress interrupts
