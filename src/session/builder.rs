@@ -128,7 +128,10 @@ impl SessionBuilder {
             }
         };
         let model = settings.model.clone();
-        let profile = parts.profile.unwrap_or_else(|| ProfileKind::for_provider(settings.kind));
+        let profile = parts
+            .profile
+            .or(config.layer.profile)
+            .unwrap_or_else(|| ProfileKind::for_provider(settings.kind));
         let search = resolve_search_provider(config, env)?;
         let client = llm::Client::from_config(config, settings).map_err(BuildError::Client)?;
         let documents = parts.documents.unwrap_or_default();
