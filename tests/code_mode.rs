@@ -84,7 +84,8 @@ async fn state_persists_return_ends_the_task_and_the_repl_dies_with_the_session(
     let requests = mock.requests();
     assert_eq!(requests.len(), 2, "`return` ended the task without another model call");
     let first = &requests[0].body;
-    let tools: Vec<&str> = first["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+    let tools: Vec<&str> =
+        first["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
     assert_eq!(tools, ["python"]);
     let system = system_of(first);
     assert!(system.contains("Your one tool, `python`, runs code in a Python REPL"), "{system}");
@@ -97,9 +98,10 @@ async fn state_persists_return_ends_the_task_and_the_repl_dies_with_the_session(
          <additional_python_resources>\nNone were added.\n</additional_python_resources>"
     );
     let result = sent_texts(&requests[1].body).pop().unwrap();
-    let pid: u32 = result.strip_prefix("[stdout]\n").and_then(|p| p.trim().parse().ok()).unwrap_or_else(|| {
-        panic!("the first call printed the REPL's pid: {result:?}");
-    });
+    let pid: u32 =
+        result.strip_prefix("[stdout]\n").and_then(|p| p.trim().parse().ok()).unwrap_or_else(|| {
+            panic!("the first call printed the REPL's pid: {result:?}");
+        });
     assert!(wait_process_gone(pid, Duration::from_secs(5)).await, "REPL {pid} outlived the session");
 }
 
@@ -127,7 +129,12 @@ async fn the_code_block_variant_runs_one_block_per_reply_and_answers_with_an_exe
     std::fs::write(dir.path().join(USER_CONFIG), "[code]\ntool_calls = false\n").unwrap();
     let out = exec(&mock, dir.path(), &["--profile", "code", "what is 6 times 7?"]).await;
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).ends_with("The answer is 42.\n"), "{}|{}", text(&out.stdout), text(&out.stderr));
+    assert!(
+        text(&out.stdout).ends_with("The answer is 42.\n"),
+        "{}|{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
     let requests = mock.requests();
     assert_eq!(requests.len(), 2);
     let first = &requests[0].body;
@@ -143,7 +150,8 @@ async fn the_code_block_variant_runs_one_block_per_reply_and_answers_with_an_exe
 #[tokio::test]
 async fn an_agent_error_ends_the_task_as_failed_with_its_reason() {
     let mock = MockProvider::start(Dialect::Anthropic).await;
-    let code = "try:\n    int('x')\nexcept ValueError as e:\n    raise AgentError('the input has no number') from e";
+    let code =
+        "try:\n    int('x')\nexcept ValueError as e:\n    raise AgentError('the input has no number') from e";
     mock.push(python("c1", json!({ "code": code })));
     let dir = tempfile::tempdir().unwrap();
     let out = exec(&mock, dir.path(), &["--profile", "code", "parse it"]).await;
@@ -161,8 +169,10 @@ async fn a_section_file_changes_the_request_and_a_broken_one_falls_back_and_says
     let dir = tempfile::tempdir().unwrap();
     let sections = dir.path().join(".agentls/prompts/anthropic");
     std::fs::create_dir_all(&sections).unwrap();
-    std::fs::write(sections.join("user_instructions.md"), "# Voice\n\nAnswer like a pirate ({{ profile }}).").unwrap();
-    std::fs::write(sections.join("tools.md"), "Tools:\n{% for t in tools %}{{ t.nme( }}{% endfor %}").unwrap();
+    std::fs::write(sections.join("user_instructions.md"), "# Voice\n\nAnswer like a pirate ({{ profile }}).")
+        .unwrap();
+    std::fs::write(sections.join("tools.md"), "Tools:\n{% for t in tools %}{{ t.nme( }}{% endfor %}")
+        .unwrap();
     let out = exec(&mock, dir.path(), &["--provider", "anthropic", "hello"]).await;
     assert!(out.status.success(), "{}", text(&out.stderr));
     let system = system_of(&mock.requests()[0].body);

@@ -33,6 +33,7 @@ fn own_and_foreign(profile: ProfileKind) -> (&'static str, Vec<&'static str>) {
         ProfileKind::OpenAi => all[0],
         ProfileKind::Anthropic => all[1],
         ProfileKind::Gemini => all[2],
+        ProfileKind::Code => unreachable!("a coding profile"),
     };
     (own, all.into_iter().filter(|f| *f != own).collect())
 }
