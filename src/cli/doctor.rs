@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 
 use super::{DoctorArgs, load_config};
-use crate::config::ProfileKind;
 use crate::config::{
     Config, Env, ProviderKind, ProviderSettings, SearchProvider, provider::local_server_listening,
     resolve_provider, resolve_search_provider,

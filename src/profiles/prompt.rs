@@ -429,6 +429,56 @@ mod tests {
         assert!(at("use tabs") < at("answer in French"));
         assert!(!text.contains("More."));
     }
+
+    /// Code mode's prompt names only what its REPL offers: the `python` tool and its
+    /// parameters, the helpers the driver defines, the modules it imports, and the execution
+    /// message's real first line.
+    #[tokio::test]
+    async fn the_code_prompt_names_only_what_the_repl_offers() {
+        use crate::tools::python::{EXECUTION_HEADER, PRELOADED_MODULES};
+        let tool = &ProfileKind::Code.tools()[0];
+        let parameters = tool.parameters();
+        let declared: Vec<&str> =
+            parameters["properties"].as_object().unwrap().keys().map(String::as_str).collect();
+        let driver = include_str!("../tools/python/driver.py");
+        let tmp = tempfile::tempdir().unwrap();
+        let env = EnvironmentInfo::capture(tmp.path(), "claude-sonnet-4-5").await;
+        for tool_calls in [true, false] {
+            let code = CodeLayer { tool_calls: Some(tool_calls), ..CodeLayer::default() };
+            let text = SystemPrompt {
+                profile: ProfileKind::Code,
+                environment: &env,
+                tools: &[],
+                project_docs: &ProjectDocs::default(),
+                user_instructions: None,
+                one_call_per_step: false,
+                code: &code,
+                overrides: &PromptOverrides::default(),
+            }
+            .build();
+            // The fenced-block format is named once, in the code-block variant.
+            let block = "```python … ```";
+            assert_eq!(text.contains(block), !tool_calls);
+            let text = text.replace(block, "");
+            for span in text.split('`').skip(1).step_by(2) {
+                let name = span.split(['(', ' ']).next().unwrap_or_default();
+                let known = name == tool.name()
+                    || declared.contains(&name)
+                    || PRELOADED_MODULES.contains(&name)
+                    || ["str", "return", "await", "inspect", "raise", "git"].contains(&name)
+                    || span == EXECUTION_HEADER
+                    || span.starts_with("raise AgentError(")
+                    || (["show_definition", "AgentError"].contains(&name)
+                        && driver.contains(&format!("{name}(")));
+                assert!(
+                    known,
+                    "tool_calls={tool_calls}: the code prompt names `{span}`, which the REPL does not offer"
+                );
+            }
+            assert_eq!(text.contains("call the `python` tool"), tool_calls);
+            assert_eq!(text.contains(EXECUTION_HEADER), !tool_calls, "the interactions section");
+        }
+    }
 }
 
 #[cfg(test)]
