@@ -80,11 +80,18 @@ impl ProfileKind {
     }
 }
 
-impl std::fmt::Display for ProfileKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
+/// Each choice displays as its one spelling (`as_str`).
+macro_rules! display_as_str {
+    ($($ty:ty),*) => {$(
+        impl std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    )*};
 }
+
+display_as_str!(ProfileKind, PromptSection);
 
 impl std::str::FromStr for ProfileKind {
     type Err = String;
@@ -165,12 +172,6 @@ impl PromptSection {
             Self::Notes => "notes",
             Self::UserPrompt => "user_prompt",
         }
-    }
-}
-
-impl std::fmt::Display for PromptSection {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 
