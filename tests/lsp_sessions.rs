@@ -520,7 +520,9 @@ async fn a_prompts_context_brings_its_directorys_instructions_and_resume_keeps_t
 async fn the_code_profile_set_in_the_editor_settings_runs_a_python_repl() {
     let fx = Fixture::new().await;
     let client = LspClient::in_process(fx.options());
-    client.initialize(&fx.root, plugin_capabilities(), json!({"model": "claude-test", "profile": "code"})).await;
+    client
+        .initialize(&fx.root, plugin_capabilities(), json!({"model": "claude-test", "profile": "code"}))
+        .await;
     fx.mock.push(Turn::new().tool_call("c1", "python", json!({"code": "total = sum(range(10))"})));
     fx.mock.push(Turn::new().tool_call("c2", "python", json!({"code": "return total"})));
     let created = client.command("agentls.newSession", json!({})).await.expect("newSession");
