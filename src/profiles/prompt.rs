@@ -485,6 +485,8 @@ mod tests {
 mod golden {
     //! Today's default prompt, pinned: the rendered default of every profile must stay the text
     //! the layered builder produced before prompts became templates.
+    //! A change of a base prompt's own text (`prompts/<profile>.md`) is regenerated with
+    //! `AGENTLS_WRITE_GOLDEN=1`; its diff must show that text and nothing else.
     use super::*;
     use crate::profiles::project_docs::ProjectDoc;
 
