@@ -515,3 +515,23 @@ async fn a_prompts_context_brings_its_directorys_instructions_and_resume_keeps_t
     let second = request_text(&fx.mock, 1);
     assert_eq!(second.matches("Network code never panics.").count(), 1, "{second}");
 }
+
+#[tokio::test]
+async fn the_code_profile_set_in_the_editor_settings_runs_a_python_repl() {
+    let fx = Fixture::new().await;
+    let client = LspClient::in_process(fx.options());
+    client
+        .initialize(&fx.root, plugin_capabilities(), json!({"model": "claude-test", "profile": "code"}))
+        .await;
+    fx.mock.push(Turn::new().tool_call("c1", "python", json!({"code": "total = sum(range(10))"})));
+    fx.mock.push(Turn::new().tool_call("c2", "python", json!({"code": "return total"})));
+    let created = client.command("agentls.newSession", json!({})).await.expect("newSession");
+    assert_eq!(created["profile"], "code");
+    let id = created["sessionId"].as_str().expect("id").to_string();
+    client.command("agentls.prompt", json!({"sessionId": id, "text": "sum 0..9"})).await.expect("prompt");
+    let start = client.next_event(&id, "session_start").await;
+    assert_eq!(start["data"]["tools"], json!(["python"]));
+    let done = client.next_event(&id, "processing_end").await;
+    assert_eq!(done["data"]["reason"], "completed", "{done}");
+    assert_eq!(done["data"]["text"], "45", "the REPL kept `total` and `return` ended the task");
+}

@@ -307,6 +307,7 @@ async fn one_call_per_step(profile: ProfileKind) {
         ProfileKind::OpenAi => assert_eq!(first["parallel_tool_calls"], false),
         ProfileKind::Anthropic => assert_eq!(first["tool_choice"]["disable_parallel_tool_use"], true),
         ProfileKind::Gemini => {}
+        ProfileKind::Code => unreachable!("the matrix covers the coding profiles"),
     }
     assert!(h.request_text(0).contains("at most one tool call per step"), "the system prompt says so");
 }
@@ -362,6 +363,7 @@ async fn reasoning_effort_change(profile: ProfileKind) {
         ProfileKind::OpenAi => (json!("high"), json!("low")),
         ProfileKind::Anthropic => (json!(16384), json!(2048)),
         ProfileKind::Gemini => (json!(24576), json!(1024)),
+        ProfileKind::Code => unreachable!("the matrix covers the coding profiles"),
     };
     assert_eq!(sent_effort(profile, &h.body(0)), high);
     assert_eq!(sent_effort(profile, &h.body(1)), low, "the change applies to the very next call");
@@ -483,6 +485,7 @@ async fn native_edit_format(profile: ProfileKind) {
             assert!(t.contains(&"replace".into()) && t.contains(&"read_many_files".into()), "{t:?}");
             assert!(!t.contains(&"apply_patch".into()) && !t.contains(&"edit_file".into()), "{t:?}");
         }
+        ProfileKind::Code => unreachable!("the matrix covers the coding profiles"),
     }
 }
 

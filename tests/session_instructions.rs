@@ -33,6 +33,7 @@ fn own_and_foreign(profile: ProfileKind) -> (&'static str, Vec<&'static str>) {
         ProfileKind::OpenAi => all[0],
         ProfileKind::Anthropic => all[1],
         ProfileKind::Gemini => all[2],
+        ProfileKind::Code => unreachable!("a coding profile"),
     };
     (own, all.into_iter().filter(|f| *f != own).collect())
 }
@@ -53,7 +54,7 @@ async fn after_reading_http(profile: ProfileKind, setup: Setup) -> (Harness, std
 
 #[tokio::test]
 async fn a_subdirectorys_instructions_apply_once_the_agent_reads_there() {
-    for profile in ProfileKind::ALL {
+    for profile in ProfileKind::CODING {
         let mut h = Harness::start(repo(profile)).await;
         let root = h.dir.path().canonicalize().expect("root");
         h.mock.push(Reply::new().tool_call("c1", "read_file", read_call(profile, &root, "src/lib.rs")));
@@ -120,7 +121,7 @@ async fn creating_a_file_in_a_subdirectory_applies_its_instructions() {
 
 #[tokio::test]
 async fn a_prompts_context_file_applies_its_directorys_instructions_before_the_first_call() {
-    for profile in ProfileKind::ALL {
+    for profile in ProfileKind::CODING {
         let mut h = Harness::start(repo(profile)).await;
         h.mock.push(Reply::new().text("it gets"));
         let file = h.path("src/net/http.rs");

@@ -18,7 +18,7 @@ fn profile_tool_names(profile: ProfileKind) -> Vec<String> {
 
 #[tokio::test]
 async fn system_prompt_has_every_layer_in_order_for_each_profile() {
-    for profile in ProfileKind::ALL {
+    for profile in ProfileKind::CODING {
         let setup = Setup {
             git: true,
             ..Setup::new(profile)
@@ -47,6 +47,7 @@ async fn system_prompt_has_every_layer_in_order_for_each_profile() {
             ProfileKind::OpenAi => "rule-from-codex",
             ProfileKind::Anthropic => "rule-from-claude-md",
             ProfileKind::Gemini => "rule-from-gemini-md",
+            ProfileKind::Code => unreachable!("a coding profile"),
         };
         assert!(at("rule-from-agents-md") < at(own), "{profile}: its own instruction file");
         let foreign = ["rule-from-codex", "rule-from-claude-md", "rule-from-gemini-md"];
@@ -60,7 +61,7 @@ async fn system_prompt_has_every_layer_in_order_for_each_profile() {
 
 #[tokio::test]
 async fn custom_tools_are_offered_on_top_of_every_profile() {
-    for profile in ProfileKind::ALL {
+    for profile in ProfileKind::CODING {
         let mut h = Harness::start(Setup::new(profile).tool(Echo { tag: "custom" })).await;
         h.mock.push(Reply::new().tool_call("c1", "echo", json!({"text": "hi"})));
         h.mock.push(Reply::new().text("done"));
@@ -74,7 +75,7 @@ async fn custom_tools_are_offered_on_top_of_every_profile() {
 
 #[tokio::test]
 async fn a_custom_tool_replaces_the_profile_tool_of_the_same_name() {
-    for profile in ProfileKind::ALL {
+    for profile in ProfileKind::CODING {
         let mut h = Harness::start(Setup::new(profile).tool(Stub { name: "shell" })).await;
         h.mock.push(Reply::new().tool_call("c1", "shell", json!({"command": "touch should-not-exist"})));
         h.mock.push(Reply::new().text("done"));

@@ -127,7 +127,8 @@ async fn executor_failures_and_panics_become_error_results() {
             content: "Tool error (fail): disk on fire".into(),
             model_content: "Tool error (fail): disk on fire".into(),
             images: vec![],
-            is_error: true
+            is_error: true,
+            ends_task: None,
         }
     );
     let crashed = registry.execute("boom", r#"{"text": "x"}"#, &fx.ctx).await;

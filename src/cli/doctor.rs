@@ -1,6 +1,7 @@
 //! `agentls doctor [--ping]`: what configuration resolved to, which keys are present (never their
 //! values), where logs go, how sessions measure their context; `--ping` sends one tiny streamed
-//! request and prints reply, latency and how the provider's token count calibrates the estimate.
+//! request and prints reply, latency and how the provider's token count calibrates the estimate;
+//! `--prompt [--profile P]` prints the final system prompt and where each section came from.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -16,12 +17,16 @@ use crate::config::{
 use crate::llm::{Client, LlmError, Message, Request, RetryPolicy, StreamEvent, Usage};
 use crate::logging;
 use crate::profiles::ProfileKind;
+use crate::profiles::{EnvironmentInfo, PromptOverrides, SystemPrompt, ToolSummary, discover_project_docs};
 use crate::session::SessionConfig;
 use crate::session::context::{Calibration, request_chars};
 
 pub fn run(env: &Env, args: DoctorArgs) -> Result<ExitCode, String> {
-    let config = load_config(env, None, args.model.layer())?;
+    let config = load_config(env, args.cwd.clone(), args.model.layer())?;
     let log = logging::init(&config, env, false);
+    if args.prompt {
+        return print_prompt(env, &config, &args);
+    }
     println!("agentls {}", env!("CARGO_PKG_VERSION"));
     println!("config files:");
     for source in &config.sources {
@@ -95,6 +100,68 @@ fn print_context(config: &Config, settings: &ProviderSettings) {
             session.keep_exchanges
         );
     }
+}
+
+/// `--prompt`: the system prompt a new session in the working directory would send, after the
+/// list of its sections and their sources and any problem with the user's overrides.
+fn print_prompt(env: &Env, config: &Config, args: &DoctorArgs) -> Result<ExitCode, String> {
+    let cwd = match &args.cwd {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?,
+    };
+    let cwd =
+        cwd.canonicalize().map_err(|e| format!("working directory {} is not usable: {e}", cwd.display()))?;
+    let settings = resolve_provider(config, env, local_server_listening).ok();
+    let profile = args
+        .profile
+        .or(config.layer.profile)
+        .or(settings.as_ref().map(|s| ProfileKind::for_provider(s.kind)))
+        .ok_or("no provider is configured, so no profile follows from it: pass --profile openai|anthropic|gemini|code")?;
+    let model =
+        settings.map(|s| s.model).or_else(|| config.layer.model.clone()).unwrap_or_else(|| "unknown".into());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    let environment = runtime.block_on(EnvironmentInfo::capture(&cwd, &model));
+    let session = SessionConfig::from_config(config, model);
+    let docs = discover_project_docs(&cwd, profile);
+    let overrides =
+        PromptOverrides::load(profile, &session.prompt, session.user_prompts_dir.as_deref(), &cwd);
+    let code_blocks = profile == ProfileKind::Code && !session.code.uses_tool_calls();
+    let tools: Vec<ToolSummary> = if code_blocks { Vec::new() } else { profile.tools() }
+        .iter()
+        .map(|t| ToolSummary { name: t.name().to_string(), description: t.description().to_string() })
+        .collect();
+    let prompt = SystemPrompt {
+        profile,
+        environment: &environment,
+        tools: &tools,
+        project_docs: &docs,
+        user_instructions: session.instructions.as_deref(),
+        one_call_per_step: session.one_call_per_step,
+        code: &session.code,
+        overrides: &overrides,
+    };
+    let rendered = prompt.render();
+    let task = prompt.task_message("(the task)");
+    println!("profile: {profile}");
+    println!("sections:");
+    for section in &rendered.sections {
+        let empty = if section.text.is_empty() { " (empty here)" } else { "" };
+        println!("  {}: {}{empty}", section.section, section.source);
+    }
+    let task_problems = task.as_ref().map(|(_, p)| p.clone()).unwrap_or_default();
+    for problem in rendered.problems.iter().chain(&task_problems) {
+        println!("warning: {problem}");
+    }
+    println!("--- system prompt ---");
+    println!("{}", rendered.text);
+    if let Some((message, _)) = task {
+        println!("--- task message ---");
+        println!("{message}");
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The prompt of `--ping`: small, and answerable without tools or thinking.

@@ -71,6 +71,11 @@ fn run_inner(env: &Env, args: ExecArgs) -> Result<u8, Failure> {
         approval: args.approval,
         reasoning_effort: args.reasoning_effort,
         max_turns: args.max_turns,
+        profile: args.profile,
+        code: args
+            .return_type
+            .clone()
+            .map(|t| crate::config::CodeLayer { return_type: Some(t), ..Default::default() }),
         ..args.model.layer()
     };
     overrides.merge(args.agent_loop.layer());
@@ -185,6 +190,8 @@ struct Output {
     wrote_text: bool,
     /// The status line of the tool call that started last (its live output is appended).
     running: String,
+    /// The text streamed since the model's last response started.
+    streamed: String,
 }
 
 impl Output {
@@ -199,7 +206,14 @@ impl Output {
             bar.set_message("thinking…");
             bar
         });
-        Self { json, status, at_line_start: true, wrote_text: false, running: String::new() }
+        Self {
+            json,
+            status,
+            at_line_start: true,
+            wrote_text: false,
+            running: String::new(),
+            streamed: String::new(),
+        }
     }
 
     fn render(&mut self, event: &Event) {
@@ -215,9 +229,22 @@ impl Output {
                 if self.wrote_text && !self.at_line_start {
                     self.write("\n");
                 }
+                self.streamed.clear();
                 self.set_status("thinking…");
             }
-            EventData::AssistantTextDelta(d) => self.write(&d.delta),
+            EventData::AssistantTextDelta(d) => {
+                self.streamed.push_str(&d.delta);
+                self.write(&d.delta);
+            }
+            // An answer a tool gave (code mode's `return`) was not streamed: print it.
+            EventData::ProcessingEnd(end)
+                if end.reason == EndReason::Completed && end.text != self.streamed =>
+            {
+                if self.wrote_text && !self.at_line_start {
+                    self.write("\n");
+                }
+                self.write(&end.text);
+            }
             EventData::ToolCallStart(call) => {
                 self.running = format!("running {}", call.summary);
                 self.set_status(&self.running);

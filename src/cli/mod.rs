@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 use crate::config::{
-    Approval, Config, ConfigLayer, Env, LoadOptions, MIN_LOOP_DETECTION_WINDOW, ProviderKind,
+    Approval, Config, ConfigLayer, Env, LoadOptions, MIN_LOOP_DETECTION_WINDOW, ProfileKind, ProviderKind,
 };
 use crate::llm::ReasoningEffort;
 
@@ -80,6 +80,12 @@ pub struct ExecArgs {
     /// Maximum model turns (0 = unlimited).
     #[arg(long)]
     pub max_turns: Option<u32>,
+    /// The agent profile: openai | anthropic | gemini | code (default: the provider's own).
+    #[arg(long, value_parser = parse_profile)]
+    pub profile: Option<ProfileKind>,
+    /// Code mode: the type the task's answer must have (`code.return_type`, default `str`).
+    #[arg(long, value_name = "TYPE")]
+    pub return_type: Option<String>,
     #[command(flatten)]
     pub agent_loop: LoopFlags,
     /// The task. `-` reads it from stdin.
@@ -158,6 +164,15 @@ pub struct DoctorArgs {
     /// Send one tiny request and print the reply and latency.
     #[arg(long)]
     pub ping: bool,
+    /// Print the final system prompt and where each of its sections came from.
+    #[arg(long)]
+    pub prompt: bool,
+    /// The profile whose prompt `--prompt` prints (default: the configured or provider's one).
+    #[arg(long, value_parser = parse_profile, requires = "prompt")]
+    pub profile: Option<ProfileKind>,
+    /// Working directory whose project files `--prompt` uses (default: the current directory).
+    #[arg(long)]
+    pub cwd: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -179,6 +194,9 @@ pub enum SessionsAction {
 }
 
 fn parse_provider(s: &str) -> Result<ProviderKind, String> {
+    s.parse()
+}
+fn parse_profile(s: &str) -> Result<ProfileKind, String> {
     s.parse()
 }
 fn parse_approval(s: &str) -> Result<Approval, String> {

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use choices::{ProfileKind, ReasoningEffort};
+pub use choices::{ProfileKind, PromptSection, ReasoningEffort};
 pub use provider::{
     ProviderKind, ProviderSettings, ResolveError, SearchProvider, resolve_provider, resolve_search_provider,
 };
@@ -149,11 +149,49 @@ pub struct LogLayer {
     pub file: Option<PathBuf>,
 }
 
+/// Overrides of prompt sections (`[prompt]`): minijinja templates that replace the built-in
+/// text of a section (see docs/configuration.md for the sections and their variables).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromptLayer {
+    /// For every profile that has the section (`[prompt.sections]`).
+    pub sections: Option<BTreeMap<PromptSection, String>>,
+    /// For one profile (`[prompt.profiles.<profile>]`); wins over `sections`.
+    pub profiles: Option<BTreeMap<ProfileKind, BTreeMap<PromptSection, String>>>,
+}
+
+/// Code mode (`[code]`, the `code` profile).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CodeLayer {
+    /// true (default): the model calls the `python` tool; false: it answers with one
+    /// ```python block per message, which is run and answered with an execution message.
+    pub tool_calls: Option<bool>,
+    /// The type each task's answer must have (default `str`).
+    pub return_type: Option<String>,
+    /// A premise shared by every task, stated in the system prompt.
+    pub premise: Option<String>,
+}
+
+impl CodeLayer {
+    /// Whether the model calls the `python` tool (true by default) or writes code blocks.
+    pub fn uses_tool_calls(&self) -> bool {
+        self.tool_calls.unwrap_or(true)
+    }
+
+    /// The type each task's answer must have.
+    pub fn return_type(&self) -> &str {
+        self.return_type.as_deref().map(str::trim).unwrap_or("str")
+    }
+}
+
 /// One layer of settings. Every field is optional; see [`Config`] for the resolved values.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConfigLayer {
     pub provider: Option<ProviderKind>,
+    /// The profile of new sessions (default: the one aligned with the provider).
+    pub profile: Option<ProfileKind>,
     pub model: Option<String>,
     pub reasoning_effort: Option<ReasoningEffort>,
     pub approval: Option<Approval>,
@@ -195,6 +233,8 @@ pub struct ConfigLayer {
     pub network: Option<NetworkLayer>,
     pub search: Option<SearchLayer>,
     pub log: Option<LogLayer>,
+    pub prompt: Option<PromptLayer>,
+    pub code: Option<CodeLayer>,
 }
 
 macro_rules! merge_fields {
@@ -204,7 +244,7 @@ macro_rules! merge_fields {
 impl ConfigLayer {
     /// Overlays `other` on `self`: every value `other` sets wins.
     pub fn merge(&mut self, other: ConfigLayer) {
-        merge_fields!(self, other; provider, model, reasoning_effort, approval, max_turns,
+        merge_fields!(self, other; provider, profile, model, reasoning_effort, approval, max_turns,
             max_tool_rounds_per_input, record, cassette, allow_outside_workspace, instructions,
             enable_loop_detection, loop_detection_window, one_call_per_step, context_window_tokens,
             submit_mode, max_steps, time_limit_secs);
@@ -237,6 +277,20 @@ impl ConfigLayer {
         if let Some(search) = other.search {
             let slot = self.search.get_or_insert_with(SearchLayer::default);
             merge_fields!(slot, search; provider, model, native_tools);
+        }
+        if let Some(prompt) = other.prompt {
+            let slot = self.prompt.get_or_insert_with(PromptLayer::default);
+            if let Some(sections) = prompt.sections {
+                slot.sections.get_or_insert_with(BTreeMap::new).extend(sections);
+            }
+            for (profile, sections) in prompt.profiles.unwrap_or_default() {
+                let mine = slot.profiles.get_or_insert_with(BTreeMap::new);
+                mine.entry(profile).or_default().extend(sections);
+            }
+        }
+        if let Some(code) = other.code {
+            let slot = self.code.get_or_insert_with(CodeLayer::default);
+            merge_fields!(slot, code; tool_calls, return_type, premise);
         }
         if let Some(log) = other.log {
             let slot = self.log.get_or_insert_with(LogLayer::default);
@@ -294,6 +348,20 @@ impl ConfigLayer {
                     "a model name, or no key for the session's model",
                 ));
             }
+        }
+        let profiles = self.prompt.as_ref().and_then(|p| p.profiles.as_ref());
+        for (profile, sections) in profiles.into_iter().flatten() {
+            let known = || profile.prompt_sections().iter().chain(profile.message_sections());
+            if let Some(section) = sections.keys().find(|s| !known().any(|k| k == *s)) {
+                let names: Vec<&str> = known().map(|s| s.as_str()).collect();
+                return Err(invalid(
+                    &format!("prompt.profiles.{profile}.{section}"),
+                    &format!("a section of the {profile} profile: {}", names.join(", ")),
+                ));
+            }
+        }
+        if self.code.as_ref().and_then(|c| c.return_type.as_deref()).is_some_and(|t| t.trim().is_empty()) {
+            return Err(invalid("code.return_type", "a Python type such as `str`, `int` or `list[str]`"));
         }
         Ok(self)
     }
@@ -360,6 +428,8 @@ pub struct Source {
 pub struct Config {
     pub layer: ConfigLayer,
     pub sources: Vec<Source>,
+    /// The user configuration file looked up (found or not); its folder holds `prompts/`.
+    pub user_file: Option<PathBuf>,
 }
 
 /// Inputs of [`Config::load`].
@@ -387,6 +457,7 @@ impl Config {
         let mut sources = Vec::new();
         let user = opts.user_file.or_else(|| Self::default_user_file(env));
         let project = opts.project_root.map(|r| r.join(PROJECT_FILE));
+        let user_file = user.clone();
         for path in [user, project].into_iter().flatten() {
             match std::fs::read_to_string(&path) {
                 Ok(text) => {
@@ -406,12 +477,12 @@ impl Config {
         }
         layer.merge(ConfigLayer::from_env(env)?);
         layer.merge(opts.overrides);
-        Ok(Self { layer, sources })
+        Ok(Self { layer, sources, user_file })
     }
 
     /// A config with only defaults, for tests and tools run without files.
     pub fn defaults() -> Self {
-        Self { layer: ConfigLayer::default(), sources: Vec::new() }
+        Self { layer: ConfigLayer::default(), sources: Vec::new(), user_file: None }
     }
 
     pub fn approval(&self, default: Approval) -> Approval {
@@ -434,6 +505,11 @@ impl Config {
         self.layer.search.clone().unwrap_or_default()
     }
 
+    /// The user's folder of prompt section files (`<config dir>/agentls/prompts`).
+    pub fn user_prompts_dir(&self) -> Option<PathBuf> {
+        self.user_file.as_deref().and_then(Path::parent).map(|dir| dir.join("prompts"))
+    }
+
     pub fn provider_layer(&self, kind: ProviderKind) -> ProviderLayer {
         self.layer.providers.as_ref().and_then(|p| p.get(&kind).cloned()).unwrap_or_default()
     }
@@ -442,7 +518,7 @@ impl Config {
     pub fn overlay(&self, layer: ConfigLayer) -> Self {
         let mut merged = self.layer.clone();
         merged.merge(layer);
-        Self { layer: merged, sources: self.sources.clone() }
+        Self { layer: merged, sources: self.sources.clone(), user_file: self.user_file.clone() }
     }
 }
 

@@ -209,6 +209,7 @@ fn the_search_model_defaults_to_the_sessions_and_can_have_its_own_provider() {
     let config = |toml: &str| Config {
         layer: ConfigLayer::parse_toml(toml, Path::new("c.toml")).unwrap(),
         sources: vec![],
+        user_file: None,
     };
 
     let plain = config("model = \"claude-opus-4-1\"\n");
@@ -288,4 +289,39 @@ fn context_settings_merge_key_by_key_and_bad_values_name_the_key() {
     }
     let err = ConfigLayer::parse_toml("[context]\nkeep = 2\n", Path::new("p.toml")).unwrap_err().to_string();
     assert!(err.contains("unknown field `keep`") && err.contains("keep_exchanges"), "{err}");
+}
+
+#[test]
+fn prompt_sections_are_parsed_strictly_and_merged_per_section() {
+    let origin = Path::new("p.toml");
+    let error =
+        ConfigLayer::parse_toml("[prompt.sections]\nintro = \"x\"\n", origin).unwrap_err().to_string();
+    assert!(error.contains("p.toml") && error.contains("unknown variant `intro`"), "{error}");
+    assert!(error.contains("user_instructions"), "the error lists the sections: {error}");
+    let error =
+        ConfigLayer::parse_toml("[prompt.profiles.anthropic]\nstarter = \"x\"\n", origin).unwrap_err();
+    assert_eq!(
+        error,
+        ConfigError::Invalid {
+            origin: "p.toml".into(),
+            key: "prompt.profiles.anthropic.starter".into(),
+            expected: "a section of the anthropic profile: base, environment, git, tools, project_docs, \
+                       user_instructions"
+                .into(),
+        }
+    );
+    let error = ConfigLayer::parse_toml("[prompt]\nsection = {}\n", origin).unwrap_err().to_string();
+    assert!(error.contains("unknown field `section`"), "{error}");
+    let mut layer =
+        ConfigLayer::parse_toml("[prompt.sections]\ntools = \"a\"\ngit = \"g\"\n", origin).unwrap();
+    layer.merge(
+        ConfigLayer::parse_toml("[prompt.sections]\ntools = \"b\"\n[code]\ntool_calls = false\n", origin)
+            .unwrap(),
+    );
+    let sections = layer.prompt.unwrap().sections.unwrap();
+    assert_eq!(sections[&PromptSection::Tools], "b");
+    assert_eq!(sections[&PromptSection::Git], "g");
+    assert!(!layer.code.unwrap().uses_tool_calls());
+    let error = ConfigLayer::parse_toml("[code]\nreturn_type = \" \"\n", origin).unwrap_err().to_string();
+    assert!(error.contains("code.return_type"), "{error}");
 }

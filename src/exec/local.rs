@@ -18,8 +18,8 @@ use super::ShellLimits;
 use super::paths::PathPolicy;
 use super::process::{self, LiveGroups, Spawn};
 use super::{
-    DirEntry, ExecError, ExecRequest, ExecResult, ExecutionEnvironment, FileKind, FileStat, GrepOptions,
-    GrepResult, env_filter::filter_environment, search, shared,
+    ChildProcess, DirEntry, ExecError, ExecRequest, ExecResult, ExecutionEnvironment, FileKind, FileStat,
+    GrepOptions, GrepResult, ProcessRequest, env_filter::filter_environment, search, shared,
 };
 use crate::config::{Config, EnvPolicy};
 
@@ -395,6 +395,21 @@ impl ExecutionEnvironment for LocalExecutionEnvironment {
             duration_ms: finished.duration.as_millis() as u64,
             timeout_ms,
         })
+    }
+
+    async fn spawn_process(&self, request: ProcessRequest) -> Result<ChildProcess, ExecError> {
+        let cwd = match &request.working_dir {
+            Some(dir) => self.resolve_path(dir)?,
+            None => self.paths.cwd().to_path_buf(),
+        };
+        tracing::debug!(program = %request.program, cwd = %cwd.display(), "spawn");
+        process::spawn_child(
+            &request.program,
+            &request.args,
+            &cwd,
+            self.child_env(&request.env_vars),
+            &self.groups,
+        )
     }
 
     async fn grep(&self, pattern: &str, path: &Path, options: GrepOptions) -> Result<GrepResult, ExecError> {

@@ -31,7 +31,7 @@ use tokio_util::sync::CancellationToken;
 pub use env_filter::{CORE_VARIABLES, filter_environment, is_secret_name};
 pub use local::{LocalExecutionEnvironment, LocalOptions};
 pub(crate) use paths::canonicalize_lenient;
-pub use process::KILL_GRACE;
+pub use process::{ChildProcess, KILL_GRACE};
 pub(crate) use shared::{SharedStrBuilder, into_shared_str};
 pub use wrappers::{LoggingExecutionEnvironment, OutputExecutionEnvironment, ReadOnlyExecutionEnvironment};
 
@@ -119,6 +119,17 @@ impl ExecRequest {
     pub fn new(command: impl Into<String>) -> Self {
         Self { command: command.into(), ..Self::default() }
     }
+}
+
+/// A long-lived program to start (code mode's REPL), with piped stdio.
+#[derive(Debug, Clone, Default)]
+pub struct ProcessRequest {
+    pub program: String,
+    pub args: Vec<String>,
+    /// Where it runs (default: the environment's working directory).
+    pub working_dir: Option<PathBuf>,
+    /// Extra variables set on top of the filtered environment.
+    pub env_vars: BTreeMap<String, String>,
 }
 
 /// What a finished (or stopped) command produced.
@@ -257,6 +268,14 @@ pub trait ExecutionEnvironment: Send + Sync {
     /// Lists a directory down to `depth` levels (1 = direct children), gitignored entries skipped.
     async fn list_directory(&self, path: &Path, depth: usize) -> Result<Vec<DirEntry>, ExecError>;
     async fn exec_command(&self, request: ExecRequest) -> Result<ExecResult, ExecError>;
+    /// Starts a long-lived program in its own process group (same environment filtering as
+    /// commands). Dropping the handle kills the group, and so does `cleanup()`.
+    async fn spawn_process(&self, request: ProcessRequest) -> Result<ChildProcess, ExecError> {
+        Err(ExecError::Spawn(format!(
+            "this execution environment cannot start long-lived processes such as `{}`",
+            request.program
+        )))
+    }
     /// Searches file contents below `path` (a file or a directory) with a regex.
     async fn grep(&self, pattern: &str, path: &Path, options: GrepOptions) -> Result<GrepResult, ExecError>;
     /// Files below `path` matching a glob, newest first.

@@ -2,6 +2,8 @@
 //! ending the group (SIGTERM, then SIGKILL after [`KILL_GRACE`]). A group whose command future is
 //! dropped is killed too, so nothing outlives the call unless it was left running on purpose
 //! (background jobs of a command that exited), which [`LiveGroups::terminate_all`] ends.
+//! A long-lived child ([`ChildProcess`], a REPL) has its own group too: dropping it kills the
+//! group, and the environment's `cleanup` ends it with the rest.
 
 use std::collections::{BTreeSet, VecDeque};
 use std::path::Path;
@@ -384,6 +386,88 @@ impl LiveOutput {
         self.sent += bytes.len();
         self.sink.send(&String::from_utf8_lossy(&bytes));
     }
+}
+
+/// A long-lived program in its own process group that talks over its stdio (code mode's REPL).
+/// Dropping it kills the whole group; its environment's `cleanup()` ends it as well.
+pub struct ChildProcess {
+    child: Child,
+    pgid: i32,
+    groups: LiveGroups,
+    pub stdin: Option<tokio::process::ChildStdin>,
+    pub stdout: Option<tokio::process::ChildStdout>,
+    pub stderr: Option<tokio::process::ChildStderr>,
+}
+
+impl std::fmt::Debug for ChildProcess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChildProcess").field("pgid", &self.pgid).finish()
+    }
+}
+
+impl ChildProcess {
+    /// The process id (also its process group id).
+    pub fn id(&self) -> u32 {
+        self.pgid as u32
+    }
+
+    /// Sends SIGINT to the group (Python raises KeyboardInterrupt).
+    pub fn interrupt(&self) {
+        let _ = killpg(Pid::from_raw(self.pgid), Signal::SIGINT);
+    }
+
+    /// Whether the program has exited.
+    pub fn has_exited(&mut self) -> bool {
+        !matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Ends the group: SIGTERM, the grace period, then SIGKILL.
+    pub async fn terminate(mut self) {
+        terminate_group(self.pgid, &mut self.child).await;
+    }
+}
+
+impl Drop for ChildProcess {
+    fn drop(&mut self) {
+        let _ = killpg(Pid::from_raw(self.pgid), Signal::SIGKILL);
+        // Reaps the killed child so no zombie stays behind.
+        let _ = self.child.try_wait();
+        self.groups.remove(self.pgid);
+    }
+}
+
+/// Starts `program` with piped stdio in its own process group, registered with `groups`.
+pub(crate) fn spawn_child(
+    program: &str,
+    args: &[String],
+    cwd: &Path,
+    env: Vec<(String, String)>,
+    groups: &LiveGroups,
+) -> Result<ChildProcess, ExecError> {
+    let mut command = Command::new(program);
+    command
+        .args(args)
+        .current_dir(cwd)
+        .env_clear()
+        .envs(env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child =
+        command.spawn().map_err(|e| ExecError::Spawn(format!("{program}: {e} (in {})", cwd.display())))?;
+    let pgid =
+        child.id().map(|id| id as i32).ok_or_else(|| ExecError::Spawn("the process vanished".into()))?;
+    groups.insert(pgid);
+    Ok(ChildProcess {
+        stdin: child.stdin.take(),
+        stdout: child.stdout.take(),
+        stderr: child.stderr.take(),
+        child,
+        pgid,
+        groups: groups.clone(),
+    })
 }
 
 #[cfg(test)]

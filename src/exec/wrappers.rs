@@ -7,8 +7,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{
-    DirEntry, ExecError, ExecRequest, ExecResult, ExecutionEnvironment, FileStat, GrepOptions, GrepResult,
-    OutputSink,
+    ChildProcess, DirEntry, ExecError, ExecRequest, ExecResult, ExecutionEnvironment, FileStat, GrepOptions,
+    GrepResult, OutputSink, ProcessRequest,
 };
 
 /// Implements the trait for `$ty`: the given methods (commands and the operations that change
@@ -51,6 +51,9 @@ macro_rules! wrapper_impl {
         }
         async fn initialize(&self) -> Result<(), ExecError> {
             self.$inner.initialize().await
+        }
+        async fn spawn_process(&self, request: ProcessRequest) -> Result<ChildProcess, ExecError> {
+            self.$inner.spawn_process(request).await
         }
         async fn cleanup(&self) {
             self.$inner.cleanup().await

@@ -2,7 +2,9 @@
 //! the project instruction files it loads, its shell timeout, context window and whether it runs
 //! tool calls in parallel. The tool sets themselves are built by [`crate::tools`].
 //!
-//! Invariant: each profile's base prompt is our own text, kept in `prompts/*.md`.
+//! Invariant: each profile's prompt is our own text, kept in `prompts/` as the templates of its
+//! named sections (see [`prompt`]): `prompts/<profile>.md` the coding profiles' base,
+//! `prompts/sections/` the sections they share, `prompts/code/` code mode's.
 
 pub mod environment;
 pub mod project_docs;
@@ -15,7 +17,10 @@ use crate::tools::profiles::{ToolSetOptions, profile_tools};
 
 pub use environment::{EnvironmentInfo, GitSnapshot};
 pub use project_docs::{ProjectDocs, discover as discover_project_docs};
-pub use prompt::{SystemPrompt, ToolSummary};
+pub use prompt::{
+    PromptOverrides, RenderedPrompt, RenderedSection, SectionSource, SystemPrompt, ToolSummary,
+    builtin_section, project_prompts_dir,
+};
 
 pub use crate::config::ProfileKind;
 
@@ -27,12 +32,14 @@ impl ProfileKind {
         registry.names().iter().filter_map(|name| registry.get(name)).collect()
     }
 
-    /// The profile's own base instructions (spec §6.2).
+    /// The profile's own base instructions (spec §6.2); for code mode, the template of its
+    /// first section (`starter`).
     pub fn base_prompt(self) -> &'static str {
         match self {
             Self::OpenAi => include_str!("prompts/openai.md"),
             Self::Anthropic => include_str!("prompts/anthropic.md"),
             Self::Gemini => include_str!("prompts/gemini.md"),
+            Self::Code => include_str!("prompts/code/starter.md"),
         }
     }
 
@@ -42,6 +49,8 @@ impl ProfileKind {
         match self {
             Self::Anthropic => crate::tools::profiles::ANTHROPIC_SHELL_TIMEOUT_MS,
             Self::OpenAi | Self::Gemini => 10_000,
+            // A REPL call often computes for a while; the call's own `timeout_ms` can ask for more.
+            Self::Code => 30_000,
         }
     }
 
@@ -56,6 +65,10 @@ impl ProfileKind {
         match self {
             Self::Anthropic => 200_000,
             Self::Gemini => 1_048_576,
+            // Code mode runs on any provider: the window follows the model's family.
+            Self::Code if m.starts_with("claude") => 200_000,
+            Self::Code if m.starts_with("gemini") => 1_048_576,
+            Self::Code => Self::OpenAi.context_window(model),
             Self::OpenAi if m.starts_with("gpt-5") => 400_000,
             Self::OpenAi if m.starts_with("gpt-4.1") => 1_047_576,
             Self::OpenAi if m.starts_with("o3") || m.starts_with("o4") => 200_000,
@@ -70,7 +83,7 @@ mod tests {
 
     #[test]
     fn each_profile_has_its_own_prompt_covering_the_topics() {
-        let prompts: Vec<_> = ProfileKind::ALL.iter().map(|k| k.base_prompt()).collect();
+        let prompts: Vec<_> = ProfileKind::CODING.iter().map(|k| k.base_prompt()).collect();
         assert_ne!(prompts[0], prompts[1]);
         assert_ne!(prompts[1], prompts[2]);
         assert!(ProfileKind::OpenAi.base_prompt().contains("*** Begin Patch"));

@@ -46,6 +46,7 @@ pub fn instruction_files(kind: ProfileKind) -> &'static [&'static str] {
         ProfileKind::OpenAi => &["AGENTS.md", ".codex/instructions.md"],
         ProfileKind::Anthropic => &["AGENTS.md", "CLAUDE.md"],
         ProfileKind::Gemini => &["AGENTS.md", "GEMINI.md"],
+        ProfileKind::Code => &["AGENTS.md"],
     }
 }
 

@@ -52,7 +52,7 @@ pub struct SessionParts {
     pub documents: Option<Arc<DocumentStore>>,
     /// Where change sets, permission requests and saves go.
     pub editor: Arc<dyn EditorPort>,
-    /// Tools added to the profile's own (embedders', the editor's diagnostics).
+    /// Tools added to the profile's own (embedders', the editor's diagnostics); code mode takes none.
     pub extra_tools: Vec<Arc<dyn Tool>>,
     /// Stores the session's transcript (created, or reopened when resuming).
     pub transcripts: Option<TranscriptStore>,
@@ -128,7 +128,10 @@ impl SessionBuilder {
             }
         };
         let model = settings.model.clone();
-        let profile = parts.profile.unwrap_or_else(|| ProfileKind::for_provider(settings.kind));
+        let profile = parts
+            .profile
+            .or(config.layer.profile)
+            .unwrap_or_else(|| ProfileKind::for_provider(settings.kind));
         let search = resolve_search_provider(config, env)?;
         let client = llm::Client::from_config(config, settings).map_err(BuildError::Client)?;
         let documents = parts.documents.unwrap_or_default();
@@ -174,7 +177,10 @@ impl SessionBuilder {
             // A later tool of the same name replaces the profile's (which asks the session's model).
             tools.push(Arc::new(tool));
         }
-        tools.extend(parts.extra_tools);
+        // Code mode's model has exactly one tool, the REPL (its prompt says so).
+        if profile != ProfileKind::Code {
+            tools.extend(parts.extra_tools);
+        }
         let options = SessionOptions {
             id: Some(id.clone()),
             profile,

@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{Approval, Config};
+use crate::config::{Approval, CodeLayer, Config, PromptLayer};
 use crate::exec::ExecutionEnvironment;
 use crate::llm::{self, ReasoningEffort};
 use crate::profiles::ProfileKind;
@@ -97,6 +97,12 @@ pub struct SessionConfig {
     pub max_steps: u32,
     /// Wall-clock limit per user input in seconds (0 = unlimited).
     pub time_limit_secs: u64,
+    /// Prompt section overrides of the configuration (`[prompt]`).
+    pub prompt: PromptLayer,
+    /// The user's folder of prompt section files (`<config dir>/agentls/prompts`).
+    pub user_prompts_dir: Option<PathBuf>,
+    /// Code mode's settings (`[code]`).
+    pub code: CodeLayer,
 }
 
 impl Default for SessionConfig {
@@ -125,6 +131,9 @@ impl Default for SessionConfig {
             submit_mode: false,
             max_steps: 0,
             time_limit_secs: 0,
+            prompt: PromptLayer::default(),
+            user_prompts_dir: None,
+            code: CodeLayer::default(),
         }
     }
 }
@@ -165,6 +174,9 @@ impl SessionConfig {
             submit_mode: layer.submit_mode.unwrap_or(defaults.submit_mode),
             max_steps: layer.max_steps.unwrap_or(defaults.max_steps),
             time_limit_secs: layer.time_limit_secs.unwrap_or(defaults.time_limit_secs),
+            prompt: layer.prompt.clone().unwrap_or_default(),
+            user_prompts_dir: config.user_prompts_dir(),
+            code: layer.code.clone().unwrap_or_default(),
         }
     }
 }
@@ -455,7 +467,8 @@ mod tests {
              [context]\nchars_per_token = 3\nauto_compact = false\nauto_compact_percent = 70\n\
              keep_exchanges = 2\ncompaction_model = \"small\"\n\
              [tool_output_limits]\ngrep = 100\n[tool_line_limits]\nshell = 20\n\
-             [shell]\ndefault_timeout_ms = 2000\nmax_timeout_ms = 4000\n",
+             [shell]\ndefault_timeout_ms = 2000\nmax_timeout_ms = 4000\n\
+             [prompt.sections]\ntools = \"T\"\n[code]\ntool_calls = false\nreturn_type = \"int\"\n",
             std::path::Path::new("test.toml"),
         )
         .expect("valid");
@@ -486,6 +499,12 @@ mod tests {
                 submit_mode: true,
                 max_steps: 12,
                 time_limit_secs: 30,
+                prompt: crate::config::PromptLayer {
+                    sections: Some(BTreeMap::from([(crate::config::PromptSection::Tools, "T".into())])),
+                    profiles: None,
+                },
+                user_prompts_dir: None,
+                code: CodeLayer { tool_calls: Some(false), return_type: Some("int".into()), premise: None },
             }
         );
         let defaults = SessionConfig::from_config(&Config::defaults(), "m");

@@ -35,8 +35,11 @@ use crate::llm::{
     self, LlmError, Message, Request, Response, StreamEvent, ToolCall, ToolChoice, ToolResult, Usage,
 };
 use crate::profiles::{
-    EnvironmentInfo, ProfileKind, ProjectDocs, SystemPrompt, ToolSummary, discover_project_docs,
+    EnvironmentInfo, ProfileKind, ProjectDocs, PromptOverrides, SystemPrompt, ToolSummary,
+    discover_project_docs,
 };
+use crate::tools::TaskEnd;
+use crate::tools::python::{EXECUTION_HEADER, code_block};
 use crate::tools::registry::{BatchEvent, BatchMode, ToolCallOutcome, ToolCallRequest, ToolRegistry};
 use crate::tools::submit::{self, SubmitTool};
 use crate::tools::truncate::TruncationPolicy;
@@ -69,6 +72,12 @@ struct Runner {
     calibration: Calibration,
     /// An automatic compaction of this input left the history above the threshold.
     auto_compact_spent: bool,
+    /// The user's prompt section overrides, read at session start.
+    prompt_overrides: PromptOverrides,
+    /// Prompt problems already reported (each is told once).
+    prompt_problems_told: Mutex<std::collections::HashSet<String>>,
+    /// Set by a tool call that ended the task (code mode's `return`, `AgentError`).
+    task_end: Option<TaskEnd>,
 }
 
 pub(super) async fn run(
@@ -136,6 +145,14 @@ pub(super) async fn run(
         totals: Usage::default(),
         calibration: Calibration::new(opts.config.chars_per_token),
         auto_compact_spent: false,
+        prompt_overrides: PromptOverrides::load(
+            opts.profile,
+            &opts.config.prompt,
+            opts.config.user_prompts_dir.as_deref(),
+            &opts.cwd,
+        ),
+        prompt_problems_told: Default::default(),
+        task_end: None,
     };
     // The context figures are there when the host hears of the session.
     runner.refresh_context(&runner.config());
@@ -245,7 +262,8 @@ impl Runner {
         token: &CancellationToken,
         cwd: &std::path::Path,
     ) -> (EndReason, String) {
-        self.push(Turn::user(input.clone()));
+        let message = self.task_message(&input);
+        self.push(Turn::user(message));
         self.events.emit(EventData::UserInput(Content { content: input }));
         self.hand_over_instructions(context);
         self.drain_steering();
@@ -340,6 +358,10 @@ impl Runner {
             if !warned_context {
                 warned_context = self.check_context_usage(&stats);
             }
+            let calls = match self.code_block_call(&config, &calls, &last_text) {
+                Some(call) => vec![call],
+                None => calls,
+            };
             if calls.is_empty() {
                 if config.submit_mode {
                     self.push(Turn::system(CONTINUE_MESSAGE));
@@ -360,7 +382,16 @@ impl Runner {
                     })
                 })
                 .flatten();
-            self.push(Turn::tool_results(results));
+            if self.code_blocks(&config) {
+                // Code-block variant: the block's result is the execution message.
+                let output = results.iter().map(|r| r.content.as_str()).collect::<Vec<_>>().join("\n");
+                self.push(Turn::user(format!("{EXECUTION_HEADER}\n{output}")));
+            } else {
+                self.push(Turn::tool_results(results));
+            }
+            if let Some(end) = self.task_end.take() {
+                return self.end_task(end);
+            }
             if let Some(answer) = submitted {
                 return (EndReason::Submitted, answer);
             }
@@ -387,6 +418,83 @@ impl Runner {
         }
     }
 
+    /// True in code mode's code-block variant: no tools offered, ```python blocks run instead.
+    fn code_blocks(&self, config: &SessionConfig) -> bool {
+        self.profile == ProfileKind::Code && !config.code.uses_tool_calls()
+    }
+
+    /// In the code-block variant, a reply without tool calls whose text holds a ```python block
+    /// becomes a call of the `python` tool.
+    fn code_block_call(&self, config: &SessionConfig, calls: &[ToolCall], text: &str) -> Option<ToolCall> {
+        if !calls.is_empty() || !self.code_blocks(config) {
+            return None;
+        }
+        let code = code_block(text)?;
+        Some(ToolCall {
+            id: format!("block-{}", self.count_model_turns()),
+            name: "python".into(),
+            arguments: serde_json::json!({ "code": code }),
+            signature: None,
+        })
+    }
+
+    /// How a tool's ending of the task is reported.
+    fn end_task(&self, end: TaskEnd) -> (EndReason, String) {
+        match end {
+            TaskEnd::Answer(answer) => (EndReason::Completed, answer),
+            TaskEnd::Failed(reason) => {
+                let message = format!("The agent found the task cannot be done: {reason}");
+                self.events.emit(EventData::Error(ErrorData {
+                    message: message.clone(),
+                    fatal: false,
+                    error: None,
+                }));
+                (EndReason::Error, message)
+            }
+        }
+    }
+
+    /// The system prompt's inputs other than the tools and environment.
+    fn system_prompt<'a>(
+        &'a self,
+        config: &'a SessionConfig,
+        environment: &'a EnvironmentInfo,
+        tools: &'a [ToolSummary],
+    ) -> SystemPrompt<'a> {
+        SystemPrompt {
+            profile: self.profile,
+            environment,
+            tools,
+            project_docs: &self.project_docs,
+            user_instructions: config.instructions.as_deref(),
+            one_call_per_step: config.one_call_per_step,
+            code: &config.code,
+            overrides: &self.prompt_overrides,
+        }
+    }
+
+    /// Tells the user, once each, about prompt overrides that could not be used.
+    fn tell_prompt_problems(&self, problems: Vec<String>) {
+        for message in problems {
+            if lock(&self.prompt_problems_told).insert(message.clone()) {
+                self.events.emit(EventData::Warning(Warning { message, ..Warning::default() }));
+            }
+        }
+    }
+
+    /// The message an input is sent as: code mode frames it as a task (`user_prompt`).
+    fn task_message(&self, input: &str) -> String {
+        let config = self.config();
+        let prompt = self.system_prompt(&config, &self.environment, &[]);
+        match prompt.task_message(input) {
+            Some((message, problems)) => {
+                self.tell_prompt_problems(problems);
+                message
+            }
+            None => input.to_string(),
+        }
+    }
+
     /// Model turns of the session, those a summary replaced included.
     fn count_model_turns(&self) -> usize {
         lock(&self.shared.history)
@@ -400,9 +508,8 @@ impl Runner {
     }
 
     fn build_request(&self, config: &SessionConfig) -> Request {
-        let definitions: Vec<llm::ToolDefinition> = self
-            .tools
-            .definitions()
+        let offered = if self.code_blocks(config) { Vec::new() } else { self.tools.definitions() };
+        let definitions: Vec<llm::ToolDefinition> = offered
             .into_iter()
             .map(|d| llm::ToolDefinition {
                 name: d.name,
@@ -417,16 +524,9 @@ impl Runner {
         let mut environment = self.environment.clone();
         environment.model = config.model.clone();
         environment.knowledge_cutoff = crate::profiles::environment::knowledge_cutoff(&config.model);
-        let system = SystemPrompt {
-            profile: self.profile,
-            environment: &environment,
-            tools: &summaries,
-            project_docs: &self.project_docs,
-            user_instructions: config.instructions.as_deref(),
-            one_call_per_step: config.one_call_per_step,
-        }
-        .build();
-        let mut messages = vec![Message::system(system)];
+        let rendered = self.system_prompt(config, &environment, &summaries).render();
+        self.tell_prompt_problems(rendered.problems);
+        let mut messages = vec![Message::system(rendered.text)];
         messages.extend(to_messages(&lock(&self.shared.history)));
         Request {
             model: config.model.clone(),
@@ -759,6 +859,7 @@ impl Runner {
             }
         };
         let outcomes = self.tools.execute_batch(&requests, &ctx, mode, &observe).await;
+        self.task_end = outcomes.iter().find_map(|o| o.ends_task.clone());
         calls.iter().zip(outcomes).map(|(call, outcome)| to_result(call, outcome)).collect()
     }
 

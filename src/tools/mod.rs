@@ -16,6 +16,7 @@ pub mod grep;
 pub mod list_dir;
 mod paths;
 pub mod profiles;
+pub mod python;
 pub mod read_file;
 pub mod read_many_files;
 pub mod registry;
@@ -46,17 +47,29 @@ pub struct ToolImage {
     pub data: Vec<u8>,
 }
 
+/// A tool call that ends the task it runs for (code mode's top-level `return`, its
+/// `AgentError`): the session stops after the round and reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TaskEnd {
+    /// The task's answer.
+    Answer(String),
+    /// The agent found the task cannot be done, and why.
+    Failed(String),
+}
+
 /// What a tool hands back.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ToolOutput {
     /// Full text output, untruncated.
     pub content: String,
     pub images: Vec<ToolImage>,
+    /// Set when this call ends the task.
+    pub ends_task: Option<TaskEnd>,
 }
 
 impl ToolOutput {
     pub fn text(content: impl Into<String>) -> Self {
-        Self { content: content.into(), images: Vec::new() }
+        Self { content: content.into(), images: Vec::new(), ends_task: None }
     }
 }
 

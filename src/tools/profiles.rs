@@ -12,6 +12,7 @@ use super::edit_file::EditFileTool;
 use super::glob::GlobTool;
 use super::grep::GrepTool;
 use super::list_dir::ListDirTool;
+use super::python::PythonTool;
 use super::read_file::{ReadFileShape, ReadFileTool};
 use super::read_many_files::ReadManyFilesTool;
 use super::registry::ToolRegistry;
@@ -71,6 +72,9 @@ pub fn profile_tools(profile: ProfileKind, options: &ToolSetOptions) -> ToolRegi
             registry.register(Arc::new(GlobTool));
             registry.register(Arc::new(ListDirTool));
             registry.register(Arc::new(CodebaseSearchTool::new()));
+        }
+        ProfileKind::Code => {
+            registry.register(Arc::new(PythonTool::default()));
         }
     }
     registry

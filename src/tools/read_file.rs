@@ -193,5 +193,6 @@ async fn read_image(
     Ok(ToolOutput {
         content: format!("Image {shown} ({media_type}, {} bytes) is attached.", data.len()),
         images: vec![ToolImage { media_type: media_type.to_string(), data: data.to_vec() }],
+        ends_task: None,
     })
 }

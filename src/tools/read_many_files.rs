@@ -196,6 +196,6 @@ impl Tool for ReadManyFilesTool {
         if !problems.is_empty() {
             out.push_str(&format!("\n[Not found: {}]\n", problems.join("; ")));
         }
-        Ok(ToolOutput { content: out, images })
+        Ok(ToolOutput { content: out, images, ends_task: None })
     }
 }

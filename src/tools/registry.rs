@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::aliases::{declared_parameters, normalize_arguments, tool_alias};
 use super::truncate::TruncationPolicy;
-use super::{Tool, ToolContext, ToolImage};
+use super::{TaskEnd, Tool, ToolContext, ToolImage};
 
 /// What the model is told about a tool.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,12 +43,14 @@ pub struct ToolCallOutcome {
     pub model_content: String,
     pub images: Vec<ToolImage>,
     pub is_error: bool,
+    /// The call ended the task (see [`TaskEnd`]).
+    pub ends_task: Option<TaskEnd>,
 }
 
 impl ToolCallOutcome {
     fn error(message: String, truncation: &TruncationPolicy, tool: &str) -> Self {
         let model_content = truncation.truncate(tool, &message).into_owned();
-        Self { content: message, model_content, images: Vec::new(), is_error: true }
+        Self { content: message, model_content, images: Vec::new(), is_error: true, ends_task: None }
     }
 }
 
@@ -291,6 +293,7 @@ impl ToolRegistry {
                     model_content,
                     images: output.images,
                     is_error: false,
+                    ends_task: output.ends_task,
                 }
             }
             Ok(Err(error)) => {

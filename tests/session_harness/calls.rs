@@ -35,7 +35,7 @@ pub fn edit_call(
             "apply_patch",
             json!({"patch": format!("*** Begin Patch\n{}*** End Patch\n", update_hunk(rel, old, new))}),
         ),
-        ProfileKind::Anthropic => {
+        ProfileKind::Anthropic | ProfileKind::Code => {
             ("edit_file", json!({"file_path": rel, "old_string": old, "new_string": new}))
         }
         ProfileKind::Gemini => (
@@ -66,7 +66,7 @@ pub fn text_of(content: &Value) -> String {
 pub fn sent_results(profile: ProfileKind, body: &Value) -> Vec<SentResult> {
     let empty = Vec::new();
     match profile {
-        ProfileKind::Anthropic => body["messages"]
+        ProfileKind::Anthropic | ProfileKind::Code => body["messages"]
             .as_array()
             .unwrap_or(&empty)
             .iter()
@@ -129,7 +129,7 @@ pub fn assert_error_result(profile: ProfileKind, body: &Value, call_id: &str, ne
 /// Role and text of the last message of a request body.
 pub fn last_message(profile: ProfileKind, body: &Value) -> (String, String) {
     let (list, content) = match profile {
-        ProfileKind::Anthropic => ("messages", "content"),
+        ProfileKind::Anthropic | ProfileKind::Code => ("messages", "content"),
         ProfileKind::OpenAi => ("input", "content"),
         ProfileKind::Gemini => ("contents", "parts"),
     };
@@ -150,7 +150,7 @@ pub fn offered_tools(profile: ProfileKind, body: &Value) -> Vec<String> {
 pub fn sent_effort(profile: ProfileKind, body: &Value) -> Value {
     match profile {
         ProfileKind::OpenAi => body["reasoning"]["effort"].clone(),
-        ProfileKind::Anthropic => body["thinking"]["budget_tokens"].clone(),
+        ProfileKind::Anthropic | ProfileKind::Code => body["thinking"]["budget_tokens"].clone(),
         ProfileKind::Gemini => body["generationConfig"]["thinkingConfig"]["thinkingBudget"].clone(),
     }
 }
@@ -159,7 +159,7 @@ pub fn sent_effort(profile: ProfileKind, body: &Value) -> Value {
 pub fn system_prompt(profile: ProfileKind, body: &Value) -> String {
     match profile {
         ProfileKind::OpenAi => text_of(&body["instructions"]),
-        ProfileKind::Anthropic => text_of(&body["system"]),
+        ProfileKind::Anthropic | ProfileKind::Code => text_of(&body["system"]),
         ProfileKind::Gemini => text_of(&body["systemInstruction"]["parts"]),
     }
 }

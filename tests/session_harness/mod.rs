@@ -31,7 +31,7 @@ pub const PATIENCE: Duration = Duration::from_secs(60);
 pub fn dialect(profile: ProfileKind) -> Dialect {
     match profile {
         ProfileKind::OpenAi => Dialect::OpenAiResponses,
-        ProfileKind::Anthropic => Dialect::Anthropic,
+        ProfileKind::Anthropic | ProfileKind::Code => Dialect::Anthropic,
         ProfileKind::Gemini => Dialect::Gemini,
     }
 }
@@ -39,7 +39,7 @@ pub fn dialect(profile: ProfileKind) -> Dialect {
 pub fn provider(profile: ProfileKind) -> ProviderKind {
     match profile {
         ProfileKind::OpenAi => ProviderKind::OpenAi,
-        ProfileKind::Anthropic => ProviderKind::Anthropic,
+        ProfileKind::Anthropic | ProfileKind::Code => ProviderKind::Anthropic,
         ProfileKind::Gemini => ProviderKind::Gemini,
     }
 }

@@ -10,6 +10,7 @@
 
 export interface UserSettings {
   provider?: string;
+  profile?: string;
   model?: string;
   approval?: string;
   reasoningEffort?: string;
@@ -35,6 +36,7 @@ export interface UserSettings {
 
 export interface ServerLayer {
   provider?: string;
+  profile?: string;
   model?: string;
   approval?: string;
   reasoning_effort?: string;
@@ -79,6 +81,7 @@ export interface Translation {
 /** The setting keys under `agentls.` and the field each fills. */
 export const SETTING_KEYS: readonly (readonly [string, keyof UserSettings])[] = [
   ['provider', 'provider'],
+  ['profile', 'profile'],
   ['model', 'model'],
   ['approval', 'approval'],
   ['reasoningEffort', 'reasoningEffort'],
@@ -142,10 +145,12 @@ export function translateSettings(s: UserSettings): Translation {
   };
 
   const provider = str(s.provider);
+  const profile = str(s.profile);
   const model = str(s.model);
   const approval = str(s.approval);
   const effort = str(s.reasoningEffort);
   if (provider) layer.provider = provider;
+  if (profile) layer.profile = profile;
   if (model) layer.model = model;
   if (approval) layer.approval = approval;
   if (effort) layer.reasoning_effort = effort;

@@ -12,6 +12,7 @@ test('nothing set: an empty layer (the server keeps its own configuration)', () 
 /** One value for every setting (Required: a new setting cannot be left out here). */
 const everySetting: Required<UserSettings> = {
   provider: 'anthropic',
+  profile: 'code',
   model: 'claude-test',
   approval: 'auto',
   reasoningEffort: 'low',
@@ -39,6 +40,7 @@ test('every setting maps to the server key', () => {
   assert.deepEqual(translateSettings(everySetting), {
     layer: {
       provider: 'anthropic',
+      profile: 'code',
       model: 'claude-test',
       approval: 'auto',
       reasoning_effort: 'low',

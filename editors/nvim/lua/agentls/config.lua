@@ -11,7 +11,7 @@ M.defaults = {
   -- Server settings (the keys of the configuration file, snake_case): sent as
   -- initializationOptions and as the `agentls` section of workspace/configuration.
   settings = {},
-  -- Tool profile of new sessions ("anthropic", "openai", "gemini"); nil: the provider's own.
+  -- Tool profile of new sessions ("anthropic", "openai", "gemini", "code"); nil: the provider's own.
   profile = nil,
   chat = {
     layout = "split", -- "split" or "float"
@@ -60,7 +60,7 @@ function M.set(user)
   check("cmd_env", merged.cmd_env, "table", true)
   check("root_markers", merged.root_markers, "table")
   check("settings", merged.settings, "table")
-  check("profile", merged.profile, one_of({ "anthropic", "openai", "gemini" }), true)
+  check("profile", merged.profile, one_of({ "anthropic", "openai", "gemini", "code" }), true)
   check("chat.layout", merged.chat.layout, one_of({ "split", "float" }))
   check("chat.position", merged.chat.position, one_of({ "right", "left", "top", "bottom" }))
   check("chat.size", merged.chat.size, "number")
