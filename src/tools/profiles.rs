@@ -17,6 +17,7 @@ use super::read_many_files::ReadManyFilesTool;
 use super::registry::ToolRegistry;
 use super::replace::ReplaceTool;
 use super::shell::ShellTool;
+use super::subagents::{CloseAgentTool, SendInputTool, SpawnAgentTool, WaitTool};
 use super::write_file::WriteFileTool;
 
 /// The shell timeout Claude Code uses when a call sets none. Sessions apply it as the profile's
@@ -73,5 +74,10 @@ pub fn profile_tools(profile: ProfileKind, options: &ToolSetOptions) -> ToolRegi
             registry.register(Arc::new(CodebaseSearchTool::new()));
         }
     }
+    // Spec §7: every profile can delegate to subagents (a session at its depth limit drops these).
+    registry.register(Arc::new(SpawnAgentTool));
+    registry.register(Arc::new(SendInputTool));
+    registry.register(Arc::new(WaitTool));
+    registry.register(Arc::new(CloseAgentTool));
     registry
 }
