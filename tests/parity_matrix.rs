@@ -534,7 +534,10 @@ async fn subagent_spawn_and_wait(profile: ProfileKind) {
     let spawned = sent_result(profile, &parent[1], "s1");
     assert_eq!(spawned.content, json!({"agent_id": "agent-1", "status": "running"}).to_string());
     let waited = sent_result(profile, &parent[2], "w1");
-    assert_eq!(waited.content, json!({"output": "created notes.txt", "success": true, "turns_used": 2}).to_string());
+    assert_eq!(
+        waited.content,
+        json!({"output": "created notes.txt", "success": true, "turns_used": 2}).to_string()
+    );
     assert_ne!(waited.is_error, Some(true));
     let created = sent_result(profile, &child[1], "c1");
     assert!(created.content.contains("notes.txt"), "the child's own tool result: {created:?}");
