@@ -154,7 +154,7 @@ impl SessionConfig {
             tool_line_limits: layer.tool_line_limits.clone().unwrap_or_default(),
             enable_loop_detection: layer.enable_loop_detection.unwrap_or(defaults.enable_loop_detection),
             loop_detection_window: layer.loop_detection_window.unwrap_or(defaults.loop_detection_window),
-            max_subagent_depth: defaults.max_subagent_depth,
+            max_subagent_depth: layer.max_subagent_depth.unwrap_or(defaults.max_subagent_depth),
             one_call_per_step: layer.one_call_per_step.unwrap_or(defaults.one_call_per_step),
             approval: layer.approval.unwrap_or(defaults.approval),
             instructions: layer.instructions.clone(),
@@ -482,7 +482,7 @@ mod tests {
         let layer = ConfigLayer::parse_toml(
             "max_turns = 7\nmax_tool_rounds_per_input = 3\napproval = \"deny\"\ninstructions = \"be brief\"\n\
              enable_loop_detection = false\nloop_detection_window = 6\none_call_per_step = true\n\
-             context_window_tokens = 9000\nreasoning_effort = \"high\"\n\
+             context_window_tokens = 9000\nreasoning_effort = \"high\"\nmax_subagent_depth = 2\n\
              submit_mode = true\nmax_steps = 12\ntime_limit_secs = 30\n\
              [context]\nchars_per_token = 3\nauto_compact = false\nauto_compact_percent = 70\n\
              keep_exchanges = 2\ncompaction_model = \"small\"\n\
@@ -505,7 +505,7 @@ mod tests {
                 tool_line_limits: BTreeMap::from([("shell".into(), 20)]),
                 enable_loop_detection: false,
                 loop_detection_window: 6,
-                max_subagent_depth: 1,
+                max_subagent_depth: 2,
                 one_call_per_step: true,
                 approval: Approval::Deny,
                 instructions: Some("be brief".into()),

@@ -324,29 +324,34 @@ impl AgentControl for Subagents {
 async fn forward(mut events: mpsc::UnboundedReceiver<Event>, parent: Emitter, child: Arc<Child>) {
     let mut ended = false;
     while let Some(event) = events.recv().await {
-        let change: Option<Box<dyn FnOnce(&mut Progress)>> = match (&event.data, event.is_own()) {
-            (EventData::UserInput(_), true) => Some(Box::new(|p: &mut Progress| p.seen += 1)),
-            (EventData::ProcessingEnd(end), true) => {
-                let result = AgentResult {
-                    output: end.text.clone(),
-                    success: end.reason == EndReason::Completed,
-                    turns_used: model_turns(&child.handle.history()),
-                };
-                Some(Box::new(move |p: &mut Progress| {
-                    if p.seen >= p.sent {
-                        p.result = Some(result);
-                    }
-                }))
+        // Applied after the event is passed on, so a waiting parent continues after it.
+        let mut started = false;
+        let mut finished = None;
+        if event.is_own() {
+            match &event.data {
+                EventData::UserInput(_) => started = true,
+                EventData::ProcessingEnd(end) => {
+                    finished = Some(AgentResult {
+                        output: end.text.clone(),
+                        success: end.reason == EndReason::Completed,
+                        turns_used: model_turns(&child.handle.history()),
+                    });
+                }
+                EventData::SessionEnd(_) => ended = true,
+                _ => {}
             }
-            (EventData::SessionEnd(_), true) => {
-                ended = true;
-                None
-            }
-            _ => None,
-        };
+        }
         parent.forward(event, &child.info.path);
-        if let Some(change) = change {
-            child.progress.send_modify(change);
+        if started {
+            child.progress.send_modify(|p| p.seen += 1);
+        }
+        if let Some(result) = finished {
+            // Done only when it started on every input it was given.
+            child.progress.send_modify(|p| {
+                if p.seen >= p.sent {
+                    p.result = Some(result);
+                }
+            });
         }
     }
     // Closed, or its task died (a panic): it takes no more input, and a wait ends.
