@@ -142,18 +142,21 @@ mod tests {
     use super::*;
     use crate::store::{TranscriptHeader, TranscriptStore};
 
-    #[test]
-    fn recorded_history_reads_back_through_appends_and_snapshots() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let store = TranscriptStore::new(dir.path());
-        let header = TranscriptHeader {
-            session_id: "s".into(),
+    fn header(session_id: &str) -> TranscriptHeader {
+        TranscriptHeader {
+            session_id: session_id.into(),
             root: "/w".into(),
             profile: "openai".into(),
             model: "m".into(),
             created: "t".into(),
-        };
-        let mut recorder = TranscriptRecorder::new(store.create(header).expect("create"), 0);
+        }
+    }
+
+    #[test]
+    fn recorded_history_reads_back_through_appends_and_snapshots() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = TranscriptStore::new(dir.path());
+        let mut recorder = TranscriptRecorder::new(store.create(header("s")).expect("create"), 0);
         let turns: Vec<Turn> = ["one", "two", "three"].into_iter().map(Turn::user).collect();
         recorder.record(&turns[..2], 0).expect("record");
         recorder.record(&turns, 0).expect("record");
@@ -172,14 +175,7 @@ mod tests {
     fn subagents_are_stored_with_their_parent_and_read_back_apart() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = TranscriptStore::new(dir.path());
-        let header = TranscriptHeader {
-            session_id: "p".into(),
-            root: "/w".into(),
-            profile: "openai".into(),
-            model: "m".into(),
-            created: "t".into(),
-        };
-        let mut recorder = TranscriptRecorder::new(store.create(header).expect("create"), 0);
+        let mut recorder = TranscriptRecorder::new(store.create(header("p")).expect("create"), 0);
         let agent = AgentInfo {
             path: crate::session::AgentPath {
                 agent_id: "agent-1".into(),

@@ -1,19 +1,13 @@
 //! `close_agent`: ends a subagent (its running commands are stopped) and returns its final status.
 
 use async_trait::async_trait;
-use serde::Deserialize;
 use serde_json::Value;
 
 use super::super::paths::parse_args;
 use super::super::{Tool, ToolContext, ToolError, ToolOutput};
-use super::{agent_id_schema, control, json_output};
+use super::{AgentIdArgs, agent_id_schema, control, json_output};
 
 pub struct CloseAgentTool;
-
-#[derive(Deserialize)]
-struct Args {
-    agent_id: String,
-}
 
 #[async_trait]
 impl Tool for CloseAgentTool {
@@ -31,7 +25,7 @@ impl Tool for CloseAgentTool {
     }
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: Args = parse_args(self.name(), args)?;
+        let args: AgentIdArgs = parse_args(self.name(), args)?;
         let agents = control(ctx, self.name())?;
         json_output(&agents.close(args.agent_id.trim()).await?)
     }

@@ -84,6 +84,12 @@ pub trait AgentControl: Send + Sync {
     async fn close(&self, agent_id: &str) -> Result<AgentReport, ToolError>;
 }
 
+/// The arguments of a tool that names one agent (`wait`, `close_agent`).
+#[derive(Deserialize)]
+struct AgentIdArgs {
+    agent_id: String,
+}
+
 fn control(ctx: &ToolContext, tool: &str) -> Result<std::sync::Arc<dyn AgentControl>, ToolError> {
     ctx.agents.clone().ok_or_else(|| {
         ToolError::new(format!(

@@ -1,19 +1,13 @@
 //! `wait`: waits for a subagent to finish and returns its result (spec §7.3 `SubAgentResult`).
 
 use async_trait::async_trait;
-use serde::Deserialize;
 use serde_json::Value;
 
 use super::super::paths::parse_args;
 use super::super::{Tool, ToolContext, ToolError, ToolOutput};
-use super::{agent_id_schema, control, json_output};
+use super::{AgentIdArgs, agent_id_schema, control, json_output};
 
 pub struct WaitTool;
-
-#[derive(Deserialize)]
-struct Args {
-    agent_id: String,
-}
 
 #[async_trait]
 impl Tool for WaitTool {
@@ -31,7 +25,7 @@ impl Tool for WaitTool {
     }
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: Args = parse_args(self.name(), args)?;
+        let args: AgentIdArgs = parse_args(self.name(), args)?;
         let agents = control(ctx, self.name())?;
         json_output(&agents.wait(args.agent_id.trim(), &ctx.cancel).await?)
     }
