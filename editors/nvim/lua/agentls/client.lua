@@ -50,10 +50,13 @@ local function handlers()
     [M_.event] = function(_, event, ctx)
       state.note_event(ctx.client_id, event)
       require("agentls.chat").on_event(event)
-      if CONTEXT_CHANGES[event.kind] then
+      -- A subagent's events (marked `agent`) change nothing of the session's context.
+      if CONTEXT_CHANGES[event.kind] and not event.agent then
         M.refresh_context(ctx.client_id, event.sessionId)
       end
-      if event.kind == protocol.event.tool_end then
+      -- Reviews and permissions are kept by the session's own call ids; a subagent's calls
+      -- (marked `agent`) have ids of their own session.
+      if event.kind == protocol.event.tool_end and not event.agent then
         local call_id = (event.data or {}).call_id
         state.remove_permissions_of_call(event.sessionId, call_id)
         require("agentls.review").on_call_end(event.sessionId, call_id)

@@ -95,7 +95,8 @@ local STREAMED = { assistant_text_delta = true, assistant_reasoning_delta = true
 
 --- Follows a session's events: what it is doing, and its model after `agentls.configure`.
 function M.note_event(client_id, event)
-  if STREAMED[event.kind] then
+  -- A subagent's events (marked `agent`) never change what the session itself is doing.
+  if STREAMED[event.kind] or event.agent then
     return
   end
   local c = clients[client_id]
