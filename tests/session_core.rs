@@ -41,7 +41,7 @@
 //! | 9.8 | base, environment, tools, project docs, user override last, only the profile's files | session_prompts::system_prompt_has_every_layer_in_order_for_each_profile, profiles::project_docs::tests::* (unit), session_instructions::* (subdirectories' files) |
 //! | 9.9 | spawn_agent with a scoped task | session_subagents::spawn_send_input_wait_and_close_agent, parity_matrix::subagent_spawn_and_wait::*, exec_cli::smoke_test_subagent_{openai,anthropic,gemini} |
 //! | 9.9 | shares the parent's execution environment | session_subagents::spawn_send_input_wait_and_close_agent (its files are the parent's), session_subagents::children_run_at_the_same_time, session_subagents::a_working_dir_outside_the_root_is_refused |
-//! | 9.9 | independent history | session_subagents::spawn_send_input_wait_and_close_agent, session_subagents::a_resumed_session_brings_its_subagents_back_with_their_histories |
+//! | 9.9 | independent history | session_subagents::spawn_send_input_wait_and_close_agent, session_subagents::a_resumed_session_brings_its_subagents_back_with_their_histories, lsp_sessions::resume_after_restart_brings_the_subagents_back (stored with the parent's transcript) |
 //! | 9.9 | depth limit (default 1) | session_subagents::the_subagent_tools_are_absent_at_the_depth_limit, parity_matrix::subagent_spawn_and_wait::* |
 //! | 9.9 | results returned as tool results | parity_matrix::subagent_spawn_and_wait::*, session_subagents::a_failing_child_is_a_result_with_success_false |
 //! | 9.9 | send_input, wait, close_agent | session_subagents::spawn_send_input_wait_and_close_agent, session_subagents::cancelling_the_parent_closes_its_children_and_stops_their_commands |
