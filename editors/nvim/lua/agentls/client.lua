@@ -54,12 +54,12 @@ local function handlers()
       if CONTEXT_CHANGES[event.kind] and not event.agent then
         M.refresh_context(ctx.client_id, event.sessionId)
       end
-      -- Reviews and permissions are kept by the session's own call ids; a subagent's calls
-      -- (marked `agent`) have ids of their own session.
-      if event.kind == protocol.event.tool_end and not event.agent then
+      if event.kind == protocol.event.tool_end then
         local call_id = (event.data or {}).call_id
-        state.remove_permissions_of_call(event.sessionId, call_id)
-        require("agentls.review").on_call_end(event.sessionId, call_id)
+        -- A subagent's call ids are its own session's (marked `agent`).
+        local agent_session = event.agent and event.agent.sessionId or nil
+        state.remove_permissions_of_call(event.sessionId, call_id, agent_session)
+        require("agentls.review").on_call_end(event.sessionId, call_id, agent_session)
       end
     end,
     [M_.review] = function(_, params, ctx)
