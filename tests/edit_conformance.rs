@@ -84,6 +84,7 @@ async fn run_scenario(dir: &Path) -> Result<(), String> {
         cancel: CancellationToken::new(),
         model: None,
         output: None,
+        agents: None,
     };
     let outcome = registry.execute(&tool, &args.to_string(), &ctx).await;
     let after = read_tree(&root);

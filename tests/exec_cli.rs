@@ -217,6 +217,114 @@ async fn smoke_test_gemini() {
     smoke(ProfileKind::Gemini).await;
 }
 
+/// The child's task in [`smoke_subagent`]: its replies are routed by it.
+const TEST_TASK: &str = "Write tests for hello.py in test_hello.py";
+
+/// Scripts §9.13 step 6 ("Spawn a subagent to write tests for hello.py, then review its output"):
+/// the parent spawns, waits and reads the tests; the subagent writes them.
+fn script_subagent(mock: &MockProvider, profile: ProfileKind, root: &Path) {
+    mock.push(Reply::new().text("Delegating.").tool_call("p1", "spawn_agent", json!({"task": TEST_TASK})));
+    mock.push(Reply::new().tool_call("p2", "wait", json!({"agent_id": "agent-1"})));
+    mock.push(Reply::new().tool_call("p3", "read_file", read_call(profile, root, "test_hello.py")));
+    mock.push(Reply::new().text("The subagent's tests look right."));
+    mock.push_for(
+        TEST_TASK,
+        Reply::new().tool_call(
+            "c1",
+            "write_file",
+            json!({"file_path": "test_hello.py", "content": "import hello\n\ndef test_runs():\n    pass\n"}),
+        ),
+    );
+    mock.push_for(TEST_TASK, Reply::new().text("Wrote test_hello.py."));
+}
+
+/// Spec §9.13 step 6 through `agentls exec --json`: the subagent's tool calls appear in the event
+/// stream, nested under the parent's spawn call, and its result reaches the parent's model.
+async fn smoke_subagent(profile: ProfileKind) {
+    let mock = MockProvider::start(dialect(profile)).await;
+    let dir = repo();
+    let root = dir.path().canonicalize().expect("canonical tempdir");
+    std::fs::write(root.join("hello.py"), "print('Hello World')\n").expect("hello.py");
+    script_subagent(&mock, profile, &root);
+    let provider = dialect(profile).provider();
+    let prompt = "Spawn a subagent to write tests for hello.py, then review its output";
+    let out = exec(&mock, &root, &["--provider", provider, "--json", prompt]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        std::fs::read_to_string(root.join("test_hello.py")).expect("tests written").contains("def test_runs")
+    );
+
+    let events = json_events(&out);
+    let spawn_id = events
+        .iter()
+        .find(|e| {
+            e["kind"] == "tool_call_start"
+                && e["data"]["tool_name"] == "spawn_agent"
+                && e.get("agent").is_none()
+        })
+        .map(|e| e["data"]["call_id"].clone())
+        .expect("the parent's spawn_agent call");
+    let child: Vec<&Value> = events.iter().filter(|e| e.get("agent").is_some()).collect();
+    let write = child
+        .iter()
+        .find(|e| e["kind"] == "tool_call_end" && e["data"]["tool_name"] == "write_file")
+        .expect("the subagent's write_file call is in the stream");
+    assert_eq!(write["agent"]["agent_id"], "agent-1");
+    assert_eq!(write["agent"]["parent_call_id"], spawn_id);
+    assert_eq!(write["agent"]["parent_session_id"], events[0]["session_id"]);
+    assert_eq!(write["session_id"], events[0]["session_id"], "the stream is the parent's");
+    let last = events.last().expect("events");
+    assert_eq!(
+        (last["kind"].as_str(), last.get("agent")),
+        (Some("session_end"), None),
+        "the parent ends last"
+    );
+
+    let parent: Vec<Value> = mock
+        .requests()
+        .into_iter()
+        .map(|r| r.body)
+        .filter(|b| !support::mock_provider::first_user_message(dialect(profile), b).contains(TEST_TASK))
+        .collect();
+    let waited = sent_result(profile, &parent[2], "p2").content;
+    assert!(waited.contains("Wrote test_hello.py.") && waited.contains("\"success\":true"), "{waited}");
+}
+
+#[tokio::test]
+async fn smoke_test_subagent_openai() {
+    smoke_subagent(ProfileKind::OpenAi).await;
+}
+
+#[tokio::test]
+async fn smoke_test_subagent_anthropic() {
+    smoke_subagent(ProfileKind::Anthropic).await;
+}
+
+#[tokio::test]
+async fn smoke_test_subagent_gemini() {
+    smoke_subagent(ProfileKind::Gemini).await;
+}
+
+/// Without `--json`, a subagent's task, calls and answer are printed indented, after the text
+/// the parent wrote before spawning it, and the run ends with the parent's answer.
+#[tokio::test]
+async fn plain_output_indents_subagent_activity_under_the_spawning_call() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let dir = repo();
+    let root = dir.path().canonicalize().expect("canonical tempdir");
+    std::fs::write(root.join("hello.py"), "print('Hello World')\n").expect("hello.py");
+    script_subagent(&mock, ProfileKind::Anthropic, &root);
+    let out = exec(&mock, &root, &["--provider", "anthropic", "write tests through a subagent"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!(
+            "Delegating.\n  agent-1 ▸ {TEST_TASK}\n    agent-1 · write_file test_hello.py\n  agent-1 completed:\n    \
+             Wrote test_hello.py.\nThe subagent's tests look right.\n"
+        )
+    );
+}
+
 /// Sends `signal` to `agentls exec` while a command with a background child runs; returns the
 /// exit code once both the command's shell and its child are gone.
 async fn stop_mid_command(signal: nix::sys::signal::Signal) -> Option<i32> {

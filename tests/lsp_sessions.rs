@@ -535,3 +535,63 @@ async fn the_code_profile_set_in_the_editor_settings_runs_a_python_repl() {
     assert_eq!(done["data"]["reason"], "completed", "{done}");
     assert_eq!(done["data"]["text"], "45", "the REPL kept `total` and `return` ended the task");
 }
+
+/// A subagent is stored with its parent and comes back with it: after a restart and
+/// `resumeSession`, the parent's model gives the same agent more to do, and the subagent goes on
+/// from its own conversation.
+#[tokio::test]
+async fn resume_after_restart_brings_the_subagents_back() {
+    let fx = Fixture::new().await;
+    let task = "CHILD-K: remember the word kumquat";
+    let id = {
+        let client = fx.client(plugin_capabilities()).await;
+        let id = new_session(&client).await;
+        fx.mock.push(Turn::new().tool_call("s1", "spawn_agent", json!({"task": task})));
+        fx.mock.push(Turn::new().tool_call("w1", "wait", json!({"agent_id": "agent-1"})));
+        fx.mock.push(Turn::new().text("the subagent remembers"));
+        fx.mock.push_for(task, Turn::new().text("kumquat noted"));
+        client
+            .command("agentls.prompt", json!({"sessionId": id, "text": "delegate it"}))
+            .await
+            .expect("prompt");
+        client
+            .next_notification_where("agentls/event", |e| {
+                e["sessionId"] == id.as_str() && e["kind"] == "processing_end" && e.get("agent").is_none()
+            })
+            .await;
+        client.shutdown().await;
+        id
+    };
+    let client = fx.client(plugin_capabilities()).await;
+    client.command("agentls.resumeSession", json!({"sessionId": id})).await.expect("resume");
+    fx.mock.push(Turn::new().tool_call(
+        "i1",
+        "send_input",
+        json!({"agent_id": "agent-1", "message": "which word?"}),
+    ));
+    fx.mock.push(Turn::new().tool_call("w2", "wait", json!({"agent_id": "agent-1"})));
+    fx.mock.push(Turn::new().text("kumquat, says the subagent"));
+    fx.mock.push_for(task, Turn::new().text("kumquat"));
+    client.command("agentls.prompt", json!({"sessionId": id, "text": "ask it again"})).await.expect("prompt");
+    let end = client
+        .next_notification_where("agentls/event", |e| {
+            e["sessionId"] == id.as_str() && e["kind"] == "processing_end" && e.get("agent").is_none()
+        })
+        .await;
+    assert_eq!(end["data"]["reason"], "completed", "{end}");
+    let child: Vec<String> = fx
+        .mock
+        .requests()
+        .iter()
+        .map(|r| r.body.to_string())
+        .filter(|b| b.contains("CHILD-K") && !b.contains("delegate it"))
+        .collect();
+    assert_eq!(child.len(), 2, "the subagent's first and resumed requests");
+    assert!(child[1].contains("kumquat noted") && child[1].contains("which word?"), "{}", child[1]);
+    let restarted = client
+        .notifications("agentls/event")
+        .into_iter()
+        .find(|e| e["kind"] == "session_start" && e["agent"]["agentId"] == "agent-1")
+        .expect("the subagent started again");
+    assert_eq!(restarted["data"]["resumed"], true);
+}

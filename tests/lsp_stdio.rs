@@ -486,3 +486,126 @@ async fn when_the_editor_applied_its_part_and_the_disk_fails_the_model_is_not_to
     assert_eq!(std::fs::read_to_string(&blocked).expect("blocked"), "a file\n");
     server.finish().await;
 }
+
+/// Spec §7 through the real binary: two subagents edit two open buffers at the same time; each
+/// edit is reviewed (the review names the subagent and its call) and lands on its buffer; every
+/// event of a subagent reaches the editor as `agentls/event` nested under the parent's
+/// `spawn_agent` call, and a subagent's `processing_end` does not end the parent's turn.
+#[tokio::test]
+async fn two_subagents_edit_two_buffers_each_reviewed_with_its_agent() {
+    let server = Server::start(Dialect::OpenAiResponses, "gpt-test").await;
+    let client = &server.client;
+    let files = [
+        ("one", "src/one.txt", "CHILD-ONE: make one loud"),
+        ("two", "src/two.txt", "CHILD-TWO: make two loud"),
+    ];
+    for (word, rel, task) in files {
+        let path = server.root.join(rel);
+        std::fs::write(&path, format!("{word}\n")).expect("write");
+        client.open(&path, &format!("{word}\n"), 1);
+        let patch = format!(
+            "*** Begin Patch\n*** Update File: {rel}\n@@\n-{word}\n+{}\n*** End Patch",
+            word.to_uppercase()
+        );
+        server.mock.push_for(
+            task,
+            Turn::new().tool_call(&format!("call_{word}"), "apply_patch", json!({"patch": patch})),
+        );
+        server.mock.push_for(task, Turn::new().text(&format!("{word} is loud")));
+    }
+    server.mock.push(Turn::new().tool_call("call_s1", "spawn_agent", json!({"task": files[0].2})).tool_call(
+        "call_s2",
+        "spawn_agent",
+        json!({"task": files[1].2}),
+    ));
+    server.mock.push(Turn::new().tool_call("call_w1", "wait", json!({"agent_id": "agent-1"})).tool_call(
+        "call_w2",
+        "wait",
+        json!({"agent_id": "agent-2"}),
+    ));
+    server.mock.push(Turn::new().text("Both are loud."));
+
+    let created =
+        client.command("agentls.newSession", json!({"profile": "openai"})).await.expect("newSession");
+    let id = created["sessionId"].as_str().expect("sessionId").to_string();
+    client
+        .command("agentls.prompt", json!({"sessionId": id, "text": "make both loud"}))
+        .await
+        .expect("prompt");
+
+    // Both reviews, in whatever order the subagents get there; each names its subagent and call.
+    let mut reviews = Vec::new();
+    for _ in 0..2 {
+        let review = client.next_notification("agentls/review").await;
+        let agent = review["agent"].clone();
+        let n = if agent["agentId"] == "agent-1" { 0 } else { 1 };
+        let (word, rel, _) = files[n];
+        assert_eq!(review["sessionId"], id, "{review}");
+        assert_eq!(review["callId"], format!("call_{word}"), "{review}");
+        assert_eq!(review["files"][0]["uri"], file_uri(&server.root.join(rel)), "{review}");
+        assert_eq!(
+            agent,
+            json!({"agentId": format!("agent-{}", n + 1), "sessionId": format!("{id}-agent-{}", n + 1),
+                   "parentSessionId": id, "parentCallId": format!("call_s{}", n + 1)})
+        );
+        client
+            .command("agentls.resolveReview", json!({"reviewId": review["reviewId"], "decision": "accept"}))
+            .await
+            .expect("resolveReview");
+        reviews.push(n);
+    }
+    reviews.sort_unstable();
+    assert_eq!(reviews, [0, 1]);
+    for _ in 0..2 {
+        let apply = client.next_request("workspace/applyEdit").await;
+        let change = &apply.params["edit"]["documentChanges"][0];
+        let uri = change["textDocument"]["uri"].as_str().expect("uri").to_string();
+        let (word, _, _) =
+            files.iter().find(|(_, rel, _)| file_uri(&server.root.join(rel)) == uri).expect("a buffer");
+        let edits = change["edits"].as_array().expect("edits");
+        assert_eq!(
+            apply_edits(&format!("{word}\n"), edits),
+            format!("{}\n", word.to_uppercase()),
+            "on the buffer"
+        );
+        client.respond(&apply, json!({"applied": true}));
+    }
+
+    let end = client
+        .next_notification_where("agentls/event", |e| {
+            e["kind"] == "processing_end" && e.get("agent").is_none()
+        })
+        .await;
+    assert_eq!(end["data"]["text"], "Both are loud.", "{end}");
+    let told = request_body(&server.mock, server.mock.requests().len() - 1);
+    assert!(told.contains(r#"\"output\":\"one is loud\",\"success\":true"#), "{told}");
+    assert!(told.contains(r#"\"output\":\"two is loud\",\"success\":true"#), "{told}");
+
+    // The event stream nests each subagent's events under the parent's spawn call.
+    let events = client.notifications("agentls/event");
+    for n in 1..=2 {
+        let kinds: Vec<&str> = events
+            .iter()
+            .filter(|e| e["agent"]["agentId"] == format!("agent-{n}"))
+            .inspect(|e| {
+                assert_eq!(e["sessionId"], id);
+                assert_eq!(e["agent"]["parentCallId"], format!("call_s{n}"));
+            })
+            .filter_map(|e| e["kind"].as_str())
+            .collect();
+        for kind in ["session_start", "user_input", "tool_call_start", "tool_call_end", "processing_end"] {
+            assert!(kinds.contains(&kind), "agent-{n} sent {kind}: {kinds:?}");
+        }
+        let spawn = events
+            .iter()
+            .position(|e| e["kind"] == "tool_call_start" && e["data"]["call_id"] == format!("call_s{n}"))
+            .expect("spawn call");
+        let first =
+            events.iter().position(|e| e["agent"]["agentId"] == format!("agent-{n}")).expect("agent events");
+        assert!(spawn < first, "agent-{n}'s events follow its spawn call");
+    }
+    let stored = std::fs::read_to_string(server.dir.path().join(format!("data/sessions/{id}.jsonl")))
+        .expect("transcript");
+    assert!(stored.contains(r#""type":"agent""#) && stored.contains(r#""type":"agent_turn""#), "{stored}");
+    server.finish().await;
+}

@@ -5,8 +5,7 @@
 //! the events, and what the model received in the profile's own wire format.
 //!
 //! Test names are `<cell>::<profile>`, e.g. `shell_timeout::gemini`. Beyond the spec's table:
-//! one-call-per-step mode and context-overflow pruning (seed 002). Subagents (§9.9) are not part
-//! of this crate's scope.
+//! one-call-per-step mode and context-overflow pruning (seed 002).
 
 mod session_harness;
 mod support;
@@ -510,6 +509,52 @@ async fn context_overflow(profile: ProfileKind) {
     assert!(retried.contains("round-3-output"), "the newest round is kept");
 }
 
+/// Spec §7: the parent spawns a subagent and waits for it; the subagent creates a file with the
+/// profile's own tools. Parent and child speak the profile's wire dialect; each gets its own
+/// script (routed by the child's task), so they may run concurrently.
+async fn subagent_spawn_and_wait(profile: ProfileKind) {
+    let mut h = Harness::start(Setup::new(profile)).await;
+    let task = "Create notes.txt saying hi";
+    h.mock.push(Reply::new().tool_call("s1", "spawn_agent", json!({"task": task})));
+    h.mock.push(Reply::new().tool_call("w1", "wait", json!({"agent_id": "agent-1"})));
+    h.mock.push(Reply::new().text("The subagent created notes.txt."));
+    h.mock.push_for(
+        task,
+        Reply::new().tool_call("c1", "write_file", json!({"file_path": "notes.txt", "content": "hi\n"})),
+    );
+    h.mock.push_for(task, Reply::new().text("created notes.txt"));
+    let events = h.run("Delegate creating notes.txt").await;
+    assert_eq!(reason(&events), "completed");
+    assert_eq!(h.read("notes.txt"), "hi\n");
+
+    let dialect = h.mock.dialect();
+    let (child, parent): (Vec<Value>, Vec<Value>) = h
+        .requests()
+        .into_iter()
+        .map(|r| r.body)
+        .partition(|b| support::mock_provider::first_user_message(dialect, b).contains(task));
+    assert_eq!((parent.len(), child.len()), (3, 2));
+    let spawned = sent_result(profile, &parent[1], "s1");
+    assert_eq!(spawned.content, json!({"agent_id": "agent-1", "status": "running"}).to_string());
+    let waited = sent_result(profile, &parent[2], "w1");
+    assert_eq!(
+        waited.content,
+        json!({"output": "created notes.txt", "success": true, "turns_used": 2}).to_string()
+    );
+    assert_ne!(waited.is_error, Some(true));
+    let created = sent_result(profile, &child[1], "c1");
+    assert!(created.content.contains("notes.txt"), "the child's own tool result: {created:?}");
+    let (parent_tools, child_tools) = (offered_tools(profile, &parent[0]), offered_tools(profile, &child[0]));
+    assert!(parent_tools.contains(&"spawn_agent".to_string()) && parent_tools.contains(&"wait".to_string()));
+    assert!(!child_tools.contains(&"spawn_agent".to_string()), "depth 1 is the limit: {child_tools:?}");
+    let write = events
+        .iter()
+        .find(|e| e.kind() == EventKind::ToolCallEnd && str_of(e, "call_id") == "c1")
+        .expect("the child's call is in the parent's stream");
+    let agent = write.agent.as_ref().expect("marked with its agent");
+    assert_eq!((agent.agent_id.as_str(), agent.parent_call_id.as_str()), ("agent-1", "s1"));
+}
+
 /// Gemini mostly sends function calls without ids: results go back by name, in call order, and
 /// the next response may reuse the same names without confusion.
 #[tokio::test]
@@ -583,4 +628,5 @@ parity_matrix!(
     error_recovery,
     native_edit_format,
     context_overflow,
+    subagent_spawn_and_wait,
 );

@@ -1,4 +1,4 @@
-//! Agent-loop spec §9.1, 9.3, 9.5–9.7, 9.10, 9.11 against the loopback mock provider, with small
+//! Agent-loop spec §9.1, 9.3, 9.5–9.7, 9.10, 9.11 (9.9 in session_subagents) against the loopback mock provider, with small
 //! custom tools (the profile tool sets are covered by the parity tests).
 //!
 //! Where each Definition-of-Done checkbox of spec §9 is tested (file::test; unprefixed names are
@@ -39,6 +39,12 @@
 //! | 9.7 | reasoning_effort passed through, changes on the next call | reasoning_effort_is_passed_through_and_changes_on_the_next_call, parity_matrix::reasoning_effort_change::* |
 //! | 9.7 | low / medium / high / null | every_reasoning_effort_value_reaches_the_request |
 //! | 9.8 | base, environment, tools, project docs, user override last, only the profile's files | session_prompts::system_prompt_has_every_layer_in_order_for_each_profile, profiles::project_docs::tests::* (unit), session_instructions::* (subdirectories' files) |
+//! | 9.9 | spawn_agent with a scoped task | session_subagents::spawn_send_input_wait_and_close_agent, parity_matrix::subagent_spawn_and_wait::*, exec_cli::smoke_test_subagent_{openai,anthropic,gemini} |
+//! | 9.9 | shares the parent's execution environment | session_subagents::spawn_send_input_wait_and_close_agent (its files are the parent's), session_subagents::children_run_at_the_same_time, session_subagents::a_working_dir_outside_the_root_is_refused |
+//! | 9.9 | independent history | session_subagents::spawn_send_input_wait_and_close_agent, session_subagents::a_resumed_session_brings_its_subagents_back_with_their_histories, lsp_sessions::resume_after_restart_brings_the_subagents_back (stored with the parent's transcript) |
+//! | 9.9 | depth limit (default 1) | session_subagents::the_subagent_tools_are_absent_at_the_depth_limit, parity_matrix::subagent_spawn_and_wait::* |
+//! | 9.9 | results returned as tool results | parity_matrix::subagent_spawn_and_wait::*, session_subagents::a_failing_child_is_a_result_with_success_false |
+//! | 9.9 | send_input, wait, close_agent | session_subagents::spawn_send_input_wait_and_close_agent, session_subagents::cancelling_the_parent_closes_its_children_and_stops_their_commands |
 //! | 9.10 | every §2.9 event kind | every_spec_event_kind_is_emitted, command_output_streams_while_the_command_runs |
 //! | 9.10 | async delivery, order, SESSION_START/END bracket | events_are_emitted_in_order_and_bracket_the_session |
 //! | 9.10 | TOOL_CALL_END untruncated | tool_call_end_has_full_output_and_the_model_gets_the_truncated_one, parity_matrix::truncation::* |
@@ -46,9 +52,9 @@
 //! | 9.11 | transient errors retried | transient_provider_errors_are_retried |
 //! | 9.11 | authentication: no retry, CLOSED | authentication_errors_surface_at_once_and_close_the_session |
 //! | 9.11 | context window: warning (compaction, seed 004; pruning as its fallback, seed 002) | context_usage_above_80_percent_emits_a_warning, session_compaction::* (overflow → compaction, pruning as the fallback, the error when neither fits) |
-//! | 9.11 | graceful shutdown | close_interrupts_and_ends_with_session_end_then_closed, cancel_while_the_model_streams_stops_the_stream_and_keeps_the_history_valid, session_processes::*, exec_cli::sig{int,term}_mid_command_* |
+//! | 9.11 | graceful shutdown | close_interrupts_and_ends_with_session_end_then_closed, session_subagents::cancelling_the_parent_closes_its_children_and_stops_their_commands, cancel_while_the_model_streams_stops_the_stream_and_keeps_the_history_valid, session_processes::*, exec_cli::sig{int,term}_mid_command_* |
 //! | 9.12 | parity matrix | parity_matrix::<cell>::<profile> |
-//! | 9.13 | smoke test through `agentls exec` | exec_cli::smoke_test_{openai,anthropic,gemini} |
+//! | 9.13 | smoke test through `agentls exec` (step 6: exec_cli::smoke_test_subagent_*) | exec_cli::smoke_test_{openai,anthropic,gemini}, exec_cli::smoke_test_subagent_{openai,anthropic,gemini} |
 
 mod session_harness;
 mod support;

@@ -61,6 +61,7 @@ impl Fixture {
             cancel: CancellationToken::new(),
             model: None,
             output: None,
+            agents: None,
         };
         Self { disk, env, documents, registry, ctx }
     }

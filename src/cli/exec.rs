@@ -1,5 +1,7 @@
 //! `agentls exec`: one headless task. The answer streams to stdout (or, with `--json`, one event
 //! object per line); a status line for running tool calls goes to stderr when it is a terminal.
+//! A subagent's activity (its task, tool calls and answer) is printed as whole lines, indented
+//! under the answer text before it; its events never end the run.
 //!
 //! Exit codes (stable, documented in `agentls exec --help`):
 //! - 0: the model finished its answer (natural completion, or `submit` in submit mode)
@@ -18,8 +20,8 @@ use std::time::Duration;
 use super::ExecArgs;
 use crate::config::{Approval, ConfigLayer, Env};
 use crate::session::{
-    self, BuildError, CallOutcome, CallStatus, EndReason, Event, EventData, Notice, SessionBuilder,
-    SessionOptions, SessionParts, TurnLimit, Warning,
+    self, AgentPath, BuildError, CallOutcome, CallStatus, EndReason, Event, EventData, Notice,
+    SessionBuilder, SessionOptions, SessionParts, TurnLimit, Warning,
 };
 use crate::workspace::DiskPort;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -156,6 +158,9 @@ async fn drive(opts: SessionOptions, prompt: String, json: bool) -> Result<u8, F
         };
         let Some(event) = event else { break };
         out.render(&event);
+        if !event.is_own() {
+            continue;
+        }
         match &event.data {
             EventData::ProcessingEnd(end) => {
                 code = exit_code_for(end.reason);
@@ -224,6 +229,9 @@ impl Output {
             let _ = stdout.flush();
             return;
         }
+        if let Some(agent) = &event.agent {
+            return self.render_subagent(agent, &event.data);
+        }
         match &event.data {
             EventData::AssistantTextStart(_) => {
                 if self.wrote_text && !self.at_line_start {
@@ -286,6 +294,36 @@ impl Output {
             EventData::Error(error) => self.note(&format!("error: {}", error.message)),
             _ => {}
         }
+    }
+
+    /// A subagent's task, tool calls, answer and errors, one indented line each (its text
+    /// deltas are not streamed: several subagents run at once).
+    fn render_subagent(&mut self, agent: &AgentPath, data: &EventData) {
+        // A subagent's session id is its parent's plus `-agent-N`.
+        let depth = 1 + agent.parent_session_id.matches("-agent-").count();
+        let indent = "  ".repeat(depth);
+        let id = &agent.agent_id;
+        let line = match data {
+            EventData::UserInput(input) => format!("{indent}{id} ▸ {}", first_line(&input.content)),
+            EventData::ToolCallStart(call) => format!("{indent}  {id} · {}", call.summary),
+            EventData::ToolCallEnd(end) if end.status != CallStatus::Ok => {
+                format!("{indent}  {id} · {} ({})", end.summary, end.status.as_str())
+            }
+            EventData::ProcessingEnd(end) => {
+                let text = end.text.trim();
+                let mut line = format!("{indent}{id} {}:", end.reason.as_str());
+                for l in text.lines() {
+                    line.push_str(&format!("\n{indent}  {l}"));
+                }
+                line
+            }
+            EventData::Error(error) => format!("{indent}  {id} error: {}", first_line(&error.message)),
+            _ => return,
+        };
+        if !self.at_line_start {
+            self.write("\n");
+        }
+        self.write(&format!("{line}\n"));
     }
 
     fn write(&mut self, text: &str) {

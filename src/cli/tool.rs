@@ -138,6 +138,7 @@ pub fn run(env: &Env, args: ToolArgs) -> Result<ExitCode, String> {
         cancel: cancel.clone(),
         model: None,
         output: None,
+        agents: None,
     };
 
     let runtime = tokio::runtime::Builder::new_current_thread()

@@ -228,6 +228,9 @@ pub struct ConfigLayer {
     /// Wall-clock limit per user input in seconds (0 = unlimited).
     pub time_limit_secs: Option<u64>,
     pub context: Option<ContextLayer>,
+    /// How deep subagents may nest (default 1: the session's own subagents spawn none; 0: no
+    /// subagent tools at all).
+    pub max_subagent_depth: Option<u32>,
     pub providers: Option<BTreeMap<ProviderKind, ProviderLayer>>,
     pub shell: Option<ShellLayer>,
     pub network: Option<NetworkLayer>,
@@ -247,7 +250,7 @@ impl ConfigLayer {
         merge_fields!(self, other; provider, profile, model, reasoning_effort, approval, max_turns,
             max_tool_rounds_per_input, record, cassette, allow_outside_workspace, instructions,
             enable_loop_detection, loop_detection_window, one_call_per_step, context_window_tokens,
-            submit_mode, max_steps, time_limit_secs);
+            submit_mode, max_steps, time_limit_secs, max_subagent_depth);
         if let Some(context) = other.context {
             let slot = self.context.get_or_insert_with(ContextLayer::default);
             merge_fields!(slot, context; chars_per_token, auto_compact, auto_compact_percent, keep_exchanges,

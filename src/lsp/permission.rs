@@ -108,6 +108,7 @@ impl PermissionBroker {
             command: request.command.clone(),
             cwd: request.cwd.display().to_string(),
             options: ["allow_once", "allow_always", "deny"].map(String::from).to_vec(),
+            agent: None,
         });
         match self.pending.wait(&request_id, rx, outbound.deadlines.human).await {
             Some(decision) => decision,

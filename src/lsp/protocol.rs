@@ -12,7 +12,7 @@ use tower_lsp_server::ls_types::Diagnostic;
 use tower_lsp_server::ls_types::notification::Notification;
 use tower_lsp_server::ls_types::request::Request;
 
-use crate::session::{Event, EventData};
+use crate::session::{AgentPath, Event, EventData};
 
 /// `agentls/event`: one session event.
 pub enum EventNotification {}
@@ -29,6 +29,9 @@ pub struct EventParams {
     pub event: EventData,
     /// RFC 3339.
     pub timestamp: String,
+    /// The subagent that emitted the event; absent for the session's own events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentParams>,
 }
 
 impl EventParams {
@@ -37,6 +40,32 @@ impl EventParams {
             session_id: event.session_id.to_string(),
             event: event.data.clone(),
             timestamp: event.timestamp.to_rfc3339(),
+            agent: event.agent.as_ref().map(AgentParams::from),
+        }
+    }
+}
+
+/// A subagent of the session (`sessionId` of the message is the session the client drives).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentParams {
+    /// The id its parent's model uses (`agent-1`).
+    pub agent_id: String,
+    /// The subagent's own session id.
+    pub session_id: String,
+    /// The session that spawned it.
+    pub parent_session_id: String,
+    /// The parent's `spawn_agent` call.
+    pub parent_call_id: String,
+}
+
+impl From<&AgentPath> for AgentParams {
+    fn from(path: &AgentPath) -> Self {
+        Self {
+            agent_id: path.agent_id.clone(),
+            session_id: path.session_id.clone(),
+            parent_session_id: path.parent_session_id.clone(),
+            parent_call_id: path.parent_call_id.clone(),
         }
     }
 }
@@ -56,6 +85,9 @@ pub struct ReviewParams {
     /// The tool call that proposed the change (filled in by the event pump).
     pub call_id: Option<String>,
     pub files: Vec<ReviewFile>,
+    /// The subagent whose call proposed it (filled in by the event pump); absent for the session's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentParams>,
 }
 
 /// What happens to a file.
@@ -114,6 +146,9 @@ pub struct PermissionParams {
     pub cwd: String,
     /// The answers `agentls.resolvePermission` accepts.
     pub options: Vec<String>,
+    /// The subagent whose call asks (filled in by the event pump); absent for the session's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentParams>,
 }
 
 /// `agentls/diagnostics` (server → plugin client): the editor's diagnostics of a file or of the
@@ -204,6 +239,16 @@ mod tests {
         round_trip::<ReviewParams>(example_with("reviewId", "command"));
         round_trip::<PermissionParams>(example_with("requestId", "decision"));
         round_trip::<DiagnosticsResult>(example_with("files", "reviewId"));
+    }
+
+    #[test]
+    fn the_documented_subagent_event_is_the_type() {
+        let event = examples()
+            .into_iter()
+            .find(|v| v.get("agent").is_some() && v.get("timestamp").is_some())
+            .expect("docs/protocol.md has a subagent's event");
+        assert_eq!(event["agent"]["parentCallId"], "toolu_04");
+        round_trip::<EventParams>(event);
     }
 
     #[test]

@@ -10,7 +10,10 @@
 //! - A session task that dies without `session_end` (a panic) is reported as an `error` event
 //!   and removed; the server keeps serving.
 //! - Transcripts are flushed at the end of every processing cycle, before its `processing_end`
-//!   is forwarded.
+//!   is forwarded; subagents' histories are stored with their parent's.
+//! - A subagent's events (marked with `agent`) are forwarded as they are and get their own tool
+//!   progress, but never end the session's turn, answer or pump; a review or permission question
+//!   of a subagent's call carries its `agent`.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -28,7 +31,7 @@ use tower_lsp_server::ls_types::{
 use super::convert;
 use super::port::Announcement;
 use super::protocol::{
-    EventNotification, EventParams, PermissionNotification, ReviewNotification, ReviewParams,
+    AgentParams, EventNotification, EventParams, PermissionNotification, ReviewNotification, ReviewParams,
 };
 use super::registry::LspSession;
 use super::state::ServerState;
@@ -125,10 +128,15 @@ impl Pump {
         }
         match question {
             Announcement::Review(mut review) => {
-                review.call_id = self.call_of(&review);
+                if let Some(call) = self.call_of(&review) {
+                    review.call_id = Some(call.id.clone());
+                    review.agent = call.agent.clone();
+                }
                 self.state.outbound.notify::<ReviewNotification>(review).await;
             }
-            Announcement::Permission(permission) => {
+            Announcement::Permission(mut permission) => {
+                let asking = self.running.iter().rev().find(|c| c.id == permission.call_id);
+                permission.agent = asking.and_then(|c| c.agent.clone());
                 self.state.outbound.notify::<PermissionNotification>(permission).await;
             }
         }
@@ -136,7 +144,7 @@ impl Pump {
 
     /// The running call a review belongs to: the first not yet reviewed whose arguments name
     /// one of its files, else the most recent one.
-    fn call_of(&mut self, review: &ReviewParams) -> Option<String> {
+    fn call_of(&mut self, review: &ReviewParams) -> Option<&RunningCall> {
         let names: Vec<String> = review
             .files
             .iter()
@@ -158,10 +166,13 @@ impl Pump {
             .or_else(|| self.running.len().checked_sub(1))?;
         let call = &mut self.running[index];
         call.reviewed = true;
-        Some(call.id.clone())
+        Some(call)
     }
 
     async fn handle(&mut self, event: Event) {
+        if !event.is_own() {
+            return self.handle_subagent(event).await;
+        }
         let kind = event.kind();
         // Stored before the client hears of the end, so a client that sees `processing_end`
         // finds the turn in the transcript (and one that sees `compaction`, the new history).
@@ -182,6 +193,62 @@ impl Pump {
         }
         if kind == EventKind::SessionEnd {
             self.ended = true;
+        }
+    }
+
+    /// A subagent's event: forwarded, with progress for its tool calls (their tokens name the
+    /// subagent's session, so they never meet the parent's).
+    async fn handle_subagent(&mut self, event: Event) {
+        let agent = event.agent.as_ref().map(AgentParams::from);
+        let session = agent.as_ref().map_or(self.session.id.as_str(), |a| a.session_id.as_str()).to_string();
+        match &event.data {
+            EventData::ToolCallStart(call) => {
+                self.forward(&event).await;
+                self.start_call(&session, call, agent).await;
+            }
+            EventData::ToolCallEnd(end) => {
+                self.end_call(&session, &end.call_id, end.status.as_str()).await;
+                self.forward(&event).await;
+            }
+            EventData::Error(error) if !self.state.profile().plugin => {
+                let name = agent.map_or_else(String::new, |a| format!(" ({})", a.agent_id));
+                self.state
+                    .outbound
+                    .tell(MessageType::ERROR, format!("agentls{name}: {}", error.message))
+                    .await;
+            }
+            _ => self.forward(&event).await,
+        }
+    }
+
+    async fn start_call(
+        &mut self,
+        session: &str,
+        call: &crate::session::ToolCallStart,
+        agent: Option<AgentParams>,
+    ) {
+        let mut strings = Vec::new();
+        string_leaves(&call.arguments, &mut strings);
+        let key = format!("{session}/{}", call.call_id);
+        self.running.push(RunningCall {
+            id: call.call_id.clone(),
+            key: key.clone(),
+            strings,
+            reviewed: false,
+            agent,
+        });
+        let token = format!("agentls/tool/{key}");
+        let title = if call.summary.is_empty() { call.tool_name.clone() } else { call.summary.clone() };
+        if let Some(token) = self.begin(token, title, None).await {
+            self.tool_tokens.insert(key, token);
+        }
+    }
+
+    async fn end_call(&mut self, session: &str, call_id: &str, status: &str) {
+        let key = format!("{session}/{call_id}");
+        self.running.retain(|c| c.key != key);
+        if let Some(token) = self.tool_tokens.remove(&key) {
+            self.end(&token, Some(status.to_string())).await;
         }
     }
 
@@ -280,21 +347,12 @@ impl Pump {
                 }
             }
             EventData::ToolCallStart(call) => {
-                let mut strings = Vec::new();
-                string_leaves(&call.arguments, &mut strings);
-                self.running.push(RunningCall { id: call.call_id.clone(), strings, reviewed: false });
-                let token = format!("agentls/tool/{}/{}", self.session.id, call.call_id);
-                let title =
-                    if call.summary.is_empty() { call.tool_name.clone() } else { call.summary.clone() };
-                if let Some(token) = self.begin(token, title, None).await {
-                    self.tool_tokens.insert(call.call_id.clone(), token);
-                }
+                let session = self.session.id.clone();
+                self.start_call(&session, call, None).await;
             }
             EventData::ToolCallEnd(end) => {
-                self.running.retain(|c| c.id != end.call_id);
-                if let Some(token) = self.tool_tokens.remove(&end.call_id) {
-                    self.end(&token, Some(end.status.as_str().to_string())).await;
-                }
+                let session = self.session.id.clone();
+                self.end_call(&session, &end.call_id, end.status.as_str()).await;
             }
             EventData::ProcessingEnd(end) => {
                 self.end_all_progress(end.reason.as_str()).await;
@@ -388,8 +446,11 @@ impl Pump {
     /// Stores the turns added since the last flush.
     fn persist(&mut self) {
         let Some(recorder) = self.transcript.as_mut() else { return };
-        let (history, revision) = self.session.handle.history_with_revision();
-        if let Err(e) = recorder.record(&history, revision) {
+        let handle = &self.session.handle;
+        let (history, revision) = handle.history_with_revision();
+        if let Err(e) =
+            recorder.record(&history, revision).and_then(|()| recorder.record_agents(&handle.agents()))
+        {
             tracing::warn!(session = %self.session.id, "cannot write the transcript: {e}");
         }
     }
@@ -424,9 +485,13 @@ fn is_delta(event: &Event) -> bool {
     )
 }
 
-/// A tool call in flight, for attributing reviews.
+/// A tool call in flight (the session's or a subagent's), for attributing reviews.
 struct RunningCall {
     id: String,
+    /// `<session id>/<call id>`: unique across the session's tree.
+    key: String,
+    /// The subagent that made it.
+    agent: Option<AgentParams>,
     /// Every string in its arguments (paths, patch text).
     strings: Vec<String>,
     /// A review was already attributed to it.

@@ -112,6 +112,7 @@ impl ReviewBroker {
             session_id: session_id.to_string(),
             call_id: None,
             files: review_files(change),
+            agent: None,
         });
         match self.pending.wait(&review_id, rx, outbound.deadlines.human).await {
             Some(decision) => decision,

@@ -140,7 +140,15 @@ impl SessionBuilder {
         session_config.approval = self.approval();
         let id = parts.id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let resumed = parts.history.len();
+        // A resumed session's subagents come back with it, from the same transcript.
+        let mut agents = Vec::new();
         let transcript = parts.transcripts.and_then(|store| {
+            if resumed > 0 {
+                match store.load(&id) {
+                    Ok(stored) => agents = crate::store::agents(&stored.records),
+                    Err(e) => tracing::warn!("the subagents of session {id} are not restored: {e}"),
+                }
+            }
             let opened = if resumed > 0 {
                 store.reopen(&id)
             } else {
@@ -153,7 +161,7 @@ impl SessionBuilder {
                 })
             };
             match opened {
-                Ok(writer) => Some(TranscriptRecorder::new(writer, resumed)),
+                Ok(writer) => Some(TranscriptRecorder::new(writer, resumed).with_agents(&agents)),
                 Err(e) => {
                     tracing::warn!("session {id} will not be stored: {e}");
                     None
@@ -191,6 +199,7 @@ impl SessionBuilder {
             config: session_config,
             cwd: root.clone(),
             history: parts.history,
+            agents,
             tools,
         };
         Ok(BuiltSession { options, id, profile, model, transcript })

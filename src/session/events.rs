@@ -400,19 +400,43 @@ pub struct ProjectDocsReloaded {
     pub message: String,
 }
 
+/// Which subagent an event comes from (spec §7): set on every event of a child, which reaches
+/// the host through its parent's stream.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentPath {
+    /// The id the parent's model uses (`agent-1`).
+    pub agent_id: String,
+    /// The child's own session id.
+    pub session_id: String,
+    /// The session that spawned it (the top session, or a child for a grandchild).
+    pub parent_session_id: String,
+    /// The parent's `spawn_agent` call.
+    pub parent_call_id: String,
+}
+
 /// One event of a session. Serialized (`agentls exec --json`) as
-/// `{"session_id", "kind", "timestamp", "data"}`.
+/// `{"session_id", "kind", "timestamp", "data"}`, plus `agent` on a subagent's events.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {
+    /// The session the host drives (for a subagent's event: the top session).
     pub session_id: Arc<str>,
     #[serde(flatten)]
     pub data: EventData,
     pub timestamp: DateTime<Utc>,
+    /// The subagent that emitted it; `None` for the session's own events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentPath>,
 }
 
 impl Event {
     pub fn new(session_id: Arc<str>, data: EventData) -> Self {
-        Self { session_id, data, timestamp: Utc::now() }
+        Self { session_id, data, timestamp: Utc::now(), agent: None }
+    }
+
+    /// Whether the session emitted it itself (not one of its subagents).
+    pub fn is_own(&self) -> bool {
+        self.agent.is_none()
     }
 
     pub fn kind(&self) -> EventKind {
@@ -435,6 +459,32 @@ impl Emitter {
     pub fn emit(&self, data: EventData) {
         // A closed receiver means the host went away; the session still finishes cleanly.
         let _ = self.tx.send(Event::new(self.session_id.clone(), data));
+    }
+
+    /// A sender that does not keep the stream open.
+    pub fn downgrade(&self) -> WeakEmitter {
+        WeakEmitter { session_id: self.session_id.clone(), tx: self.tx.downgrade() }
+    }
+
+    /// Passes on an event of a subagent as this session's: its session id becomes this session's,
+    /// and an event the child emitted itself is marked with `agent` (a grandchild's already is).
+    pub fn forward(&self, mut event: Event, agent: &AgentPath) {
+        event.agent.get_or_insert_with(|| agent.clone());
+        event.session_id = self.session_id.clone();
+        let _ = self.tx.send(event);
+    }
+}
+
+/// An [`Emitter`] that lets the stream end when every strong one is gone.
+#[derive(Debug, Clone)]
+pub struct WeakEmitter {
+    session_id: Arc<str>,
+    tx: tokio::sync::mpsc::WeakUnboundedSender<Event>,
+}
+
+impl WeakEmitter {
+    pub fn upgrade(&self) -> Option<Emitter> {
+        Some(Emitter { session_id: self.session_id.clone(), tx: self.tx.upgrade()? })
     }
 }
 

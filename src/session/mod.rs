@@ -16,6 +16,7 @@ mod instructions;
 mod loop_detection;
 mod prune;
 mod runner;
+mod subagents;
 mod summary;
 mod turn;
 
@@ -39,14 +40,15 @@ pub use builder::{BuildError, BuiltSession, SessionBuilder, SessionParts};
 pub use compaction::SUMMARY_SENTINEL;
 pub use context::ContextStats;
 pub use events::{
-    CallOutcome, CallStatus, CallSummary, Content, Delta, EndReason, ErrorData, Event, EventData, EventKind,
-    Notice, OutputDelta, ProcessingEnd, ProjectDocsReloaded, SessionEnd, SessionStart, TextEnd, TextStart,
-    ToolCallEnd, ToolCallStart, TurnLimit, Warning,
+    AgentPath, CallOutcome, CallStatus, CallSummary, Content, Delta, EndReason, ErrorData, Event, EventData,
+    EventKind, Notice, OutputDelta, ProcessingEnd, ProjectDocsReloaded, SessionEnd, SessionStart, TextEnd,
+    TextStart, ToolCallEnd, ToolCallStart, TurnLimit, Warning,
 };
 pub use events::{Compaction, CompactionTrigger};
 pub use loop_detection::{detect_loop, loop_warning};
 pub use prune::{Pruned, prune};
 pub use runner::CONTINUE_MESSAGE;
+pub use subagents::AgentInfo;
 pub use summary::summarize;
 pub use turn::{AssistantTurn, InstructionsTurn, SummaryTurn, TextTurn, ToolResultsTurn, Turn, to_messages};
 
@@ -161,7 +163,7 @@ impl SessionConfig {
             tool_line_limits: layer.tool_line_limits.clone().unwrap_or_default(),
             enable_loop_detection: layer.enable_loop_detection.unwrap_or(defaults.enable_loop_detection),
             loop_detection_window: layer.loop_detection_window.unwrap_or(defaults.loop_detection_window),
-            max_subagent_depth: defaults.max_subagent_depth,
+            max_subagent_depth: layer.max_subagent_depth.unwrap_or(defaults.max_subagent_depth),
             one_call_per_step: layer.one_call_per_step.unwrap_or(defaults.one_call_per_step),
             approval: layer.approval.unwrap_or(defaults.approval),
             instructions: layer.instructions.clone(),
@@ -225,6 +227,8 @@ pub struct SessionOptions {
     pub cwd: PathBuf,
     /// The turns of a resumed session; empty for a new one.
     pub history: Vec<Turn>,
+    /// A resumed session's subagents with their histories (restored idle); empty for a new one.
+    pub agents: Vec<(AgentInfo, Vec<Turn>)>,
     /// The tools the model may call: usually the profile's set, plus custom tools (a later
     /// tool with the same name replaces an earlier one).
     pub tools: Vec<Arc<dyn Tool>>,
@@ -271,6 +275,10 @@ struct Shared {
     events: mpsc::WeakUnboundedSender<Event>,
     /// Why the session task died, when it panicked.
     failure: Mutex<Option<String>>,
+    /// The session's children; `None` at the depth limit or before the task started.
+    agents: Mutex<Option<Arc<subagents::Subagents>>>,
+    /// The children as they were when the session closed.
+    closed_agents: Mutex<Vec<(AgentInfo, Vec<Turn>)>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -314,12 +322,19 @@ impl SessionHandle {
 
     /// Interrupts the current turn: the model stream is closed and running commands are
     /// stopped. Inputs, steering and follow-ups queued before the cancel are dropped.
+    /// Subagents are closed (spec Appendix B, step 6): their commands stop with their turns.
     pub fn cancel(&self) {
-        let token = lock(&self.shared.cancel);
-        self.shared.cancel_epoch.fetch_add(1, Ordering::SeqCst);
-        token.cancel();
+        {
+            let token = lock(&self.shared.cancel);
+            self.shared.cancel_epoch.fetch_add(1, Ordering::SeqCst);
+            token.cancel();
+        }
         lock(&self.shared.steering).clear();
         lock(&self.shared.follow_ups).clear();
+        let agents = lock(&self.shared.agents).clone();
+        if let Some(agents) = agents {
+            agents.close_all();
+        }
     }
 
     /// Ends the session: the current turn is interrupted, then SESSION_END, then CLOSED.
@@ -396,6 +411,12 @@ impl SessionHandle {
         lock(&self.shared.config).clone()
     }
 
+    /// Each subagent this session spawned, with its history, in spawn order (for transcripts).
+    pub fn agents(&self) -> Vec<(AgentInfo, Vec<Turn>)> {
+        let agents = lock(&self.shared.agents).clone();
+        agents.map_or_else(|| lock(&self.shared.closed_agents).clone(), |a| a.snapshot())
+    }
+
     /// The panic message when the session task died of a panic.
     pub fn failure(&self) -> Option<String> {
         lock(&self.shared.failure).clone()
@@ -404,6 +425,15 @@ impl SessionHandle {
 
 /// Starts a session task on the current tokio runtime. SESSION_START is the first event.
 pub fn spawn(opts: SessionOptions) -> (SessionHandle, mpsc::UnboundedReceiver<Event>) {
+    let lineage = subagents::Lineage { depth: 0, root: opts.cwd.clone() };
+    spawn_in_tree(opts, lineage)
+}
+
+/// Starts a session at its place in a tree of sessions (a host's session, or a subagent).
+fn spawn_in_tree(
+    opts: SessionOptions,
+    lineage: subagents::Lineage,
+) -> (SessionHandle, mpsc::UnboundedReceiver<Event>) {
     let (event_tx, event_rx) = mpsc::unbounded_channel();
     let (command_tx, command_rx) = mpsc::unbounded_channel();
     let id: Arc<str> = opts.id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string()).into();
@@ -433,8 +463,10 @@ pub fn spawn(opts: SessionOptions) -> (SessionHandle, mpsc::UnboundedReceiver<Ev
         commands: command_tx,
         events: weak_events,
         failure: Mutex::new(None),
+        agents: Mutex::new(None),
+        closed_agents: Mutex::new(Vec::new()),
     });
-    let task = std::panic::AssertUnwindSafe(runner::run(opts, shared.clone(), emitter, command_rx));
+    let task = std::panic::AssertUnwindSafe(runner::run(opts, lineage, shared.clone(), emitter, command_rx));
     let watched = shared.clone();
     tokio::spawn(async move {
         // The event channel closes without SESSION_END; the host reports it with this cause.
@@ -462,7 +494,7 @@ mod tests {
         let layer = ConfigLayer::parse_toml(
             "max_turns = 7\nmax_tool_rounds_per_input = 3\napproval = \"deny\"\ninstructions = \"be brief\"\n\
              enable_loop_detection = false\nloop_detection_window = 6\none_call_per_step = true\n\
-             context_window_tokens = 9000\nreasoning_effort = \"high\"\n\
+             context_window_tokens = 9000\nreasoning_effort = \"high\"\nmax_subagent_depth = 2\n\
              submit_mode = true\nmax_steps = 12\ntime_limit_secs = 30\n\
              [context]\nchars_per_token = 3\nauto_compact = false\nauto_compact_percent = 70\n\
              keep_exchanges = 2\ncompaction_model = \"small\"\n\
@@ -486,7 +518,7 @@ mod tests {
                 tool_line_limits: BTreeMap::from([("shell".into(), 20)]),
                 enable_loop_detection: false,
                 loop_detection_window: 6,
-                max_subagent_depth: 1,
+                max_subagent_depth: 2,
                 one_call_per_step: true,
                 approval: Approval::Deny,
                 instructions: Some("be brief".into()),

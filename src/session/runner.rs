@@ -26,6 +26,7 @@ use super::events::{
 };
 use super::instructions::Instructions;
 use super::loop_detection::{detect_loop, loop_warning};
+use super::subagents::{ChildParts, Lineage, Subagents};
 use super::summary::summarize;
 use super::turn::{Turn, to_messages};
 use super::{Command, SessionConfig, SessionOptions, SessionState, Shared, lock};
@@ -41,6 +42,7 @@ use crate::profiles::{
 use crate::tools::TaskEnd;
 use crate::tools::python::{EXECUTION_HEADER, code_block};
 use crate::tools::registry::{BatchEvent, BatchMode, ToolCallOutcome, ToolCallRequest, ToolRegistry};
+use crate::tools::subagents::{AgentControl, SUBAGENT_TOOLS};
 use crate::tools::submit::{self, SubmitTool};
 use crate::tools::truncate::TruncationPolicy;
 use crate::tools::{ModelAccess, OutputForCall, ToolContext};
@@ -78,10 +80,14 @@ struct Runner {
     prompt_problems_told: Mutex<std::collections::HashSet<String>>,
     /// Set by a tool call that ended the task (code mode's `return`, `AgentError`).
     task_end: Option<TaskEnd>,
+    /// The session's children; `None` at the depth limit.
+    agents: Option<Arc<Subagents>>,
+    depth: u32,
 }
 
 pub(super) async fn run(
     opts: SessionOptions,
+    lineage: Lineage,
     shared: Arc<Shared>,
     events: Emitter,
     mut commands: mpsc::UnboundedReceiver<Command>,
@@ -94,6 +100,24 @@ pub(super) async fn run(
     if opts.config.submit_mode {
         registry.register(Arc::new(SubmitTool));
     }
+    // Below the depth limit the session runs children; at it, the subagent tools are not offered.
+    let depth = lineage.depth;
+    let agents = if depth < opts.config.max_subagent_depth {
+        let parts = ChildParts {
+            profile: opts.profile,
+            client: opts.client.clone(),
+            env: opts.env.clone(),
+            workspace: opts.workspace.clone(),
+            editor: opts.editor.clone(),
+            tools: opts.tools.clone(),
+            cwd: opts.cwd.clone(),
+        };
+        Some(Arc::new(Subagents::new(Arc::downgrade(&shared), &events, lineage, parts)))
+    } else {
+        SUBAGENT_TOOLS.iter().for_each(|name| drop(registry.unregister(name)));
+        None
+    };
+    lock(&shared.agents).clone_from(&agents);
     let environment = EnvironmentInfo::capture(&opts.cwd, &opts.config.model).await;
     let project_docs = discover_project_docs(&opts.cwd, opts.profile);
     let started = SessionStart {
@@ -131,6 +155,7 @@ pub(super) async fn run(
         cancel: CancellationToken::new(),
         model: None,
         output: Some(output),
+        agents: agents.clone().map(|a| a as Arc<dyn AgentControl>),
     };
     let mut runner = Runner {
         shared,
@@ -153,10 +178,16 @@ pub(super) async fn run(
         ),
         prompt_problems_told: Default::default(),
         task_end: None,
+        agents,
+        depth,
     };
     // The context figures are there when the host hears of the session.
     runner.refresh_context(&runner.config());
     runner.events.emit(EventData::SessionStart(started));
+    // A resumed session's subagents come back after its own start.
+    if let Some(agents) = &runner.agents {
+        agents.restore(opts.agents.clone(), &opts.config);
+    }
     let cwd = opts.cwd;
     while let Some(command) = commands.recv().await {
         let input = match command {
@@ -866,7 +897,19 @@ impl Runner {
     /// Graceful shutdown (spec Appendix B): stop what runs, clean up, SESSION_END, CLOSED.
     async fn shutdown(&self) {
         lock(&self.shared.cancel).cancel();
-        self.ctx_template.env.cleanup().await;
+        if let Some(agents) = &self.agents {
+            agents.shutdown().await;
+            // The children's parts hold the editor port, which holds the handle: let go of them,
+            // keeping what transcripts read.
+            let last = agents.snapshot();
+            *lock(&self.shared.agents) = None;
+            *lock(&self.shared.closed_agents) = last;
+        }
+        // A child shares its parent's environment: only the top session stops all its processes
+        // (a child's own commands stopped with its cancelled turn).
+        if self.depth == 0 {
+            self.ctx_template.env.cleanup().await;
+        }
         self.set_state(SessionState::Closed);
         self.events
             .emit(EventData::SessionEnd(SessionEnd { state: SessionState::Closed, totals: self.totals }));

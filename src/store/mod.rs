@@ -14,7 +14,7 @@ mod transcript;
 use std::path::PathBuf;
 
 pub use permissions::PermissionRules;
-pub use record::{Record, TranscriptRecorder, history};
+pub use record::{Record, TranscriptRecorder, agents, history};
 pub use transcript::{Transcript, TranscriptHeader, TranscriptStore, TranscriptSummary, TranscriptWriter};
 
 use crate::config::Env;

@@ -21,6 +21,7 @@ pub mod read_file;
 pub mod read_many_files;
 pub mod registry;
 pub mod shell;
+pub mod subagents;
 pub mod submit;
 pub mod truncate;
 
@@ -107,6 +108,8 @@ pub struct ToolContext {
     /// Where a call's live output goes (the host's TOOL_CALL_OUTPUT_DELTA events), by call id;
     /// `None` outside a session.
     pub output: Option<OutputForCall>,
+    /// Runs the session's subagents; `None` where no session runs or at the depth limit.
+    pub agents: Option<Arc<dyn subagents::AgentControl>>,
 }
 
 /// Chooses the live-output sink of a tool call from its id.

@@ -18,6 +18,7 @@ use super::read_many_files::ReadManyFilesTool;
 use super::registry::ToolRegistry;
 use super::replace::ReplaceTool;
 use super::shell::ShellTool;
+use super::subagents::{CloseAgentTool, SendInputTool, SpawnAgentTool, WaitTool};
 use super::write_file::WriteFileTool;
 
 /// The shell timeout Claude Code uses when a call sets none. Sessions apply it as the profile's
@@ -76,6 +77,14 @@ pub fn profile_tools(profile: ProfileKind, options: &ToolSetOptions) -> ToolRegi
         ProfileKind::Code => {
             registry.register(Arc::new(PythonTool::default()));
         }
+    }
+    // Spec §7: the coding profiles can delegate to subagents (a session at its depth limit drops
+    // these); code mode's one tool stays `python`.
+    if profile != ProfileKind::Code {
+        registry.register(Arc::new(SpawnAgentTool));
+        registry.register(Arc::new(SendInputTool));
+        registry.register(Arc::new(WaitTool));
+        registry.register(Arc::new(CloseAgentTool));
     }
     registry
 }

@@ -11,7 +11,7 @@ use agentls::exec::{ExecutionEnvironment, LocalExecutionEnvironment};
 use agentls::llm::{Client, RetryPolicy};
 use agentls::profiles::ProfileKind;
 use agentls::session::{
-    self, Event, EventKind, SessionConfig, SessionHandle, SessionOptions, SessionState, Turn,
+    self, AgentInfo, Event, EventKind, SessionConfig, SessionHandle, SessionOptions, SessionState, Turn,
 };
 use agentls::tools::Tool;
 use agentls::workspace::{DiskPort, Workspace};
@@ -66,6 +66,8 @@ pub struct Setup {
     pub wrap_env: Option<WrapEnv>,
     /// The turns of a resumed session.
     pub history: Vec<Turn>,
+    /// A resumed session's subagents.
+    pub agents: Vec<(AgentInfo, Vec<Turn>)>,
     /// The directory to work in (a resumed session's); a new temporary one when `None`.
     pub dir: Option<TempDir>,
     /// The wire dialect of the mock provider; `None` = the profile's own.
@@ -85,6 +87,7 @@ impl Setup {
             approval: Approval::Auto,
             wrap_env: None,
             history: Vec::new(),
+            agents: Vec::new(),
             dir: None,
             dialect: None,
         }
@@ -176,6 +179,7 @@ impl Harness {
             config: setup.config,
             cwd,
             history: setup.history,
+            agents: setup.agents,
             tools,
         };
         let (handle, events) = session::spawn(opts);
@@ -190,7 +194,8 @@ impl Harness {
         std::fs::read_to_string(self.path(rel)).unwrap_or_else(|e| panic!("read {rel}: {e}"))
     }
 
-    /// Events up to and including the next one of `kind`.
+    /// Events up to and including the session's own next one of `kind` (a subagent's events,
+    /// passed on through the session's stream, are collected but do not end the wait).
     pub async fn until(&mut self, kind: EventKind) -> Vec<Event> {
         let mut got = Vec::new();
         loop {
@@ -199,7 +204,7 @@ impl Harness {
                 .unwrap_or_else(|_| panic!("no {kind:?} event; got {:#?}", kinds(&got)))
                 .unwrap_or_else(|| panic!("event stream ended before {kind:?}; got {:#?}", kinds(&got)));
             self.seen.push(event.clone());
-            let done = event.kind() == kind;
+            let done = event.kind() == kind && event.is_own();
             got.push(event);
             if done {
                 return got;

@@ -335,7 +335,25 @@ pub fn split_sse(bytes: &[u8]) -> Vec<Vec<u8>> {
 #[derive(Default)]
 struct State {
     queue: VecDeque<Reply>,
+    /// Replies for the conversations whose first user message contains the marker (a subagent's
+    /// task), so concurrent sessions each get their own script.
+    routed: Vec<(String, VecDeque<Reply>)>,
     requests: Vec<RecordedRequest>,
+}
+
+/// The first user message of a request body, as JSON text ("" when there is none).
+pub fn first_user_message(dialect: Dialect, body: &Value) -> String {
+    let list = match dialect {
+        Dialect::Gemini => &body["contents"],
+        Dialect::OpenAiResponses => &body["input"],
+        _ => &body["messages"],
+    };
+    list.as_array()
+        .into_iter()
+        .flatten()
+        .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+        .map(Value::to_string)
+        .unwrap_or_default()
 }
 
 /// The running mock server. Dropping it stops accepting connections.
@@ -395,6 +413,18 @@ impl MockProvider {
         self
     }
 
+    /// Queues a reply for the conversation whose first user message contains `marker` (a
+    /// subagent's task); other requests never take it.
+    pub fn push_for(&self, marker: &str, reply: impl Into<Reply>) -> &Self {
+        let mut state = self.state.lock().unwrap();
+        match state.routed.iter_mut().find(|(m, _)| m == marker) {
+            Some((_, queue)) => queue.push_back(reply.into()),
+            None => state.routed.push((marker.to_string(), VecDeque::from([reply.into()]))),
+        }
+        drop(state);
+        self
+    }
+
     pub fn push_wire(&self, relative: &str) -> &Self {
         self.push(Reply::wire(relative))
     }
@@ -428,7 +458,11 @@ async fn serve_connection(
         let reply = {
             let mut st = state.lock().unwrap();
             st.requests.push(request.clone());
-            st.queue.pop_front()
+            let first = first_user_message(dialect, &request.body);
+            match st.routed.iter_mut().find(|(marker, _)| first.contains(marker.as_str())) {
+                Some((_, queue)) => queue.pop_front(),
+                None => st.queue.pop_front(),
+            }
         };
         let keep_alive = match reply {
             None => {

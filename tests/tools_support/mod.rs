@@ -75,6 +75,7 @@ impl Fixture {
             cancel: CancellationToken::new(),
             model: None,
             output: None,
+            agents: None,
         };
         Self { dir, port, ctx }
     }

@@ -497,6 +497,50 @@ T.test("a visual selection is sent as the prompt's context", function()
   T.truthy(H.request_has(before + 1, "WO\nth"), "the selected text: " .. H.request_text(before + 1):sub(-400))
 end)
 
+T.test("the chat: a subagent's lines are indented folds of their own under its spawn call", function()
+  local chat = require("agentls.chat")
+  local session = require("agentls.state").session(H.client().id).id
+  local function agent(n)
+    return { agentId = "agent-" .. n, sessionId = session .. "-agent-" .. n, parentSessionId = session, parentCallId = "sp" .. n }
+  end
+  local a1, a2 = agent(1), agent(2)
+  local state_before = require("agentls.state").session(H.client().id).state
+  chat.on_event({ sessionId = session, kind = "tool_call_start", data = { call_id = "sp1", summary = "spawn_agent: subtask" } })
+  chat.on_event({ sessionId = session, kind = "user_input", data = { content = "write sub-a" }, agent = a1 })
+  -- The same call id as the parent's: still the subagent's own line.
+  chat.on_event({ sessionId = session, kind = "tool_call_start", data = { call_id = "sp1", summary = "write_file sub-a" }, agent = a1 })
+  chat.on_event({ sessionId = session, kind = "user_input", data = { content = "write sub-b" }, agent = a2 })
+  chat.on_event({ sessionId = session, kind = "tool_call_end", data = { call_id = "sp1", summary = "write_file sub-a", status = "ok", duration_ms = 3 }, agent = a1 })
+  chat.on_event({ sessionId = session, kind = "assistant_text_end", data = { text = "wrote sub-a\nfine" }, agent = a1 })
+  chat.on_event({ sessionId = session, kind = "processing_end", data = { state = "idle", reason = "completed" }, agent = a1 })
+  chat.on_event({ sessionId = session, kind = "processing_end", data = { state = "idle", reason = "failed" }, agent = a2 })
+  chat.on_event({ sessionId = session, kind = "tool_call_end", data = { call_id = "sp1", summary = "spawn_agent: subtask", status = "ok", duration_ms = 1 } })
+  chat.flush()
+  local lines = vim.api.nvim_buf_get_lines(chat.buf(), 0, -1, false)
+  local first
+  for i, l in ipairs(lines) do
+    if l:find("spawn_agent: subtask", 1, true) then
+      first = i
+    end
+  end
+  T.truthy(first, "the spawn call's line")
+  local got = {}
+  for i = first, first + 7 do
+    got[#got + 1] = chat.foldexpr(i) .. "|" .. (lines[i] or "")
+  end
+  T.eq(got, {
+    "0|- [ok 1 ms] spawn_agent: subtask",
+    ">1|  ▸ agent-1: write sub-a",
+    "1|    - [ok 3 ms] write_file sub-a",
+    ">1|  ▸ agent-2: write sub-b",
+    ">1|    wrote sub-a",
+    "1|    fine",
+    "1|  agent-1 completed",
+    ">1|  agent-2 failed",
+  }, "each run of one subagent's lines is a fold, indented under the call")
+  T.eq(require("agentls.state").session(H.client().id).state, state_before, "a subagent's end is not the session's")
+end)
+
 T.test("the chat: toggles, opens as a float by option, folds command output and reasoning", function()
   local chat = require("agentls.chat")
   -- The fake provider streams no reasoning: this event is handed to the chat directly.

@@ -196,7 +196,8 @@ export class Ctx implements ChatActions, vscode.Disposable {
 
   private onOp(sessionId: string, op: ChatOp): void {
     if (op.kind === 'tool_call_end' && op.data.status !== 'ok') {
-      void this.reviews.closeForCall(op.data.call_id, `the review of "${op.data.summary}" was closed: the call ended (${op.data.status}).`);
+      const agent = 'agent' in op ? op.agent?.sessionId : undefined;
+      void this.reviews.closeForCall(op.data.call_id, `the review of "${op.data.summary}" was closed: the call ended (${op.data.status}).`, agent);
     }
     if (sessionId === this.store.activeId && (op.kind === 'user_input' || op.kind === 'tool_call_start' || op.kind === 'tool_call_end' || op.kind === 'processing_end' || op.kind === 'session_end')) {
       this.updateStatus();

@@ -130,8 +130,11 @@ export interface EventDataByKind {
 }
 export type EventKind = keyof EventDataByKind;
 
+/** The subagent an event, review or permission comes from (absent for the session's own). */
+export interface SubagentRef { agentId: string; sessionId: string; parentSessionId: string; parentCallId: string }
+
 export type AgentEvent = {
-  [K in EventKind]: { sessionId: string; kind: K; timestamp: string; data: EventDataByKind[K] };
+  [K in EventKind]: { sessionId: string; kind: K; timestamp: string; data: EventDataByKind[K]; agent?: SubagentRef };
 }[EventKind];
 
 // ---- review ----
@@ -161,7 +164,7 @@ export interface ReviewFile {
   hunks: ReviewHunk[];
 }
 
-export interface ReviewParams { reviewId: string; sessionId: string; callId: string; files: ReviewFile[] }
+export interface ReviewParams { reviewId: string; sessionId: string; callId: string; files: ReviewFile[]; agent?: SubagentRef }
 
 export interface ResolveReviewFile { uri: string; acceptedHunks?: number[]; finalText?: string }
 export interface ResolveReviewParams {
@@ -184,6 +187,7 @@ export interface PermissionParams {
   command: string;
   cwd: string;
   options: PermissionDecision[];
+  agent?: SubagentRef;
 }
 export interface ResolvePermissionParams { requestId: string; decision: PermissionDecision; feedback?: string }
 

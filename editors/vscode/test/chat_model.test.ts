@@ -193,3 +193,49 @@ test('a compaction, a pruning warning, the new limits and a stored summary are s
     { notice: 'info', text: 'Earlier conversation (12 messages), as summarised for the model:\n\nWe fixed the parser.' },
   ]);
 });
+
+test('a subagent folds into a card on its spawn call and never ends the turn', () => {
+  const sid = 's1';
+  const agent = { agentId: 'agent-1', sessionId: 's1-agent-1', parentSessionId: sid, parentCallId: 'c-spawn' };
+  const at = '2026-11-24T00:00:00Z';
+  const own = (kind: string, data: unknown): ChatOp => ({ sessionId: sid, kind, timestamp: at, data } as ChatOp);
+  const child = (kind: string, data: unknown): ChatOp => ({ sessionId: sid, kind, timestamp: at, data, agent } as ChatOp);
+  const m = fold([
+    own('session_start', { profile: 'openai', model: 'm', cwd: '/w', resumed: false, tools: [], project_docs: [] }),
+    own('user_input', { content: 'delegate' }),
+    own('tool_call_start', { tool_name: 'spawn_agent', call_id: 'c-spawn', summary: 'spawn_agent', arguments: {} }),
+    own('tool_call_end', { tool_name: 'spawn_agent', call_id: 'c-spawn', summary: 'spawn_agent', status: 'ok', output: '{}', truncated: false, duration_ms: 1 }),
+    child('session_start', { profile: 'openai', model: 'm', cwd: '/w', resumed: false, tools: [], project_docs: [] }),
+    child('user_input', { content: 'write tests' }),
+    // The same call id as one of the parent's: it stays the child's.
+    child('tool_call_start', { tool_name: 'write_file', call_id: 'c-spawn', summary: 'write_file t.py', arguments: {} }),
+    child('tool_call_end', { tool_name: 'write_file', call_id: 'c-spawn', summary: 'write_file t.py', status: 'ok', output: 'ok', truncated: false, duration_ms: 1 }),
+    child('assistant_text_start', { model: 'm' }),
+    child('assistant_text_delta', { delta: 'tests written' }),
+    child('assistant_text_end', { text: 'tests written', tool_calls: [] }),
+    child('processing_end', { state: 'idle', reason: 'completed', text: 'tests written', totals: null }),
+  ]);
+  assert.equal(m.header.busy, true, "the child's processing_end does not end the parent's turn");
+  assert.deepEqual(visible(m.entries), [
+    { user: 'delegate', steering: false },
+    { tool: 'spawn_agent', summary: 'spawn_agent', status: 'ok', output: '{}', review: undefined, timed: true },
+  ]);
+  const spawn = m.entries[1];
+  assert.ok(spawn.kind === 'tool');
+  const card = spawn.agents?.[0];
+  assert.equal(card?.status, 'completed');
+  assert.deepEqual(visible(card?.entries ?? []), [
+    { user: 'write tests', steering: false },
+    { tool: 'write_file', summary: 'write_file t.py', status: 'ok', output: 'ok', review: undefined, timed: true },
+    { assistant: 'tests written', streaming: false },
+    { turnEnd: 'completed', tokens: false },
+  ]);
+  // A snapshot (what the webview starts from) keeps the card, and later events still reach it.
+  const again = ChatModel.from(m.snapshot());
+  again.apply(child('session_end', { state: 'closed', totals: null }));
+  const after = again.entries[1];
+  assert.ok(after.kind === 'tool');
+  assert.equal(after.agents?.[0].status, 'completed');
+  assert.equal(after.agents?.[0].entries.at(-1)?.kind, 'notice');
+  assert.equal(again.header.busy, true);
+});

@@ -1,7 +1,7 @@
 // The chat view's script: applies the host's ops to its own ChatModel (the same reducer the
 // host runs) and renders the changed entries once per animation frame.
 
-import { ChatModel, type Entry, type ToolEntry } from '../src/chat/model';
+import { ChatModel, type Entry, type SubagentCard, type ToolEntry } from '../src/chat/model';
 import type { FromWebview, ToWebview } from '../src/chat/messages';
 import { StreamingMarkdown } from './markdown';
 
@@ -117,7 +117,9 @@ function toolView(): EntryView {
   const pre = el('pre');
   details.append(detailsSummary, note, pre);
   details.hidden = true;
-  root.append(head, review, details);
+  const agents = el('div', 'tool-agents');
+  const cards = new Map<string, { details: HTMLDetailsElement; title: HTMLElement; body: HTMLElement }>();
+  root.append(head, review, details, agents);
   let shownDropped = -1;
   let shownLen = 0;
   let last: ToolEntry | undefined;
@@ -160,8 +162,50 @@ function toolView(): EntryView {
       review.hidden = !e.review;
       review.dataset.result = e.review?.split(' ')[0] ?? '';
       renderOutput(e);
+      for (const card of e.agents ?? []) {
+        let view = cards.get(card.sessionId);
+        if (!view) {
+          const d = el('details', 'subagent');
+          d.open = true;
+          const title = el('summary', 'subagent-title');
+          const body = el('div', 'subagent-body');
+          d.append(title, body);
+          agents.append(d);
+          view = { details: d, title, body };
+          cards.set(card.sessionId, view);
+        }
+        renderSubagent(card, view.title, view.body);
+        view.details.dataset.status = card.status;
+      }
     },
   };
+}
+
+/** A subagent's card: its id and status, then its transcript as lines (its tools with their
+ *  status, its answers as text, its own subagents nested the same way). */
+function renderSubagent(card: SubagentCard, title: HTMLElement, body: HTMLElement): void {
+  title.textContent = `${card.agentId} · ${card.status}`;
+  body.replaceChildren(...card.entries.map((e) => {
+    switch (e.kind) {
+      case 'user': return el('div', 'subagent-user', `▸ ${e.text}`);
+      case 'assistant': return el('div', 'subagent-text', e.text);
+      case 'notice': return el('div', 'subagent-notice', e.text);
+      case 'turn_end': return el('div', 'subagent-end', e.reason);
+      case 'tool': {
+        const line = el('div', 'subagent-tool', `${STATUS_ICON[e.status]} ${e.summary || e.toolName}`);
+        for (const nested of e.agents ?? []) {
+          const d = el('details', 'subagent');
+          d.open = true;
+          const t = el('summary', 'subagent-title');
+          const b = el('div', 'subagent-body');
+          d.append(t, b);
+          renderSubagent(nested, t, b);
+          line.append(d);
+        }
+        return line;
+      }
+    }
+  }));
 }
 
 function noticeView(): EntryView {

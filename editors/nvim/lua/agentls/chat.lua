@@ -1,7 +1,9 @@
 -- The chat buffer (filetype `agentls`): one append-only transcript of the sessions' events.
 -- Events are queued and applied at most once per `chat.flush_ms` (one buffer change per batch),
 -- so a fast stream never blocks typing. Folds (reasoning, command output) come from a
--- line → level table that only grows, because lines are only ever appended.
+-- line → level table that only grows, because lines are only ever appended. A subagent's events
+-- (marked `agent`) are whole indented lines (its task, calls, answer, end), each run of one
+-- subagent's lines an indented fold of its own; they never stream into the session's text.
 local config = require("agentls.config")
 
 local M = {}
@@ -15,6 +17,7 @@ local block ---@type {kind: string, key: string?}? the block streamed text goes 
 local tools = {} ---@type table<string, {row: integer, summary: string}>
 local shown_session ---@type string?
 local queued_session ---@type string? the session of the last queued event
+local agent_run ---@type string? the subagent whose fold the last lines opened
 
 local SIGNS = {
   running = { "…", "AgentlsToolRunning" },
@@ -35,7 +38,7 @@ local function ensure_buf()
   vim.bo[buf].filetype = "agentls"
   vim.bo[buf].syntax = "markdown"
   vim.bo[buf].modifiable = false
-  levels, tools, block, shown_session, queued_session = {}, {}, nil, nil, nil
+  levels, tools, block, shown_session, queued_session, agent_run = {}, {}, nil, nil, nil, nil
   return buf
 end
 
@@ -198,6 +201,42 @@ function render.tool_end(op)
   end
 end
 
+-- A subagent's lines: a fold of their own, continued while the same subagent goes on.
+function render.agent_lines(op)
+  block = nil
+  local fold = {}
+  for i = 1, #op.lines do
+    fold[i] = (i == 1 and agent_run ~= op.key) and ">1" or "1"
+  end
+  local row = append_lines(op.lines, fold)
+  if op.group then
+    for i = 0, #op.lines - 1 do
+      mark(row + i, op.group)
+    end
+  end
+  if op.call_id then
+    local sign = SIGNS.running
+    tools[op.key .. "/" .. op.call_id] = {
+      row = row,
+      summary = op.summary,
+      mark = vim.api.nvim_buf_set_extmark(buf, ns, row, 0, { sign_text = sign[1], sign_hl_group = sign[2] }),
+    }
+  end
+  agent_run = op.key
+end
+
+-- A subagent's call ended: its line (in its fold) shows the outcome.
+function render.agent_tool_end(op)
+  local tool = tools[op.key .. "/" .. op.call_id]
+  if not tool then
+    return render.agent_lines({ key = op.key, lines = { op.indent .. tool_line(op.summary, op.status, op.duration_ms) } })
+  end
+  local detail = op.status ~= "ok" and first_line(op.error) or nil
+  local sign = SIGNS[op.status] or SIGNS.error
+  vim.api.nvim_buf_set_lines(buf, tool.row, tool.row + 1, false, { op.indent .. tool_line(op.summary, op.status, op.duration_ms, detail) })
+  vim.api.nvim_buf_set_extmark(buf, ns, tool.row, 0, { id = tool.mark, sign_text = sign[1], sign_hl_group = sign[2] })
+end
+
 local function follow_windows(old_last)
   for _, win in ipairs(vim.fn.win_findbuf(buf)) do
     if vim.api.nvim_win_get_cursor(win)[1] >= old_last then
@@ -221,6 +260,9 @@ local function flush()
   local old_last = line_count()
   vim.bo[buf].modifiable = true
   for _, op in ipairs(ops) do
+    if op.op ~= "agent_lines" and op.op ~= "agent_tool_end" then
+      agent_run = nil
+    end
     render[op.op](op)
   end
   vim.bo[buf].modifiable = false
@@ -376,8 +418,60 @@ on[E.project_docs_reloaded] = function(d)
   push({ op = "lines", lines = { "_" .. first_line(d.message) .. "_" } })
 end
 
+-- A subagent's event as indented lines ("  " per level: its session id is its parent's plus
+-- `-agent-N`).
+local function on_agent(agent, kind, d)
+  local indent = ("  "):rep(1 + select(2, tostring(agent.parentSessionId or ""):gsub("%-agent%-", "")))
+  local id, key = agent.agentId or "agent", agent.sessionId or agent.agentId or "agent"
+  local function lines(list, group)
+    push({ op = "agent_lines", key = key, lines = list, group = group })
+  end
+  if kind == E.user_input then
+    lines({ ("%s▸ %s: %s"):format(indent, id, first_line(d.content)) })
+  elseif kind == E.tool_start then
+    local summary = d.summary or d.tool_name
+    push({
+      op = "agent_lines",
+      key = key,
+      call_id = d.call_id,
+      summary = summary,
+      lines = { indent .. "  " .. tool_line(summary, "running") },
+    })
+  elseif kind == E.tool_end then
+    push({
+      op = "agent_tool_end",
+      key = key,
+      indent = indent .. "  ",
+      call_id = d.call_id,
+      summary = d.summary or d.tool_name,
+      status = d.status,
+      duration_ms = d.duration_ms,
+      error = d.error,
+    })
+  elseif kind == E.text_end and d.text and d.text ~= "" then
+    local out = {}
+    for _, l in ipairs(vim.split(d.text, "\n", { plain = true })) do
+      out[#out + 1] = indent .. "  " .. l
+    end
+    lines(out)
+  elseif kind == E.processing_end then
+    lines({ ("%s%s %s"):format(indent, id, d.reason or "done") })
+  elseif kind == E.error then
+    lines({ ("%s✗ %s error: %s"):format(indent, id, first_line(d.message)) }, "AgentlsError")
+  elseif kind == E.session_end then
+    lines({ ("%s%s closed"):format(indent, id) })
+  end
+end
+
 --- Renders one `agentls/event` (queued; applied on the next flush).
 function M.on_event(event)
+  if event.agent then
+    if event.sessionId and event.sessionId ~= queued_session then
+      queued_session = event.sessionId
+      push({ op = "session", session = event.sessionId })
+    end
+    return on_agent(event.agent, event.kind, event.data or {})
+  end
   local handler = on[event.kind]
   if handler then
     if event.sessionId and event.sessionId ~= queued_session then

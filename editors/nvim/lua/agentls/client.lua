@@ -50,13 +50,16 @@ local function handlers()
     [M_.event] = function(_, event, ctx)
       state.note_event(ctx.client_id, event)
       require("agentls.chat").on_event(event)
-      if CONTEXT_CHANGES[event.kind] then
+      -- A subagent's events (marked `agent`) change nothing of the session's context.
+      if CONTEXT_CHANGES[event.kind] and not event.agent then
         M.refresh_context(ctx.client_id, event.sessionId)
       end
       if event.kind == protocol.event.tool_end then
         local call_id = (event.data or {}).call_id
-        state.remove_permissions_of_call(event.sessionId, call_id)
-        require("agentls.review").on_call_end(event.sessionId, call_id)
+        -- A subagent's call ids are its own session's (marked `agent`).
+        local agent_session = event.agent and event.agent.sessionId or nil
+        state.remove_permissions_of_call(event.sessionId, call_id, agent_session)
+        require("agentls.review").on_call_end(event.sessionId, call_id, agent_session)
       end
     end,
     [M_.review] = function(_, params, ctx)

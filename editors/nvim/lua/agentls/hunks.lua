@@ -82,6 +82,8 @@ function M.review(client_id, params, read)
     id = params.reviewId,
     session_id = params.sessionId,
     call_id = params.callId,
+    -- A subagent's review: its calls' ids are its own session's.
+    agent_session = params.agent and params.agent.sessionId or nil,
     client_id = client_id,
     files = {},
   }

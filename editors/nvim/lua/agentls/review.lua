@@ -514,8 +514,8 @@ function M.reopen()
 end
 
 --- A tool call ended: a review it still had pending was resolved by the server (a cancel).
-function M.on_call_end(session_id, call_id)
-  local review = state.review_of_call(session_id, call_id)
+function M.on_call_end(session_id, call_id, agent_session)
+  local review = state.review_of_call(session_id, call_id, agent_session)
   if review and not review.resolving then
     require("agentls.chat").note({ "review closed unanswered: the turn was cancelled or the review timed out" }, "AgentlsWarning")
     vim.schedule(function()

@@ -95,7 +95,8 @@ local STREAMED = { assistant_text_delta = true, assistant_reasoning_delta = true
 
 --- Follows a session's events: what it is doing, and its model after `agentls.configure`.
 function M.note_event(client_id, event)
-  if STREAMED[event.kind] then
+  -- A subagent's events (marked `agent`) never change what the session itself is doing.
+  if STREAMED[event.kind] or event.agent then
     return
   end
   local c = clients[client_id]
@@ -143,11 +144,11 @@ function M.reviews()
   end, review_order)
 end
 
---- The pending review a tool call proposed.
-function M.review_of_call(session_id, call_id)
+--- The pending review a tool call proposed (`agent_session`: a subagent's session id, for its calls).
+function M.review_of_call(session_id, call_id, agent_session)
   for _, id in ipairs(review_order) do
     local r = reviews[id]
-    if r.session_id == session_id and r.call_id == call_id then
+    if r.session_id == session_id and r.call_id == call_id and r.agent_session == agent_session then
       return r
     end
   end
@@ -164,9 +165,9 @@ function M.remove_permission(id)
 end
 
 --- Forgets the questions of a tool call that ended (the server denied them on a cancel).
-function M.remove_permissions_of_call(session_id, call_id)
+function M.remove_permissions_of_call(session_id, call_id, agent_session)
   for id, p in pairs(permissions) do
-    if p.sessionId == session_id and p.callId == call_id then
+    if p.sessionId == session_id and p.callId == call_id and (p.agent and p.agent.sessionId) == agent_session then
       permissions[id] = nil
     end
   end

@@ -3,7 +3,7 @@
 // reducer runs in the extension host (status bar, snapshots) and in the webview (rendering), so
 // both always agree. No `vscode`, no DOM.
 
-import type { AgentEvent, EventDataByKind, HistoryEntry, Usage } from '../lsp_ext';
+import type { AgentEvent, EventDataByKind, HistoryEntry, SubagentRef, Usage } from '../lsp_ext';
 
 export type ToolStatus = 'running' | 'ok' | 'error' | 'cancelled';
 
@@ -23,7 +23,13 @@ export interface ToolEntry {
   truncated?: boolean;
   error?: string;
   review?: string;
+  /** The subagents this call (`spawn_agent`) started, each with its own transcript. */
+  agents?: SubagentCard[];
 }
+
+export type SubagentStatus = 'running' | 'completed' | 'failed' | 'closed';
+/** One subagent's card: its own entries, folded by its own model. */
+export interface SubagentCard { agentId: string; sessionId: string; status: SubagentStatus; entries: Entry[]; nextId: number }
 export interface NoticeEntry { kind: 'notice'; id: number; level: 'info' | 'warning' | 'error'; text: string }
 export interface TurnEndEntry { kind: 'turn_end'; id: number; reason: string; inputTokens: number; outputTokens: number }
 
@@ -60,18 +66,63 @@ export class ChatModel {
   private nextId = 1;
   private readonly tools = new Map<string, ToolEntry>();
   private turnUsage = { input: 0, output: 0 };
+  /** Subagents' models by their session id, with the card that shows each. */
+  private readonly children = new Map<string, { model: ChatModel; card: SubagentCard; spawn: ToolEntry }>();
 
   static from(snapshot: ChatSnapshot): ChatModel {
     const m = new ChatModel();
     m.header = { ...snapshot.header };
-    m.entries = snapshot.entries.map((e) => ({ ...e }));
+    m.entries = snapshot.entries.map((e) => (e.kind === 'tool' && e.agents ? { ...e, agents: e.agents.map((c) => ({ ...c })) } : { ...e }));
     m.nextId = snapshot.nextId;
-    for (const e of m.entries) if (e.kind === 'tool') m.tools.set(e.callId, e);
+    for (const e of m.entries) {
+      if (e.kind !== 'tool') continue;
+      m.tools.set(e.callId, e);
+      for (const card of e.agents ?? []) {
+        const child = ChatModel.from({ header: { busy: card.status === 'running' }, entries: card.entries, nextId: card.nextId });
+        m.children.set(card.sessionId, { model: child, card, spawn: e });
+      }
+    }
     return m;
   }
 
   snapshot(): ChatSnapshot {
-    return { header: { ...this.header }, entries: this.entries.map((e) => ({ ...e })), nextId: this.nextId };
+    const entries = this.entries.map((e) => (e.kind === 'tool' && e.agents ? { ...e, agents: e.agents.map((c) => ({ ...c })) } : { ...e }));
+    return { header: { ...this.header }, entries, nextId: this.nextId };
+  }
+
+  /** A subagent's event goes to its own model (a deeper one's through its parent's), shown in
+   *  the card on the `spawn_agent` call that started it; it never touches this session's state. */
+  private applySubagent(op: AgentEvent, agent: SubagentRef): number[] {
+    const owner = [...this.children.values()].find((c) => c.card.sessionId === agent.parentSessionId || c.model.owns(agent.parentSessionId));
+    if (owner) {
+      owner.model.apply(op);
+      owner.card.entries = owner.model.entries.map((e) => ({ ...e }));
+      owner.card.nextId = owner.model.nextId;
+      return [owner.spawn.id];
+    }
+    let child = this.children.get(agent.sessionId);
+    if (!child) {
+      const spawn = this.tools.get(agent.parentCallId)
+        ?? this.push<ToolEntry>({ kind: 'tool', callId: agent.parentCallId, toolName: 'spawn_agent', summary: 'spawn_agent', status: 'running', output: '', outputDropped: 0 });
+      this.tools.set(spawn.callId, spawn);
+      const card: SubagentCard = { agentId: agent.agentId, sessionId: agent.sessionId, status: 'running', entries: [], nextId: 1 };
+      spawn.agents = [...(spawn.agents ?? []), card];
+      child = { model: new ChatModel(), card, spawn };
+      this.children.set(agent.sessionId, child);
+    }
+    const { agent: _, ...own } = op;
+    child.model.apply(own as AgentEvent);
+    if (op.kind === 'processing_end') child.card.status = op.data.reason === 'completed' ? 'completed' : 'failed';
+    else if (op.kind === 'user_input') child.card.status = 'running';
+    else if (op.kind === 'session_end' && child.card.status === 'running') child.card.status = 'closed';
+    child.card.entries = child.model.entries.map((e) => ({ ...e }));
+    child.card.nextId = child.model.nextId;
+    return [child.spawn.id];
+  }
+
+  /** Whether the subagent of session `sessionId` is below this model. */
+  private owns(sessionId: string): boolean {
+    return [...this.children.values()].some((c) => c.card.sessionId === sessionId || c.model.owns(sessionId));
   }
 
   /** The assistant entry being streamed, if any. */
@@ -88,6 +139,7 @@ export class ChatModel {
 
   /** Applies one op; returns the ids of the entries that changed or appeared (-1: the header). */
   apply(op: ChatOp): number[] {
+    if ('agent' in op && op.agent) return this.applySubagent(op, op.agent);
     switch (op.kind) {
       case 'session_start':
         this.header = { ...this.header, sessionId: op.sessionId, model: op.data.model };

@@ -151,8 +151,10 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
   }
 
   /** Drops the review of a tool call that ended without it (the turn was cancelled). */
-  async closeForCall(callId: string, message: string): Promise<void> {
-    const p = this.queue.find((q) => q.state.review.callId === callId);
+  /** `agentSession`: the subagent's session id when the call was a subagent's (call ids are
+   *  unique per session, not per tree). */
+  async closeForCall(callId: string, message: string, agentSession?: string): Promise<void> {
+    const p = this.queue.find((q) => q.state.review.callId === callId && q.state.review.agent?.sessionId === agentSession);
     if (!p) return;
     await this.drop(p);
     void vscode.window.showInformationMessage(`agentls: ${message}`);
