@@ -7,7 +7,8 @@
 //!   environment (the host builds its editor port from them: the port commits to that
 //!   environment's files), [`SessionBuilder::build`] resolves the provider and assembles the rest.
 //! - The local-server probe (a TCP connect, only when no provider is configured and no key is
-//!   set) runs on a blocking thread, never on an async worker.
+//!   set) runs on a blocking thread, never on an async worker; a session that needs no probe
+//!   is resolved inline, without a thread.
 //! - Every failure is a typed [`BuildError`]; hosts map its kind (exit code, JSON-RPC error)
 //!   and show its whole message.
 
@@ -114,17 +115,26 @@ impl SessionBuilder {
     /// Resolves the provider and assembles the session.
     pub async fn build(self, parts: SessionParts) -> Result<BuiltSession, BuildError> {
         let Self { env, root, config, default_approval: _, environment } = &self;
-        let settings = {
-            let (config, env) = (config.clone(), env.clone());
-            let resolved = tokio::task::spawn_blocking({
+        // Resolving needs the probe only when nothing names a provider and no key is set; only
+        // then is it worth a blocking-pool thread.
+        let mut needs_probe = false;
+        let settings = match resolve_provider(config, env, || {
+            needs_probe = true;
+            false
+        }) {
+            resolved if !needs_probe => resolved?,
+            _ => {
                 let (config, env) = (config.clone(), env.clone());
-                move || resolve_provider(&config, &env, provider::local_server_listening)
-            })
-            .await;
-            match resolved {
-                Ok(settings) => settings?,
-                // The probe panicked: resolve as if nothing listened locally.
-                Err(_) => resolve_provider(&config, &env, || false)?,
+                let resolved = tokio::task::spawn_blocking({
+                    let (config, env) = (config.clone(), env.clone());
+                    move || resolve_provider(&config, &env, provider::local_server_listening)
+                })
+                .await;
+                match resolved {
+                    Ok(settings) => settings?,
+                    // The probe panicked: resolve as if nothing listened locally.
+                    Err(_) => resolve_provider(&config, &env, || false)?,
+                }
             }
         };
         let model = settings.model.clone();
