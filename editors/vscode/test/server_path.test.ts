@@ -1,12 +1,13 @@
 // Finding the server: the setting, else PATH, else cargo's bin directory; a clear error otherwise.
 import assert from 'node:assert/strict';
-import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import { findServer } from '../src/server_path';
 
 const dir = mkdtempSync(join(tmpdir(), 'agentls-path-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
 const bin = (sub: string): string => {
   mkdirSync(join(dir, sub), { recursive: true });
   const p = join(dir, sub, 'agentls');
