@@ -47,10 +47,14 @@ ensure_emacs() {
   ensure_apt emacs-nox elpa-eglot tmux git
 }
 
-# agentls_bin: prints the server's path: $AGENTLS_BIN when set, else the debug build (built
-# here once; a no-op when `cargo test` already built it).
+# agentls_bin: prints the server's absolute path: $AGENTLS_BIN when set (editors start it from
+# other directories), else the debug build (built here once; a no-op when `cargo test` already
+# built it).
 agentls_bin() {
-  if [ -n "${AGENTLS_BIN:-}" ]; then echo "$AGENTLS_BIN"; return 0; fi
+  if [ -n "${AGENTLS_BIN:-}" ]; then
+    [ -x "$AGENTLS_BIN" ] || { echo "AGENTLS_BIN=$AGENTLS_BIN is not an executable" >&2; return 1; }
+    echo "$(cd "$(dirname "$AGENTLS_BIN")" && pwd)/$(basename "$AGENTLS_BIN")"; return 0
+  fi
   cargo build --locked --quiet --bin agentls >&2
   echo "$(cd "${CARGO_TARGET_DIR:-target}/debug" && pwd)/agentls"
 }

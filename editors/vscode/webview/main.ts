@@ -43,7 +43,9 @@ new ResizeObserver(() => {
 }).observe(transcript);
 
 /** Frame statistics since the last reset, read by the benchmark. */
-const stats = { frames: 0, totalMs: 0, worstMs: 0, deltaChars: 0 };
+/** `textShownAt`: wall-clock time of the frame that left no received text unrendered. */
+const stats = { frames: 0, totalMs: 0, worstMs: 0, deltaChars: 0, textShownAt: 0 };
+let shownChars = 0;
 (window as unknown as { agentlsStats: typeof stats }).agentlsStats = stats;
 
 /** `update` returns true when it left work for the next frame. */
@@ -90,7 +92,10 @@ function assistantView(): EntryView {
       root.classList.toggle('streaming', e.streaming);
       if (e.reasoning.length !== shownReasoning) {
         reasoning.hidden = !e.reasoning;
-        reasoningText.textContent = e.reasoning;
+        // Reasoning only grows while it streams: append the new part instead of replacing it all.
+        const node = reasoningText.firstChild;
+        if (node instanceof Text && e.reasoning.length > shownReasoning && e.reasoning.startsWith(node.data)) node.appendData(e.reasoning.slice(shownReasoning));
+        else reasoningText.textContent = e.reasoning;
         shownReasoning = e.reasoning.length;
       }
       return more;
@@ -292,6 +297,10 @@ function render(): void {
   empty.hidden = model.entries.length > 0;
   if (stickToBottom) transcript.scrollTop = transcript.scrollHeight;
   const dt = performance.now() - t0;
+  if (!again.length && shownChars !== stats.deltaChars) {
+    shownChars = stats.deltaChars;
+    stats.textShownAt = Date.now();
+  }
   stats.frames++;
   stats.totalMs += dt;
   stats.worstMs = Math.max(stats.worstMs, dt);

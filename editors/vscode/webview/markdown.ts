@@ -85,12 +85,22 @@ export function blockBoundary(text: string, from: number): number {
   return boundary;
 }
 
-/** Renders a growing markdown text into `host`: finished blocks once, the tail each time. */
+/** Source characters of finished blocks gathered in one chunk (see StreamingMarkdown). */
+const CHUNK_CHARS = 16_384;
+
+/**
+ * Renders a growing markdown text into `host`: finished blocks once, the tail each time.
+ * Finished blocks are grouped into chunks of about CHUNK_CHARS source characters; a chunk is
+ * the unit the browser skips when it is off-screen (`content-visibility: auto` in chat.css), so
+ * the cost of a frame depends on the chunk being written, not on the length of the answer.
+ */
 export class StreamingMarkdown {
   private committed = 0;
   private source = '';
   private readonly done: HTMLElement;
   private readonly tail: HTMLElement;
+  private chunk: HTMLElement | undefined;
+  private chunkChars = 0;
 
   constructor(readonly host: HTMLElement) {
     this.done = document.createElement('div');
@@ -103,8 +113,9 @@ export class StreamingMarkdown {
    * frame stays short after a burst. Returns whether work is left for another frame.
    */
   update(text: string, final: boolean, budget = 8_192): boolean {
-    if (!text.startsWith(this.source.slice(0, this.committed))) {
+    if (text.length < this.committed || !text.startsWith(this.source.slice(0, this.committed))) {
       this.done.replaceChildren();
+      this.chunk = undefined;
       this.committed = 0;
     }
     this.source = text;
@@ -114,7 +125,7 @@ export class StreamingMarkdown {
       if (within > this.committed) boundary = within;
     }
     if (boundary > this.committed) {
-      this.done.append(renderMarkdown(text.slice(this.committed, boundary)));
+      this.commit(text.slice(this.committed, boundary));
       this.committed = boundary;
     }
     const more = this.committed < (final ? text.length : blockBoundary(text, this.committed));
@@ -123,5 +134,16 @@ export class StreamingMarkdown {
     if (rest) this.tail.replaceChildren(renderMarkdown(rest));
     else this.tail.replaceChildren();
     return false;
+  }
+
+  private commit(blocks: string): void {
+    if (!this.chunk || this.chunkChars >= CHUNK_CHARS) {
+      this.chunk = document.createElement('div');
+      this.chunk.className = 'chunk';
+      this.done.append(this.chunk);
+      this.chunkChars = 0;
+    }
+    this.chunk.append(renderMarkdown(blocks));
+    this.chunkChars += blocks.length;
   }
 }
