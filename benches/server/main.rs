@@ -42,6 +42,8 @@ pub const PATIENCE: Duration = Duration::from_secs(60);
 #[derive(Debug, Default)]
 struct Options {
     quick: bool,
+    /// The agentls binary to measure (default: the one cargo built for this bench).
+    agentls: Option<PathBuf>,
     floor: Option<PathBuf>,
     lsp_ai: Option<PathBuf>,
     lsp_ai_missing: Option<String>,
@@ -66,6 +68,7 @@ fn parse_options() -> Result<Options, String> {
             "--quick" => options.quick = true,
             // What `cargo bench` passes to every bench target.
             "--bench" => {}
+            "--agentls" => options.agentls = Some(value()?.into()),
             "--floor" => options.floor = Some(value()?.into()),
             "--lsp-ai" => options.lsp_ai = Some(value()?.into()),
             "--lsp-ai-missing" => options.lsp_ai_missing = Some(value()?),
@@ -754,6 +757,10 @@ fn main() -> std::process::ExitCode {
             eprintln!("server bench: {e}");
             return std::process::ExitCode::from(2);
         }
+    };
+    let agentls = match options.agentls.clone() {
+        Some(binary) => Subject { kind: Kind::Agentls, binary },
+        None => agentls,
     };
     let plan = Plan::new(options.quick);
     let wanted = |name: &str| options.only.as_ref().is_none_or(|only| only.iter().any(|o| o == name));
