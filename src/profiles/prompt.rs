@@ -262,19 +262,48 @@ fn engine() -> Environment<'static> {
     env
 }
 
+/// The engine of the built-in sections, named `<profile>/<section>`: each is compiled the first
+/// time it is rendered and kept for the life of the process, so a model request does not
+/// compile the prompt again (overrides, which can change on disk, are compiled per render).
+fn builtin_engine() -> &'static Environment<'static> {
+    static ENGINE: std::sync::OnceLock<Environment<'static>> = std::sync::OnceLock::new();
+    ENGINE.get_or_init(|| {
+        let mut env = engine();
+        env.set_loader(|name| {
+            let found = name.split_once('/').and_then(|(profile, section)| {
+                let profile = ProfileKind::ALL.into_iter().find(|p| p.as_str() == profile)?;
+                let section = PromptSection::ALL.into_iter().find(|s| s.as_str() == section)?;
+                Some(builtin_section(profile, section).to_string())
+            });
+            Ok(found)
+        });
+        env
+    })
+}
+
+/// Renders the built-in text of `section` (named by the section in errors).
+fn render_builtin(profile: ProfileKind, section: PromptSection, vars: &Value) -> Result<String, String> {
+    builtin_engine()
+        .get_template(&format!("{}/{}", profile.as_str(), section.as_str()))
+        .and_then(|t| t.render(vars))
+        .map_err(|e| describe(section.as_str(), &e))
+}
+
 /// Renders `template` (named `name` in errors) with `vars`; a failure says where.
 fn render(env: &Environment<'_>, name: &str, template: &str, vars: &Value) -> Result<String, String> {
-    env.render_named_str(name, template, vars).map_err(|e| {
-        let line = e.line().map(|l| format!(", line {l}")).unwrap_or_default();
-        let detail = e.detail().map(str::to_string).unwrap_or_else(|| e.kind().to_string());
-        format!("{name}{line}: {detail}")
-    })
+    env.render_named_str(name, template, vars).map_err(|e| describe(name, &e))
+}
+
+/// A template error as `name, line N: what`.
+fn describe(name: &str, e: &minijinja::Error) -> String {
+    let line = e.line().map(|l| format!(", line {l}")).unwrap_or_default();
+    let detail = e.detail().map(str::to_string).unwrap_or_else(|| e.kind().to_string());
+    format!("{name}{line}: {detail}")
 }
 
 /// Renders one section: the override when there is one and it renders, else the built-in text.
 /// An override sees the built-in rendering as `default`.
 fn render_section(
-    env: &Environment<'_>,
     profile: ProfileKind,
     section: PromptSection,
     overrides: &PromptOverrides,
@@ -283,18 +312,17 @@ fn render_section(
 ) -> (String, SectionSource) {
     // The built-ins are tested to render for every profile; should one fail, the section is left
     // out and said so rather than crashing a session.
-    let builtin =
-        render(env, section.as_str(), builtin_section(profile, section), vars).unwrap_or_else(|e| {
-            problems.push(format!("the built-in prompt section {e}"));
-            String::new()
-        });
+    let builtin = render_builtin(profile, section, vars).unwrap_or_else(|e| {
+        problems.push(format!("the built-in prompt section {e}"));
+        String::new()
+    });
     let Some(custom) = overrides.get(section) else { return (builtin, SectionSource::BuiltIn) };
     let name = match &custom.source {
         SectionSource::File(path) => path.display().to_string(),
         other => other.to_string(),
     };
     let with_default = context! { default => builtin.trim(), ..vars.clone() };
-    match render(env, &name, &custom.template, &with_default) {
+    match render(&engine(), &name, &custom.template, &with_default) {
         Ok(text) => (text, custom.source.clone()),
         Err(e) => {
             problems.push(format!(
@@ -363,13 +391,11 @@ impl SystemPrompt<'_> {
 
     /// The prompt with its sections and where each came from.
     pub fn render(&self) -> RenderedPrompt {
-        let env = engine();
         let vars = self.vars();
         let mut problems = self.overrides.problems.clone();
         let mut sections = Vec::new();
         for &section in self.profile.prompt_sections() {
-            let (text, source) =
-                render_section(&env, self.profile, section, self.overrides, &vars, &mut problems);
+            let (text, source) = render_section(self.profile, section, self.overrides, &vars, &mut problems);
             sections.push(RenderedSection { section, source, text: tidy(&text).to_string() });
         }
         let text = sections
@@ -389,10 +415,9 @@ impl SystemPrompt<'_> {
     /// `None` sends the task as it is. Problems are those of [`SystemPrompt::render`].
     pub fn task_message(&self, task: &str) -> Option<(String, Vec<String>)> {
         let &section = self.profile.message_sections().first()?;
-        let env = engine();
         let vars = context! { task => task.trim(), resources => "", ..self.vars() };
         let mut problems = Vec::new();
-        let (text, _) = render_section(&env, self.profile, section, self.overrides, &vars, &mut problems);
+        let (text, _) = render_section(self.profile, section, self.overrides, &vars, &mut problems);
         Some((tidy(&text).to_string(), problems))
     }
 }

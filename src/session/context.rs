@@ -82,7 +82,7 @@ pub fn request_chars(request: &Request) -> usize {
         .flat_map(|m| &m.content)
         .map(|part| match part {
             ContentPart::Text { text } | ContentPart::Thinking { text, .. } => chars(text),
-            ContentPart::ToolCall(call) => chars(&call.name) + chars(&call.arguments.to_string()),
+            ContentPart::ToolCall(call) => chars(&call.name) + json_chars(&call.arguments),
             ContentPart::ToolResult(result) => chars(&result.content),
             // Images and encrypted reasoning are counted by the provider in ways characters
             // cannot predict; calibration absorbs them.
@@ -92,9 +92,29 @@ pub fn request_chars(request: &Request) -> usize {
     let tools: usize = request
         .tools
         .iter()
-        .map(|t| chars(&t.name) + chars(&t.description) + chars(&t.parameters.to_string()))
+        .map(|t| chars(&t.name) + chars(&t.description) + json_chars(&t.parameters))
         .sum();
     parts + tools
+}
+
+/// Characters of `value` written as compact JSON, counted as it is written (no string is built:
+/// the estimate runs before every model call, over every tool schema).
+fn json_chars(value: &serde_json::Value) -> usize {
+    struct Chars(usize);
+    impl std::io::Write for Chars {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            // UTF-8: every byte but a continuation byte (0b10xx_xxxx) starts a character.
+            self.0 += bytes.iter().filter(|&&b| (b as i8) >= -0x40).count();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Chars(0);
+    // Writing a `Value` into a sink that never fails cannot fail.
+    let _ = serde_json::to_writer(&mut counter, value);
+    counter.0
 }
 
 /// What a host shows of a session's context use (`agentls.listSessions`, the editor status).
@@ -119,6 +139,13 @@ mod tests {
     use super::*;
     use crate::llm::{Message, ToolDefinition};
     use serde_json::json;
+
+    #[test]
+    fn json_characters_are_counted_as_written() {
+        let value = json!({"type": "object", "properties": {"é😀": {"description": "naïve \"quoted\" 日本"}}, "n": [1, 2.5, null]});
+        assert_eq!(json_chars(&value), value.to_string().chars().count());
+        assert_eq!(json_chars(&json!({})), 2);
+    }
 
     #[test]
     fn counts_characters_not_bytes_of_every_part_of_a_request() {

@@ -583,14 +583,16 @@ impl Runner {
         let mut compacted_for_overflow = false;
         loop {
             let mut request = self.build_request(config);
+            let mut chars = request_chars(&request);
             if !auto_checked && config.auto_compact && !self.auto_compact_spent {
                 auto_checked = true;
-                let stats = self.stats_of(config, &request);
+                let stats = self.stats_of(config, chars);
                 if stats.percent() >= u64::from(config.auto_compact_percent) {
                     match self.compact(config, CompactionTrigger::Auto, token).await {
                         Ok(true) => {
                             request = self.build_request(config);
-                            let after = self.stats_of(config, &request);
+                            chars = request_chars(&request);
+                            let after = self.stats_of(config, chars);
                             // The kept exchanges alone cross the threshold: compacting before
                             // every step would summarise almost nothing each time.
                             if after.percent() >= u64::from(config.auto_compact_percent) {
@@ -620,7 +622,7 @@ impl Runner {
                     }
                 }
             }
-            let raw = self.calibration.raw_tokens(request_chars(&request));
+            let raw = self.calibration.raw_tokens(chars);
             match self.call_model(request, token).await {
                 Ok(response) => {
                     self.calibration.observe(raw, response.usage.input_tokens);
@@ -677,7 +679,7 @@ impl Runner {
     ) -> Result<bool, CallError> {
         let history = lock(&self.shared.history).clone();
         let Some(cut) = compaction::plan(&history, config.keep_exchanges) else { return Ok(false) };
-        let before = self.stats_of(config, &self.build_request(config)).estimate_tokens;
+        let before = self.stats_of(config, request_chars(&self.build_request(config))).estimate_tokens;
         let model = config.compaction_model.clone().unwrap_or_else(|| config.model.clone());
         let request = compaction::summary_request(&history[..cut], &model);
         let response = tokio::select! {
@@ -741,10 +743,10 @@ impl Runner {
         }
     }
 
-    /// The context figures of `request`.
-    fn stats_of(&self, config: &SessionConfig, request: &Request) -> ContextStats {
+    /// The context figures of a request of `chars` characters ([`request_chars`]).
+    fn stats_of(&self, config: &SessionConfig, chars: usize) -> ContextStats {
         ContextStats {
-            estimate_tokens: self.calibration.estimate(request_chars(request)),
+            estimate_tokens: self.calibration.estimate(chars),
             calibration: self.calibration.factor(),
             context_window: config
                 .context_window_tokens
@@ -754,7 +756,7 @@ impl Runner {
 
     /// Recomputes the figures of the next request and publishes them to the handle.
     fn refresh_context(&self, config: &SessionConfig) -> ContextStats {
-        let stats = self.stats_of(config, &self.build_request(config));
+        let stats = self.stats_of(config, request_chars(&self.build_request(config)));
         *lock(&self.shared.context) = stats;
         stats
     }
