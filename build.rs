@@ -12,7 +12,8 @@
 //! `scripts/startup-order`). The kernel maps an executable's pages in blocks around each fault,
 //! so with that code scattered over the 15 MB of text a start touched ~100 blocks; packed, it
 //! touches a few. Names that no longer exist are skipped silently, so a stale list only costs
-//! speed; another linker (a `-C linker` in RUSTFLAGS, say) gets no list.
+//! speed; another linker (a `-C linker` or `-fuse-ld` in RUSTFLAGS, say) gets no list, and
+//! `AGENTLS_NO_STARTUP_ORDER=1` turns it off for any other setup whose linker refuses it.
 
 use std::process::Command;
 
@@ -26,19 +27,25 @@ fn main() {
     let order = "scripts/link/startup.order";
     println!("cargo:rerun-if-changed={order}");
     println!("cargo:rerun-if-env-changed=RUSTFLAGS");
+    println!("cargo:rerun-if-env-changed=AGENTLS_NO_STARTUP_ORDER");
     let release = std::env::var("PROFILE").is_ok_and(|p| p == "release");
-    if release && target == "x86_64-unknown-linux-gnu" && links_with_rust_lld() {
-        let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default();
-        println!("cargo:rustc-link-arg-bin=agentls=-Wl,--symbol-ordering-file={dir}/{order}");
+    let order_path =
+        std::path::Path::new(&std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default()).join(order);
+    if release && target == "x86_64-unknown-linux-gnu" && order_path.is_file() && links_with_rust_lld() {
+        println!("cargo:rustc-link-arg-bin=agentls=-Wl,--symbol-ordering-file={}", order_path.display());
         println!("cargo:rustc-link-arg-bin=agentls=-Wl,--no-warn-symbol-ordering");
     }
 }
 
 /// Whether the binary is linked by rustc's own LLD: rustc 1.90 or later on this target, with no
-/// linker chosen in RUSTFLAGS or in `CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER`.
+/// linker chosen in RUSTFLAGS or in `CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER`, and the
+/// layout not turned off.
 fn links_with_rust_lld() -> bool {
+    if std::env::var_os("AGENTLS_NO_STARTUP_ORDER").is_some_and(|v| !v.is_empty() && v != "0") {
+        return false;
+    }
     let flags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
-    if flags.contains("linker") || flags.contains("link-self-contained") {
+    if ["linker", "link-self-contained", "fuse-ld"].iter().any(|f| flags.contains(f)) {
         return false;
     }
     if std::env::var_os("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER").is_some() {
