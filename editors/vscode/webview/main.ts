@@ -42,8 +42,8 @@ new ResizeObserver(() => {
   if (stickToBottom) transcript.scrollTop = transcript.scrollHeight;
 }).observe(transcript);
 
-/** Frame statistics since the last reset, read by the benchmark. */
-/** `textShownAt`: wall-clock time of the frame that left no received text unrendered. */
+/** Frame statistics, read by the benchmark; `textShownAt` is the wall-clock time of the last
+ *  frame that left no received text unrendered. */
 const stats = { frames: 0, totalMs: 0, worstMs: 0, deltaChars: 0, textShownAt: 0 };
 let shownChars = 0;
 (window as unknown as { agentlsStats: typeof stats }).agentlsStats = stats;
