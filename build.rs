@@ -14,6 +14,15 @@
 //! touches a few. Names that no longer exist are skipped silently, so a stale list only costs
 //! speed; another linker (a `-C linker` or `-fuse-ld` in RUSTFLAGS, say) gets no list, and
 //! `AGENTLS_NO_STARTUP_ORDER=1` turns it off for any other setup whose linker refuses it.
+//!
+//! On x86_64 Linux the binary is linked position-dependent (`-no-pie`), as Go links its
+//! programs (gopls among them). A position-independent binary must rewrite every pointer of its
+//! read-only data at each start: here ~35,000 of them (vtables, panic locations, string
+//! tables), spread over 150 pages that the kernel copies one fault at a time. That was a fifth
+//! of the server's cold start (measured in docs/benchmarks.md) and 0.6 MB of every process's
+//! memory. The price: the executable's own code and data sit at a fixed address (the stack,
+//! heap, shared libraries and every mapping stay randomised). `AGENTLS_PIE=1` at build time
+//! keeps the default position-independent link.
 
 use std::process::Command;
 
@@ -23,6 +32,10 @@ fn main() {
     let host = std::env::var("HOST").unwrap_or_default();
     if target == host && target.contains("linux-gnu") && glibc_reads_relr() {
         println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
+    }
+    println!("cargo:rerun-if-env-changed=AGENTLS_PIE");
+    if target == "x86_64-unknown-linux-gnu" && !env_flag("AGENTLS_PIE") {
+        println!("cargo:rustc-link-arg-bin=agentls=-no-pie");
     }
     let order = "scripts/link/startup.order";
     println!("cargo:rerun-if-changed={order}");
@@ -41,7 +54,7 @@ fn main() {
 /// linker chosen in RUSTFLAGS or in `CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER`, and the
 /// layout not turned off.
 fn links_with_rust_lld() -> bool {
-    if std::env::var_os("AGENTLS_NO_STARTUP_ORDER").is_some_and(|v| !v.is_empty() && v != "0") {
+    if env_flag("AGENTLS_NO_STARTUP_ORDER") {
         return false;
     }
     let flags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
@@ -60,6 +73,11 @@ fn links_with_rust_lld() -> bool {
         (Some(Ok(major)), Some(Ok(minor))) => (major, minor) >= (1, 90),
         _ => false,
     }
+}
+
+/// Whether the environment variable `name` is set to something other than empty or `0`.
+fn env_flag(name: &str) -> bool {
+    std::env::var_os(name).is_some_and(|v| !v.is_empty() && v != "0")
 }
 
 /// Whether this machine's glibc is 2.36 or later (`getconf GNU_LIBC_VERSION`: "glibc 2.36").
