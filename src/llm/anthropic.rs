@@ -122,7 +122,7 @@ pub fn request_body(request: &Request, stream: bool) -> Value {
         let mut tools: Vec<Value> = request
             .tools
             .iter()
-            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
+            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": Value::clone(&t.parameters)}))
             .collect();
         if let Some(last) = tools.last_mut() {
             last["cache_control"] = ephemeral.clone();

@@ -125,7 +125,7 @@ pub fn request_body(request: &Request) -> Value {
         let decls: Vec<Value> = request
             .tools
             .iter()
-            .map(|t| json!({"name": t.name, "description": t.description, "parametersJsonSchema": t.parameters}))
+            .map(|t| json!({"name": t.name, "description": t.description, "parametersJsonSchema": Value::clone(&t.parameters)}))
             .collect();
         body.insert("tools".into(), json!([{"functionDeclarations": decls}]));
         let config = match &request.tool_choice {

@@ -109,7 +109,7 @@ pub fn request_body(request: &Request, stream: bool) -> Value {
             .iter()
             .map(|t| {
                 json!({"type": "function", "name": t.name, "description": t.description,
-                       "parameters": t.parameters, "strict": false})
+                       "parameters": Value::clone(&t.parameters), "strict": false})
             })
             .collect();
         body.insert("tools".into(), Value::Array(tools));

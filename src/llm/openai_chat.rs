@@ -119,7 +119,7 @@ pub fn request_body(request: &Request, stream: bool, openrouter: bool) -> Value 
             .iter()
             .map(|t| {
                 json!({"type": "function", "function": {
-                    "name": t.name, "description": t.description, "parameters": t.parameters, "strict": false
+                    "name": t.name, "description": t.description, "parameters": Value::clone(&t.parameters), "strict": false
                 }})
             })
             .collect();

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::sync::Arc;
 
 pub use crate::config::ReasoningEffort;
 
@@ -125,7 +126,9 @@ impl ContentPart {
 pub struct ToolDefinition {
     pub name: String,
     pub description: String,
-    pub parameters: Value,
+    /// Shared: a session's tools are the same in every request, and their schemas are built once
+    /// (when the tool is registered), not per request.
+    pub parameters: Arc<Value>,
 }
 
 /// Whether and which tool the model must call.

@@ -11,7 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::llm::{ContentPart, Request};
+use crate::llm::{ContentPart, Message, Request, ToolDefinition};
 
 /// Characters per token when the configuration names none (the seed's runes ÷ 4).
 pub const DEFAULT_CHARS_PER_TOKEN: u32 = 4;
@@ -75,9 +75,13 @@ impl Calibration {
 
 /// Characters of everything `request` sends the model.
 pub fn request_chars(request: &Request) -> usize {
+    message_chars(&request.messages) + tools_chars(&request.tools)
+}
+
+/// Characters of the messages of a request: text, reasoning, tool calls and results.
+pub fn message_chars(messages: &[Message]) -> usize {
     let chars = |s: &str| s.chars().count();
-    let parts: usize = request
-        .messages
+    messages
         .iter()
         .flat_map(|m| &m.content)
         .map(|part| match part {
@@ -88,13 +92,15 @@ pub fn request_chars(request: &Request) -> usize {
             // cannot predict; calibration absorbs them.
             ContentPart::Image(_) | ContentPart::RedactedThinking { .. } => 0,
         })
-        .sum();
-    let tools: usize = request
-        .tools
+        .sum()
+}
+
+/// Characters of the tool definitions of a request: names, descriptions and schemas.
+pub fn tools_chars(tools: &[ToolDefinition]) -> usize {
+    tools
         .iter()
-        .map(|t| chars(&t.name) + chars(&t.description) + json_chars(&t.parameters))
-        .sum();
-    parts + tools
+        .map(|t| t.name.chars().count() + t.description.chars().count() + json_chars(&t.parameters))
+        .sum()
 }
 
 /// Characters of `value` written as compact JSON, counted as it is written (no string is built:
@@ -137,7 +143,6 @@ impl ContextStats {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::{Message, ToolDefinition};
     use serde_json::json;
 
     #[test]
@@ -154,7 +159,7 @@ mod tests {
         request.tools.push(ToolDefinition {
             name: "t".into(),
             description: "dé".into(),
-            parameters: json!({}),
+            parameters: json!({}).into(),
         });
         assert_eq!(request_chars(&request), 7 + 1 + 2 + 2);
         let calibration = Calibration::new(4);

@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::compaction;
-use super::context::{Calibration, ContextStats, request_chars};
+use super::context::{Calibration, ContextStats, message_chars, tools_chars};
 use super::events::{
     CallOutcome, CallStatus, CallSummary, Compaction, CompactionTrigger, Content, Delta, Emitter, EndReason,
     ErrorData, EventData, Notice, OutputDelta, ProcessingEnd, SessionEnd, SessionStart, TextEnd, TextStart,
@@ -67,6 +67,14 @@ struct Runner {
     ctx_template: ToolContext,
     environment: EnvironmentInfo,
     project_docs: ProjectDocs,
+    /// Bumped whenever `project_docs` is read again (a key of `system_prompt_cache`).
+    docs_generation: u64,
+    /// The last rendered system prompt and what it was rendered from: every model call and every
+    /// context estimate needs it, and it changes only with the model, the settings it reads or
+    /// the instruction files.
+    system_prompt_cache: Mutex<Option<(PromptKey, String)>>,
+    /// Characters of the tool definitions, counted at the first estimate.
+    tools_chars: std::sync::OnceLock<usize>,
     /// Instruction files of subdirectories, handed over as the agent reaches them.
     instructions: Instructions,
     totals: Usage,
@@ -83,6 +91,17 @@ struct Runner {
     /// The session's children; `None` at the depth limit.
     agents: Option<Arc<Subagents>>,
     depth: u32,
+}
+
+/// What a rendered system prompt depends on besides what is fixed for the session's life (the
+/// profile, its tools, the environment captured at start, the prompt overrides read at start).
+#[derive(Debug, Clone, PartialEq)]
+struct PromptKey {
+    model: String,
+    instructions: Option<String>,
+    one_call_per_step: bool,
+    code: crate::config::CodeLayer,
+    docs_generation: u64,
 }
 
 pub(super) async fn run(
@@ -166,6 +185,9 @@ pub(super) async fn run(
         ctx_template,
         environment,
         project_docs,
+        docs_generation: 0,
+        system_prompt_cache: Mutex::new(None),
+        tools_chars: Default::default(),
         instructions: Instructions::new(&opts.cwd, opts.profile, &opts.history),
         totals: Usage::default(),
         calibration: Calibration::new(opts.config.chars_per_token),
@@ -345,6 +367,7 @@ impl Runner {
             }
             if self.shared.docs_dirty.swap(false, Ordering::SeqCst) {
                 self.project_docs = discover_project_docs(cwd, self.profile);
+                self.docs_generation += 1;
                 if let Some(turn) = self.instructions.after_reload() {
                     self.push(turn);
                 }
@@ -539,25 +562,8 @@ impl Runner {
     }
 
     fn build_request(&self, config: &SessionConfig) -> Request {
-        let offered = if self.code_blocks(config) { Vec::new() } else { self.tools.definitions() };
-        let definitions: Vec<llm::ToolDefinition> = offered
-            .into_iter()
-            .map(|d| llm::ToolDefinition {
-                name: d.name,
-                description: d.description,
-                parameters: d.parameters,
-            })
-            .collect();
-        let summaries: Vec<ToolSummary> = definitions
-            .iter()
-            .map(|d| ToolSummary { name: d.name.clone(), description: d.description.clone() })
-            .collect();
-        let mut environment = self.environment.clone();
-        environment.model = config.model.clone();
-        environment.knowledge_cutoff = crate::profiles::environment::knowledge_cutoff(&config.model);
-        let rendered = self.system_prompt(config, &environment, &summaries).render();
-        self.tell_prompt_problems(rendered.problems);
-        let mut messages = vec![Message::system(rendered.text)];
+        let definitions = if self.code_blocks(config) { Vec::new() } else { self.tools.definitions() };
+        let mut messages = vec![Message::system(self.system_prompt_text(config, &definitions))];
         messages.extend(to_messages(&lock(&self.shared.history)));
         Request {
             model: config.model.clone(),
@@ -568,6 +574,34 @@ impl Runner {
             tools: definitions,
             ..Default::default()
         }
+    }
+
+    /// The system prompt of the next request, rendered again only when its inputs changed.
+    fn system_prompt_text(&self, config: &SessionConfig, definitions: &[llm::ToolDefinition]) -> String {
+        let key = PromptKey {
+            model: config.model.clone(),
+            instructions: config.instructions.clone(),
+            one_call_per_step: config.one_call_per_step,
+            code: config.code.clone(),
+            docs_generation: self.docs_generation,
+        };
+        let mut cache = lock(&self.system_prompt_cache);
+        if let Some((cached_key, text)) = cache.as_ref()
+            && *cached_key == key
+        {
+            return text.clone();
+        }
+        let summaries: Vec<ToolSummary> = definitions
+            .iter()
+            .map(|d| ToolSummary { name: d.name.clone(), description: d.description.clone() })
+            .collect();
+        let mut environment = self.environment.clone();
+        environment.model = config.model.clone();
+        environment.knowledge_cutoff = crate::profiles::environment::knowledge_cutoff(&config.model);
+        let rendered = self.system_prompt(config, &environment, &summaries).render();
+        self.tell_prompt_problems(rendered.problems);
+        *cache = Some((key, rendered.text.clone()));
+        rendered.text
     }
 
     /// Calls the model. Before the call, compacts the history when the estimate crosses the
@@ -583,7 +617,7 @@ impl Runner {
         let mut compacted_for_overflow = false;
         loop {
             let mut request = self.build_request(config);
-            let mut chars = request_chars(&request);
+            let mut chars = self.request_chars(&request);
             if !auto_checked && config.auto_compact && !self.auto_compact_spent {
                 auto_checked = true;
                 let stats = self.stats_of(config, chars);
@@ -591,7 +625,7 @@ impl Runner {
                     match self.compact(config, CompactionTrigger::Auto, token).await {
                         Ok(true) => {
                             request = self.build_request(config);
-                            chars = request_chars(&request);
+                            chars = self.request_chars(&request);
                             let after = self.stats_of(config, chars);
                             // The kept exchanges alone cross the threshold: compacting before
                             // every step would summarise almost nothing each time.
@@ -679,7 +713,7 @@ impl Runner {
     ) -> Result<bool, CallError> {
         let history = lock(&self.shared.history).clone();
         let Some(cut) = compaction::plan(&history, config.keep_exchanges) else { return Ok(false) };
-        let before = self.stats_of(config, request_chars(&self.build_request(config))).estimate_tokens;
+        let before = self.stats_of(config, self.request_chars(&self.build_request(config))).estimate_tokens;
         let model = config.compaction_model.clone().unwrap_or_else(|| config.model.clone());
         let request = compaction::summary_request(&history[..cut], &model);
         let response = tokio::select! {
@@ -743,7 +777,18 @@ impl Runner {
         }
     }
 
-    /// The context figures of a request of `chars` characters ([`request_chars`]).
+    /// Characters of everything `request` sends the model (`context::request_chars`); the
+    /// session offers all its tools or none, so their share is counted once.
+    fn request_chars(&self, request: &Request) -> usize {
+        let tools = if request.tools.is_empty() {
+            0
+        } else {
+            *self.tools_chars.get_or_init(|| tools_chars(&request.tools))
+        };
+        message_chars(&request.messages) + tools
+    }
+
+    /// The context figures of a request of `chars` characters ([`Runner::request_chars`]).
     fn stats_of(&self, config: &SessionConfig, chars: usize) -> ContextStats {
         ContextStats {
             estimate_tokens: self.calibration.estimate(chars),
@@ -756,7 +801,7 @@ impl Runner {
 
     /// Recomputes the figures of the next request and publishes them to the handle.
     fn refresh_context(&self, config: &SessionConfig) -> ContextStats {
-        let stats = self.stats_of(config, request_chars(&self.build_request(config)));
+        let stats = self.stats_of(config, self.request_chars(&self.build_request(config)));
         *lock(&self.shared.context) = stats;
         stats
     }

@@ -15,15 +15,7 @@ use serde_json::Value;
 use super::aliases::{declared_parameters, normalize_arguments, tool_alias};
 use super::truncate::TruncationPolicy;
 use super::{TaskEnd, Tool, ToolContext, ToolImage};
-
-/// What the model is told about a tool.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolDefinition {
-    pub name: String,
-    pub description: String,
-    /// JSON Schema of the arguments (root type `object`).
-    pub parameters: Value,
-}
+use crate::llm::ToolDefinition;
 
 /// One call the model asked for.
 #[derive(Debug, Clone, PartialEq)]
@@ -81,7 +73,9 @@ pub enum BatchEvent<'a> {
 
 struct Registered {
     tool: Arc<dyn Tool>,
-    parameters: Value,
+    /// What the model is told, built once: the parameters are the JSON Schema of the arguments
+    /// (root type `object`).
+    definition: ToolDefinition,
     /// The compiled argument schema, or why it could not be compiled: compiled on the first call,
     /// so a process that runs one tool (`agentls tool`) compiles one schema, not every tool's.
     validator: OnceLock<Result<jsonschema::Validator, String>>,
@@ -138,7 +132,12 @@ impl ToolRegistry {
             tracing::warn!(tool = %name, %error, "tool schema is invalid; calls will fail");
         }
         let declared = declared_parameters(&parameters);
-        let entry = Arc::new(Registered { tool, parameters, validator: OnceLock::new(), declared });
+        let definition = ToolDefinition {
+            name: name.clone(),
+            description: tool.description().to_string(),
+            parameters: Arc::new(parameters),
+        };
+        let entry = Arc::new(Registered { tool, definition, validator: OnceLock::new(), declared });
         match self.tools.iter_mut().find(|(n, _)| *n == name) {
             Some(slot) => Some(std::mem::replace(&mut slot.1, entry).tool.clone()),
             None => {
@@ -187,14 +186,7 @@ impl ToolRegistry {
 
     /// Definitions for the model, in registration order.
     pub fn definitions(&self) -> Vec<ToolDefinition> {
-        self.tools
-            .iter()
-            .map(|(name, r)| ToolDefinition {
-                name: name.clone(),
-                description: r.tool.description().to_string(),
-                parameters: r.tool.parameters(),
-            })
-            .collect()
+        self.tools.iter().map(|(_, r)| r.definition.clone()).collect()
     }
 
     /// Parses raw arguments and checks them against the tool's schema; the error names each
@@ -224,7 +216,7 @@ impl ToolRegistry {
         let validator = entry
             .validator
             .get_or_init(|| {
-                let compiled = compile(&entry.parameters);
+                let compiled = compile(&entry.definition.parameters);
                 if let Err(error) = &compiled {
                     tracing::warn!(tool = %name, %error, "tool schema does not compile; calls fail");
                 }

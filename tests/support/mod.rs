@@ -150,14 +150,16 @@ pub fn fixture_tools() -> Vec<agentls::llm::ToolDefinition> {
             name: "read_file".into(),
             description: "Read a UTF-8 text file from the workspace.".into(),
             parameters: json!({"type": "object", "properties": {"path": {"type": "string",
-                "description": "Workspace-relative file path"}}, "required": ["path"]}),
+                "description": "Workspace-relative file path"}}, "required": ["path"]})
+            .into(),
         },
         agentls::llm::ToolDefinition {
             name: "grep".into(),
             description: "Search files under a directory with a regex.".into(),
             parameters: json!({"type": "object", "properties": {
                 "pattern": {"type": "string", "description": "Regular expression to search for"},
-                "path": {"type": "string", "description": "Directory to search"}}, "required": ["pattern", "path"]}),
+                "path": {"type": "string", "description": "Directory to search"}}, "required": ["pattern", "path"]})
+            .into(),
         },
     ]
 }

@@ -292,7 +292,8 @@ pub(super) fn definitions() -> Vec<ToolDefinition> {
                     "glob": {"type": "string", "description": "Only files matching this glob, e.g. \"*.py\" or \"*.{ts,tsx}\"."}
                 },
                 "required": ["pattern"]
-            }),
+            })
+            .into(),
         },
         ToolDefinition {
             name: "read".into(),
@@ -304,7 +305,8 @@ pub(super) fn definitions() -> Vec<ToolDefinition> {
                     "lines": lines
                 },
                 "required": ["path"]
-            }),
+            })
+            .into(),
         },
         ToolDefinition {
             name: "list_directory".into(),
@@ -315,7 +317,8 @@ pub(super) fn definitions() -> Vec<ToolDefinition> {
                 "properties": {
                     "path": {"type": "string", "description": "The directory, relative to the repository root (default \".\")."}
                 }
-            }),
+            })
+            .into(),
         },
         ToolDefinition {
             name: "finish".into(),
@@ -336,7 +339,8 @@ pub(super) fn definitions() -> Vec<ToolDefinition> {
                     }
                 },
                 "required": ["files"]
-            }),
+            })
+            .into(),
         },
     ]
 }
