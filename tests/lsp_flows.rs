@@ -20,7 +20,7 @@ use mock_provider::{Dialect, MockProvider, Turn};
 use serde_json::{Value, json};
 
 /// A tool whose description panics once `armed`: the session task panics outside any tool call
-/// (while it builds the model request), which nothing inside the session catches.
+/// (while it registers the session's tools), which nothing inside the session catches.
 struct Tripwire {
     armed: Arc<AtomicBool>,
 }
@@ -405,9 +405,8 @@ async fn the_diagnostics_tool_asks_the_plugin_for_the_editors_diagnostics() {
 #[tokio::test]
 async fn a_panic_inside_a_session_task_is_an_error_event_and_the_server_keeps_serving() {
     let fx = Fixture::new(plugin_capabilities()).await;
-    let id = fx.session(json!({})).await;
     fx.tripwire.store(true, Ordering::SeqCst);
-    fx.prompt(&id, "trip").await;
+    let id = fx.session(json!({})).await;
     let error = fx.client.next_event(&id, "error").await;
     assert_eq!(error["data"]["fatal"], true, "{error}");
     assert!(

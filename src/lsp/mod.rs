@@ -13,7 +13,7 @@
 //! `commands/*`, `code_actions`, `review`, `permission`; `state` (what handlers share),
 //! `registry` (open sessions), `assembly` (starting one), `pump` (its events to the editor),
 //! `port` and `apply` (the agent's edits to the editor), `protocol` (the `agentls/*` payloads),
-//! `outbound`, `transport`, `stdio`, `capabilities`, `convert`.
+//! `outbound`, `transport` (the wire), `dispatch` (the message loop), `stdio`, `capabilities`, `convert`.
 //!
 //! Layering (no import circles): `server` → `commands` → `assembly` → `pump` → `port` →
 //! `state` → `registry`, `review`, `permission`, `outbound` → `protocol`, `convert`.
@@ -25,6 +25,7 @@ mod code_actions;
 mod commands;
 mod convert;
 mod diagnostics;
+mod dispatch;
 mod outbound;
 mod pending;
 mod permission;
@@ -45,7 +46,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite};
-use tower_lsp_server::{LspService, Server};
+use tower_lsp_server::LspService;
 
 use crate::workspace::DocumentStore;
 pub use outbound::Deadlines;
@@ -77,18 +78,13 @@ where
     }))
     .finish();
     let Some(state) = shared else { return Ended::WithoutShutdown };
-    // The framework sits between two pipes; the guard answers malformed input itself.
-    let (to_server, server_input) = tokio::io::duplex(PIPE_BYTES);
-    let (server_output, from_server) = tokio::io::duplex(PIPE_BYTES);
-    let (replies_tx, replies_rx) = tokio::sync::mpsc::unbounded_channel();
-    let guard = tokio::spawn(transport::guard_input(input, to_server, replies_tx));
-    // Plain clients get a pause after each response (eglot 1.9: see `merge_output`); plugin
+    let (to_editor, queued) = tokio::sync::mpsc::channel(OUTPUT_QUEUE);
+    // Plain clients get a pause after each response (eglot 1.9: see `write_output`); plugin
     // clients, which stream, get none.
     let writer_state = state.clone();
     let pause_after_response = move || writer_state.is_initialized() && !writer_state.profile().plugin;
-    let writer = tokio::spawn(transport::merge_output(from_server, replies_rx, output, pause_after_response));
-    Server::new(server_input, server_output, socket).serve(OrderedSync::new(service, state.clone())).await;
-    guard.abort();
+    let writer = tokio::spawn(transport::write_output(queued, output, pause_after_response));
+    dispatch::run(input, OrderedSync::new(service, state.clone()), socket, to_editor).await;
     // The editor is gone (`exit`, or the end of its input, as when it crashed): every session
     // ends, its commands killed and its transcript written, before the process does.
     state.outbound.editor_gone();
@@ -102,7 +98,8 @@ where
     }
 }
 
-const PIPE_BYTES: usize = 256 << 10;
+/// Frames queued for the editor before their producers wait (a text delta is one frame).
+const OUTPUT_QUEUE: usize = 256;
 /// How long the sessions may take to end after the editor left: a command that ignores SIGTERM
 /// is killed after the exec module's grace period.
 const SESSIONS_END_PATIENCE: Duration = Duration::from_secs(5);

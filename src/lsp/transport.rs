@@ -1,12 +1,13 @@
-//! The wire guard between the editor's byte stream and `tower-lsp-server`.
+//! The wire: frames from the editor's byte stream decoded into JSON-RPC messages, and the
+//! server's messages framed and written to the editor.
 //!
-//! Invariant: only well-formed JSON-RPC messages reach the framework. The framework's reader
-//! stops for good at the first undecodable message, so every malformed frame (bad header, bad
-//! UTF-8, bad JSON, not a JSON-RPC message, oversized body, a Content-Length that does not match
-//! the body) is answered here with a JSON-RPC error and dropped, the reader finds the next frame
-//! header, and the server keeps serving. Frames are forwarded verbatim and in order. A body is
-//! checked by decoding it exactly as the framework will (duplicate keys included), and a frame
-//! header inside a body (oversized or not) ends it: JSON cannot hold a raw `Content-Length` line.
+//! Invariants:
+//! - Only well-formed JSON-RPC messages reach the service, each decoded once. Every malformed
+//!   frame (bad header, bad UTF-8, bad JSON, not a JSON-RPC message, oversized body, a
+//!   Content-Length that does not match the body) is answered with a JSON-RPC error and dropped,
+//!   the reader finds the next frame header, and the server keeps serving. A frame header inside
+//!   a body (oversized or not) ends it: JSON cannot hold a raw `Content-Length` line.
+//! - Messages are read, and frames written, in order; a frame is always written whole.
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -390,174 +391,161 @@ fn append_frame(out: &mut Vec<u8>, body: &[u8]) {
     out.extend_from_slice(body);
 }
 
-/// The framework's own message type (private to it), to decode a body exactly as it will.
-#[derive(serde::Deserialize)]
+/// A well-formed JSON-RPC message from the editor, decoded once.
+#[derive(Debug, serde::Deserialize)]
 #[serde(untagged)]
-enum Message {
-    Response(#[allow(dead_code)] Response),
-    Request(#[allow(dead_code)] Request),
+pub enum Incoming {
+    Response(Response),
+    Request(Request),
 }
 
-/// Checks a body the way the framework will decode it; `Err(reply)` is the error to send back.
-fn check_body(body: &[u8]) -> Result<(), Value> {
+/// Decodes a body; `Err(reply)` is the JSON-RPC error to send back. A repeated key (`"method"`
+/// twice) is an error too: which one was meant is anybody's guess.
+pub fn decode(body: &[u8]) -> Result<Incoming, Value> {
+    if let Ok(message) = serde_json::from_slice::<Incoming>(body) {
+        return Ok(message);
+    }
     let error = |id: Value, code: i64, message: String| json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
     let text = std::str::from_utf8(body)
         .map_err(|e| error(Value::Null, -32700, format!("the message is not UTF-8: {e}")))?;
     let value: Value = serde_json::from_str(text)
         .map_err(|e| error(Value::Null, -32700, format!("the message is not JSON: {e}")))?;
-    // From the text, not the value: a repeated key (`"method"` twice) passes as a value but stops
-    // the framework's reader for good.
-    if serde_json::from_str::<Message>(text).is_ok() {
-        return Ok(());
-    }
     let id = value.get("id").filter(|id| id.is_number() || id.is_string()).cloned().unwrap_or(Value::Null);
     Err(error(id, -32600, "not a JSON-RPC 2.0 request, notification or response".into()))
 }
 
-/// Forwards well-formed frames from `input` to `to_server`; malformed ones become replies on
-/// `replies`.
-pub async fn guard_input<I, W>(input: I, mut to_server: W, replies: mpsc::UnboundedSender<Vec<u8>>)
-where
-    I: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
-    let mut reader = FrameReader::new(input);
-    loop {
-        match reader.next().await {
-            Ok(None) => break,
-            Err(e) => {
-                tracing::info!("input closed: {e}");
-                break;
-            }
-            Ok(Some(Frame::Body(body))) => match check_body(&body) {
-                Ok(()) => {
-                    if to_server.write_all(&frame(&body)).await.is_err() || to_server.flush().await.is_err() {
-                        break;
+/// One frame for the editor, whole.
+#[derive(Debug)]
+pub struct Outgoing {
+    frame: Vec<u8>,
+    /// A response to one of the editor's requests (see [`write_output`]'s pause).
+    response: bool,
+}
+
+impl Outgoing {
+    /// A response to one of the editor's requests.
+    pub fn response(response: &Response) -> Self {
+        Self { frame: encode(response), response: true }
+    }
+
+    /// A request or notification of the server's.
+    pub fn request(request: &Request) -> Self {
+        Self { frame: encode(request), response: false }
+    }
+
+    /// The answer to a malformed message.
+    fn reply(reply: &Value) -> Self {
+        Self { frame: encode(reply), response: false }
+    }
+
+    /// The framed bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.frame
+    }
+}
+
+fn encode(message: &impl serde::Serialize) -> Vec<u8> {
+    // Serialising a JSON-RPC message (string keys, JSON values) into memory cannot fail.
+    frame(&serde_json::to_vec(message).unwrap_or_default())
+}
+
+/// Reads the editor's messages: each frame is decoded once, and every malformed one (see the
+/// module doc) is answered on `replies` and skipped.
+pub struct MessageReader<R> {
+    frames: FrameReader<R>,
+    replies: mpsc::Sender<Outgoing>,
+}
+
+impl<R: AsyncRead + Unpin> MessageReader<R> {
+    pub fn new(input: R, replies: mpsc::Sender<Outgoing>) -> Self {
+        Self { frames: FrameReader::new(input), replies }
+    }
+
+    /// The next well-formed message; `None` when the input ends (or nobody takes the replies).
+    pub async fn next(&mut self) -> Option<Incoming> {
+        loop {
+            let reply = match self.frames.next().await {
+                Ok(None) => return None,
+                Err(e) => {
+                    tracing::info!("input closed: {e}");
+                    return None;
+                }
+                Ok(Some(Frame::Body(body))) => match decode(&body) {
+                    Ok(message) => return Some(message),
+                    Err(reply) => {
+                        tracing::warn!("dropping a malformed message: {}", reply["error"]["message"]);
+                        reply
                     }
+                },
+                Ok(Some(Frame::Short { body, declared })) => {
+                    let id = serde_json::from_slice::<Value>(&body)
+                        .ok()
+                        .and_then(|v| v.get("id").filter(|id| id.is_number() || id.is_string()).cloned())
+                        .unwrap_or(Value::Null);
+                    let problem = format!(
+                        "the Content-Length header said {declared} bytes but the message ended after {}; it was not processed",
+                        body.len()
+                    );
+                    tracing::warn!("dropping a message: {problem}");
+                    json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32600, "message": problem}})
                 }
-                Err(reply) => {
-                    tracing::warn!("dropping a malformed message: {}", reply["error"]["message"]);
-                    let _ = replies.send(frame(reply.to_string().as_bytes()));
+                Ok(Some(Frame::Malformed(problem))) => {
+                    tracing::warn!("dropping a malformed frame: {problem}");
+                    json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": problem}})
                 }
-            },
-            Ok(Some(Frame::Short { body, declared })) => {
-                let id = serde_json::from_slice::<Value>(&body)
-                    .ok()
-                    .and_then(|v| v.get("id").filter(|id| id.is_number() || id.is_string()).cloned())
-                    .unwrap_or(Value::Null);
-                let problem = format!(
-                    "the Content-Length header said {declared} bytes but the message ended after {}; it was not processed",
-                    body.len()
-                );
-                tracing::warn!("dropping a message: {problem}");
-                let reply =
-                    json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32600, "message": problem}});
-                let _ = replies.send(frame(reply.to_string().as_bytes()));
-            }
-            Ok(Some(Frame::Malformed(problem))) => {
-                tracing::warn!("dropping a malformed frame: {problem}");
-                let reply =
-                    json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": problem}});
-                let _ = replies.send(frame(reply.to_string().as_bytes()));
+            };
+            if self.replies.send(Outgoing::reply(&reply)).await.is_err() {
+                return None;
             }
         }
     }
-    let _ = to_server.shutdown().await;
 }
 
-/// How long the output pauses after a response, for clients that need it (see [`merge_output`]).
+/// How long the output pauses after a response, for clients that need it (see [`write_output`]).
 pub const PAUSE_AFTER_RESPONSE: std::time::Duration = std::time::Duration::from_millis(30);
 
-/// Writes the server's frames and the guard's replies to `output`, whole frames at a time.
+/// Writes the frames of `from` to `output`, whole frames at a time, until every sender is gone.
 ///
-/// Frames that are already read when one is written go out with it in one write: a server that
-/// produces faster than the client reads makes fewer, larger writes, never more latency.
+/// Frames that are already queued when one is written go out with it in one write: a server that
+/// produces faster than the client reads makes fewer, larger writes, never more latency. The
+/// queue is bounded, so a client that reads slowly slows the producers (and the event pump
+/// merges text deltas meanwhile).
 ///
 /// When `pause_after_response()` says so, nothing is written for [`PAUSE_AFTER_RESPONSE`] after a
 /// response, so that the response ends the chunk the client reads: Emacs 28's jsonrpc.el (eglot
 /// 1.9) stops parsing a chunk at the response it was waiting for, and whatever followed in the
 /// same chunk waits, unparsed, until more output arrives — the user's answer could sit there
 /// for good.
-pub async fn merge_output<S, O>(
-    from_server: S,
-    mut replies: mpsc::UnboundedReceiver<Vec<u8>>,
+pub async fn write_output<O>(
+    mut from: mpsc::Receiver<Outgoing>,
     mut output: O,
     pause_after_response: impl Fn() -> bool,
 ) where
-    S: AsyncRead + Unpin,
     O: AsyncWrite + Unpin,
 {
-    let mut reader = FrameReader::new(from_server);
-    let mut replies_open = true;
     let mut paused_until: Option<tokio::time::Instant> = None;
     let mut batch: Vec<u8> = Vec::new();
-    loop {
-        // Appends a frame of the server to the batch; `true` when the batch must end with it.
-        let add = |batch: &mut Vec<u8>, body: Vec<u8>| {
-            let pause = pause_after_response() && is_response(&body);
-            append_frame(batch, &body);
-            pause
-        };
-        let mut ends_batch = tokio::select! {
-            biased;
-            frame = reader.next() => match frame {
-                Ok(Some(Frame::Body(body) | Frame::Short { body, .. })) => {
-                    if let Some(until) = paused_until.take() {
-                        tokio::time::sleep_until(until).await;
-                    }
-                    add(&mut batch, body)
-                }
-                Ok(Some(Frame::Malformed(problem))) => {
-                    tracing::error!("the framework wrote a malformed frame: {problem}");
-                    continue;
-                }
-                Ok(None) | Err(_) => break,
-            },
-            reply = replies.recv(), if replies_open => match reply {
-                Some(bytes) => {
-                    batch.extend_from_slice(&bytes);
-                    false
-                }
-                None => {
-                    replies_open = false;
-                    continue;
-                }
-            },
-        };
-        while !ends_batch {
-            match reader.next_buffered() {
-                Some(Frame::Body(body) | Frame::Short { body, .. }) => ends_batch = add(&mut batch, body),
-                Some(Frame::Malformed(problem)) => {
-                    tracing::error!("the framework wrote a malformed frame: {problem}")
-                }
-                None => break,
-            }
+    while let Some(mut next) = from.recv().await {
+        if let Some(until) = paused_until.take() {
+            tokio::time::sleep_until(until).await;
         }
-        if ends_batch {
-            paused_until = Some(tokio::time::Instant::now() + PAUSE_AFTER_RESPONSE);
+        loop {
+            batch.extend_from_slice(&next.frame);
+            if next.response && pause_after_response() {
+                paused_until = Some(tokio::time::Instant::now() + PAUSE_AFTER_RESPONSE);
+                break;
+            }
+            match from.try_recv() {
+                Ok(queued) => next = queued,
+                Err(_) => break,
+            }
         }
         if output.write_all(&batch).await.is_err() || output.flush().await.is_err() {
             break;
         }
         batch.clear();
     }
-    while let Ok(bytes) = replies.try_recv() {
-        let _ = output.write_all(&bytes).await;
-    }
     let _ = output.flush().await;
-}
-
-/// Whether `body` is a JSON-RPC response (it has an `id` and no `method`).
-fn is_response(body: &[u8]) -> bool {
-    use serde::de::IgnoredAny;
-    #[derive(serde::Deserialize)]
-    struct Shape {
-        #[serde(default)]
-        method: Option<IgnoredAny>,
-        #[serde(default)]
-        id: Option<IgnoredAny>,
-    }
-    serde_json::from_slice::<Shape>(body).is_ok_and(|m| m.method.is_none() && m.id.is_some())
 }
 
 #[cfg(test)]
@@ -669,18 +657,34 @@ mod tests {
     }
 
     #[test]
-    fn bodies_are_checked_like_the_framework_decodes_them() {
-        assert!(check_body(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#).is_ok());
-        assert!(check_body(br#"{"jsonrpc":"2.0","id":1,"result":null}"#).is_ok());
-        assert_eq!(check_body(b"{").unwrap_err()["error"]["code"], -32700);
-        assert_eq!(check_body(b"\xff").unwrap_err()["error"]["code"], -32700);
-        let wrong = check_body(br#"{"jsonrpc":"1.0","id":4,"method":"x"}"#).unwrap_err();
+    fn bodies_decode_into_messages_or_the_error_to_send_back() {
+        assert!(matches!(decode(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#), Ok(Incoming::Request(_))));
+        assert!(matches!(decode(br#"{"jsonrpc":"2.0","method":"x"}"#), Ok(Incoming::Request(_))));
+        assert!(matches!(decode(br#"{"jsonrpc":"2.0","id":1,"result":null}"#), Ok(Incoming::Response(_))));
+        assert_eq!(decode(b"{").unwrap_err()["error"]["code"], -32700);
+        assert_eq!(decode(b"\xff").unwrap_err()["error"]["code"], -32700);
+        let wrong = decode(br#"{"jsonrpc":"1.0","id":4,"method":"x"}"#).unwrap_err();
         assert_eq!((wrong["id"].clone(), wrong["error"]["code"].clone()), (json!(4), json!(-32600)));
-        assert!(check_body(b"[1,2]").is_err());
+        assert!(decode(b"[1,2]").is_err());
         // Found by fuzzing (lsp_dispatch): a repeated key stopped the server for good.
         let twice =
-            check_body(br#"{"jsonrpc":"2.0","method":"a","id":105,"method":"b","params":{}}"#).unwrap_err();
+            decode(br#"{"jsonrpc":"2.0","method":"a","id":105,"method":"b","params":{}}"#).unwrap_err();
         assert_eq!((twice["id"].clone(), twice["error"]["code"].clone()), (json!(105), json!(-32600)));
+    }
+
+    #[tokio::test]
+    async fn malformed_messages_are_answered_and_the_next_one_is_read() {
+        let mut input = b"Content-Length: 3\r\n\r\n{x}".to_vec();
+        input.extend(frame(br#"{"jsonrpc":"2.0","id":7,"method":"shutdown"}"#));
+        let (replies, mut answered) = mpsc::channel(4);
+        let mut reader = MessageReader::new(&input[..], replies);
+        let Some(Incoming::Request(request)) = reader.next().await else { panic!("the request is read") };
+        assert_eq!(request.method(), "shutdown");
+        assert!(reader.next().await.is_none(), "then the input ends");
+        let reply = answered.try_recv().expect("the malformed message is answered");
+        let body = &reply.bytes()[reply.bytes().iter().position(|&b| b == b'{').unwrap()..];
+        let reply: Value = serde_json::from_slice(body).unwrap();
+        assert_eq!(reply["error"]["code"], -32700, "{reply}");
     }
 
     #[tokio::test]
@@ -747,21 +751,29 @@ mod tests {
         }
     }
 
-    /// The frames of `merge_output`'s writes (each write a list of frames) and when each
+    /// The frames of `write_output`'s writes (each write a list of frames) and when each
     /// write happened.
     async fn writes(pause: bool) -> Vec<(std::time::Duration, usize)> {
-        let mut input = Vec::new();
-        input.extend(frame(br#"{"jsonrpc":"2.0","id":5,"result":{"sessionId":"s"}}"#));
-        input.extend(frame(
-            br#"{"jsonrpc":"2.0","method":"window/showMessage","params":{"type":3,"message":"a"}}"#,
-        ));
-        input.extend(frame(
-            br#"{"jsonrpc":"2.0","method":"window/logMessage","params":{"type":3,"message":"b"}}"#,
-        ));
+        let response: Response =
+            serde_json::from_str(r#"{"jsonrpc":"2.0","id":5,"result":{"sessionId":"s"}}"#).unwrap();
+        let notification = |message: &str| -> Request {
+            serde_json::from_value(json!({"jsonrpc": "2.0", "method": "window/showMessage", "params": {"type": 3, "message": message}}))
+                .unwrap()
+        };
+        let queued = [
+            Outgoing::response(&response),
+            Outgoing::request(&notification("a")),
+            Outgoing::request(&notification("b")),
+        ];
+        let input: Vec<u8> = queued.iter().flat_map(|o| o.bytes().to_vec()).collect();
+        let (tx, rx) = mpsc::channel(8);
+        for outgoing in queued {
+            tx.send(outgoing).await.unwrap();
+        }
+        drop(tx);
         let writes = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let (_tx, rx) = mpsc::unbounded_channel();
         let start = tokio::time::Instant::now();
-        merge_output(&input[..], rx, Timed(writes.clone()), move || pause).await;
+        write_output(rx, Timed(writes.clone()), move || pause).await;
         let writes = writes.lock().unwrap();
         let all: Vec<u8> = writes.iter().flat_map(|(_, bytes)| bytes.clone()).collect();
         assert_eq!(all, input, "every frame is written whole, in order");
@@ -782,7 +794,7 @@ mod tests {
         assert_eq!(
             unpaused,
             [(unpaused[0].0, 3)],
-            "no pause for other clients: what is read goes out in one write"
+            "no pause for other clients: what is queued goes out in one write"
         );
     }
 }
