@@ -67,7 +67,7 @@ struct Runner {
     ctx_template: ToolContext,
     environment: EnvironmentInfo,
     project_docs: ProjectDocs,
-    /// Bumped whenever `project_docs` is read again (a key of `system_prompt_cache`).
+    /// Bumped whenever `project_docs` changes (a key of `system_prompt_cache`).
     docs_generation: u64,
     /// The last rendered system prompt and what it was rendered from: every model call and every
     /// context estimate needs it, and it changes only with the model, the settings it reads or
@@ -366,8 +366,12 @@ impl Runner {
                 return (EndReason::Cancelled, last_text);
             }
             if self.shared.docs_dirty.swap(false, Ordering::SeqCst) {
-                self.project_docs = discover_project_docs(cwd, self.profile);
-                self.docs_generation += 1;
+                // Read again for every input; the prompt is rendered again only if they changed.
+                let docs = discover_project_docs(cwd, self.profile);
+                if docs != self.project_docs {
+                    self.project_docs = docs;
+                    self.docs_generation += 1;
+                }
                 if let Some(turn) = self.instructions.after_reload() {
                     self.push(turn);
                 }
