@@ -185,16 +185,13 @@ async fn compatible_request_shapes() {
     }
 
     // OpenRouter (recognised by its base URL): `reasoning: {effort}` and usage accounting.
-    let body = agentls::llm::openai_chat::request_body(
-        &{
-            let mut r = tools_request("anthropic/claude-sonnet-4.5");
-            r.max_tokens = None;
-            r.reasoning_effort = Some(ReasoningEffort::Medium);
-            r
-        },
-        true,
-        true,
-    );
+    let mut openrouter = settings_for(&ollama, "anthropic/claude-sonnet-4.5");
+    openrouter.base_url = "https://openrouter.ai/api/v1".into();
+    let mut r = tools_request("anthropic/claude-sonnet-4.5");
+    r.max_tokens = None;
+    r.reasoning_effort = Some(ReasoningEffort::Medium);
+    let body = agentls::llm::openai_chat::OpenAiChat::new(openrouter).request_body(&r, true);
+    let body = serde_json::to_value(&body).unwrap();
     let expected = wire_json("openai_chat/compat/openrouter_request_reasoning_tools.json");
     assert_eq!(without_strict(&body), expected["body"]);
 }

@@ -1,11 +1,20 @@
 //! The seam between the client and one provider dialect: how a neutral [`Request`] becomes an
 //! HTTP call, and how a provider's body or SSE events become a neutral [`Response`] / events.
+//!
+//! Invariant: a session offers the same tools in every request, so each dialect serialises its
+//! `tools` member once per tool set ([`ToolsJson`]) and splices the bytes into every body
+//! ([`Body`]); the schemas are neither copied into a new JSON tree nor escaped again per request.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use serde_json::Value;
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
 
 use super::error::{LlmError, classify};
-use super::types::{Message, Request, Response, Role, StreamEvent};
+use super::types::{Message, Request, Response, Role, StreamEvent, ToolDefinition};
 use crate::config::{ProviderKind, ProviderSettings};
 
 /// A ready-to-send HTTP request.
@@ -13,12 +22,98 @@ use crate::config::{ProviderKind, ProviderSettings};
 pub struct HttpCall {
     pub url: String,
     pub headers: HeaderMap,
-    pub body: Value,
+    pub body: Body,
+}
+
+/// A request body: a JSON object whose members are values, except those serialised ahead of
+/// time (the tools), which are written as they are. A key is in one of the two, never both.
+#[derive(Debug, Default)]
+pub struct Body {
+    members: Map<String, Value>,
+    serialised: Vec<(&'static str, Arc<RawValue>)>,
+}
+
+impl Body {
+    pub fn insert(&mut self, key: &str, value: Value) {
+        self.serialised.retain(|(k, _)| *k != key);
+        self.members.insert(key.to_string(), value);
+    }
+
+    /// Adds a member serialised ahead of time.
+    pub fn insert_serialised(&mut self, key: &'static str, json: Arc<RawValue>) {
+        self.members.remove(key);
+        self.serialised.retain(|(k, _)| *k != key);
+        self.serialised.push((key, json));
+    }
+
+    /// Merges `request.provider_options[<provider>]` into the body (its keys win).
+    pub fn merge_provider_options(&mut self, request: &Request, kind: ProviderKind) {
+        let Some(Value::Object(extra)) = request.provider_options.get(kind.as_str()) else { return };
+        for (k, v) in extra {
+            self.insert(k, v.clone());
+        }
+    }
+
+    /// The body's bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("a JSON object of JSON values serialises")
+    }
+}
+
+impl Serialize for Body {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.members.len() + self.serialised.len()))?;
+        for (key, value) in &self.members {
+            map.serialize_entry(key, value)?;
+        }
+        for (key, json) in &self.serialised {
+            map.serialize_entry(key, json.as_ref())?;
+        }
+        map.end()
+    }
+}
+
+impl fmt::Display for Body {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&String::from_utf8_lossy(&self.to_bytes()))
+    }
+}
+
+/// How a dialect writes its `tools` member.
+pub type RenderTools = fn(&[ToolDefinition]) -> serde_json::Result<Box<RawValue>>;
+
+/// One dialect's `tools` member, serialised once per tool set and shared by every request that
+/// offers the same tools. Comparing the tool sets is cheap: the schemas are shared `Arc`s, equal
+/// by address.
+pub struct ToolsJson {
+    render: RenderTools,
+    cached: Mutex<Option<(Vec<ToolDefinition>, Arc<RawValue>)>>,
+}
+
+impl ToolsJson {
+    pub fn new(render: RenderTools) -> Self {
+        Self { render, cached: Mutex::new(None) }
+    }
+
+    /// The serialised member for `tools`, written again only when the tool set changed.
+    pub fn get(&self, tools: &[ToolDefinition]) -> Arc<RawValue> {
+        let mut cached = self.cached.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some((set, json)) = cached.as_ref()
+            && set.as_slice() == tools
+        {
+            return json.clone();
+        }
+        let json: Arc<RawValue> = (self.render)(tools).expect("tool definitions serialise").into();
+        *cached = Some((tools.to_vec(), json.clone()));
+        json
+    }
 }
 
 pub trait ProviderAdapter: Send + Sync {
     /// The HTTP call for `request`, streaming or not.
     fn http_call(&self, request: &Request, stream: bool) -> Result<HttpCall, LlmError>;
+    /// Serialises `tools` for the requests to come (a session does it when it starts).
+    fn prepare(&self, tools: &[ToolDefinition]);
     /// Parses a non-streaming success body.
     fn parse_response(&self, body: &Value) -> Result<Response, LlmError>;
     /// A fresh decoder for one streamed response.
@@ -64,16 +159,6 @@ pub fn headers_with_key(
         headers.insert(HeaderName::from_static(name), value);
     }
     Ok(headers)
-}
-
-/// Merges `request.provider_options[<provider>]` into the body (its keys win).
-pub fn merge_provider_options(body: &mut Value, request: &Request, kind: ProviderKind) {
-    let Some(Value::Object(extra)) = request.provider_options.get(kind.as_str()) else { return };
-    if let Value::Object(map) = body {
-        for (k, v) in extra {
-            map.insert(k.clone(), v.clone());
-        }
-    }
 }
 
 /// All system messages' text, joined by blank lines.
@@ -136,4 +221,68 @@ pub fn merge_same_role(messages: Vec<(String, Vec<Value>)>) -> Vec<(String, Vec<
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn tool(name: &str, schema: &Arc<Value>) -> ToolDefinition {
+        ToolDefinition {
+            name: name.into(),
+            description: format!("{name} \"quoted\""),
+            parameters: schema.clone(),
+        }
+    }
+
+    #[test]
+    fn tools_are_serialised_once_per_tool_set() {
+        let schema = Arc::new(json!({"type": "object", "properties": {"path": {"type": "string"}}}));
+        let tools = vec![tool("read", &schema), tool("write", &schema)];
+        thread_local!(static RENDERS: Cell<usize> = const { Cell::new(0) });
+        let cache = ToolsJson::new(|tools| {
+            RENDERS.set(RENDERS.get() + 1);
+            serde_json::value::to_raw_value(&Value::Array(
+                tools.iter().map(|t| json!({"name": t.name, "schema": t.parameters})).collect(),
+            ))
+        });
+        let first = cache.get(&tools);
+        let again = cache.get(&tools.clone());
+        assert!(Arc::ptr_eq(&first, &again), "the same tools reuse the serialised member");
+        assert_eq!(RENDERS.get(), 1);
+        let parsed: Value = serde_json::from_str(first.get()).unwrap();
+        assert_eq!(parsed[1], json!({"name": "write", "schema": *schema}));
+
+        // Another tool set (a schema with the same content counts as the same; one more tool does not).
+        let same_content = Arc::new(Value::clone(&schema));
+        assert!(Arc::ptr_eq(&first, &cache.get(&[tool("read", &same_content), tool("write", &schema)])));
+        let fewer = cache.get(&tools[..1]);
+        assert_eq!(RENDERS.get(), 2);
+        assert_eq!(serde_json::from_str::<Value>(fewer.get()).unwrap().as_array().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_body_writes_values_and_serialised_members_and_provider_options_win() {
+        let mut body = Body::default();
+        body.insert("model", json!("m"));
+        body.insert("stream", json!(true));
+        body.insert_serialised(
+            "tools",
+            serde_json::value::to_raw_value(&json!([{"name": "a"}])).unwrap().into(),
+        );
+        let written: Value = serde_json::from_slice(&body.to_bytes()).unwrap();
+        assert_eq!(written, json!({"model": "m", "stream": true, "tools": [{"name": "a"}]}));
+        assert_eq!(body.to_string(), String::from_utf8(body.to_bytes()).unwrap());
+
+        let mut request = Request::new("m", Vec::new());
+        request.provider_options =
+            json!({"anthropic": {"tools": [], "stream": false, "top_k": 3}, "openai": {"x": 1}});
+        body.merge_provider_options(&request, ProviderKind::Anthropic);
+        let written: Value = serde_json::from_slice(&body.to_bytes()).unwrap();
+        assert_eq!(written, json!({"model": "m", "stream": false, "tools": [], "top_k": 3}));
+    }
 }

@@ -1,17 +1,18 @@
 //! Anthropic Messages API (`POST {base}/v1/messages`): tool use, thinking echoed with signatures,
 //! effort, and prompt caching (breakpoints on system, tools and the latest turn).
 
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::adapter::{
-    HttpCall, ProviderAdapter, StreamDecoder, b64, cut, headers_with_key, merge_provider_options,
-    merge_same_role, parse_data, str_at, stream_error, system_text, u64_at,
+    Body, HttpCall, ProviderAdapter, StreamDecoder, ToolsJson, b64, cut, headers_with_key, merge_same_role,
+    parse_data, str_at, stream_error, system_text, u64_at,
 };
 use super::assemble::{Assembler, parse_arguments};
 use super::error::LlmError;
 use super::types::{
     ContentPart, FinishReason, Image, ReasoningEffort, Request, Response, Role, StreamEvent, ToolCall,
-    ToolChoice, Usage,
+    ToolChoice, ToolDefinition, Usage,
 };
 use crate::config::ProviderSettings;
 
@@ -21,11 +22,12 @@ const ADAPTIVE_MAX_TOKENS: u32 = 16000;
 
 pub struct Anthropic {
     settings: ProviderSettings,
+    tools: ToolsJson,
 }
 
 impl Anthropic {
     pub fn new(settings: ProviderSettings) -> Self {
-        Self { settings }
+        Self { settings, tools: ToolsJson::new(|t| serde_json::value::to_raw_value(&tools_member(t))) }
     }
 }
 
@@ -84,11 +86,35 @@ fn blocks(role: Role, parts: &[ContentPart]) -> Vec<Value> {
     out
 }
 
-pub fn request_body(request: &Request, stream: bool) -> Value {
+#[derive(Serialize)]
+struct Tool<'a> {
+    name: &'a str,
+    description: &'a str,
+    input_schema: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<Value>,
+}
+
+/// The `tools` member: the last tool carries the cache breakpoint that covers all of them.
+fn tools_member(tools: &[ToolDefinition]) -> Vec<Tool<'_>> {
+    let last = tools.len().saturating_sub(1);
+    tools
+        .iter()
+        .enumerate()
+        .map(|(i, t)| Tool {
+            name: &t.name,
+            description: &t.description,
+            input_schema: &t.parameters,
+            cache_control: (i == last).then(|| json!({"type": "ephemeral"})),
+        })
+        .collect()
+}
+
+pub fn request_body(request: &Request, stream: bool, tools: &ToolsJson) -> Body {
     let cache = !request.tools.is_empty();
     let ephemeral = json!({"type": "ephemeral"});
-    let mut body = serde_json::Map::new();
-    body.insert("model".into(), json!(request.model));
+    let mut body = Body::default();
+    body.insert("model", json!(request.model));
 
     let adaptive = adaptive_thinking(&request.model);
     let mut max_tokens = request.max_tokens.unwrap_or(if adaptive && request.reasoning_effort.is_some() {
@@ -98,17 +124,17 @@ pub fn request_body(request: &Request, stream: bool) -> Value {
     });
     if let Some(effort) = request.reasoning_effort {
         if adaptive {
-            body.insert("thinking".into(), json!({"type": "adaptive"}));
+            body.insert("thinking", json!({"type": "adaptive"}));
             let effort = if effort == ReasoningEffort::Minimal { "low" } else { effort.as_str() };
-            body.insert("output_config".into(), json!({"effort": effort}));
+            body.insert("output_config", json!({"effort": effort}));
         } else {
             let tokens = budget(effort);
             // The budget must stay below max_tokens.
             max_tokens = max_tokens.max(tokens + 1024);
-            body.insert("thinking".into(), json!({"type": "enabled", "budget_tokens": tokens}));
+            body.insert("thinking", json!({"type": "enabled", "budget_tokens": tokens}));
         }
     }
-    body.insert("max_tokens".into(), json!(max_tokens));
+    body.insert("max_tokens", json!(max_tokens));
 
     if let Some(system) = system_text(&request.messages) {
         let value = if cache {
@@ -116,18 +142,10 @@ pub fn request_body(request: &Request, stream: bool) -> Value {
         } else {
             json!(system)
         };
-        body.insert("system".into(), value);
+        body.insert("system", value);
     }
     if !request.tools.is_empty() {
-        let mut tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": Value::clone(&t.parameters)}))
-            .collect();
-        if let Some(last) = tools.last_mut() {
-            last["cache_control"] = ephemeral.clone();
-        }
-        body.insert("tools".into(), Value::Array(tools));
+        body.insert_serialised("tools", tools.get(&request.tools));
         let parallel = request.parallel_tool_calls.unwrap_or(true);
         let choice = match &request.tool_choice {
             ToolChoice::Auto => json!({"type": "auto", "disable_parallel_tool_use": !parallel}),
@@ -137,7 +155,7 @@ pub fn request_body(request: &Request, stream: bool) -> Value {
                 json!({"type": "tool", "name": name, "disable_parallel_tool_use": !parallel})
             }
         };
-        body.insert("tool_choice".into(), choice);
+        body.insert("tool_choice", choice);
     }
 
     let turns: Vec<(String, Vec<Value>)> = request
@@ -158,10 +176,9 @@ pub fn request_body(request: &Request, stream: bool) -> Value {
     }
     let messages: Vec<Value> =
         turns.into_iter().map(|(role, content)| json!({"role": role, "content": content})).collect();
-    body.insert("messages".into(), Value::Array(messages));
-    body.insert("stream".into(), json!(stream));
-    let mut body = Value::Object(body);
-    merge_provider_options(&mut body, request, crate::config::ProviderKind::Anthropic);
+    body.insert("messages", Value::Array(messages));
+    body.insert("stream", json!(stream));
+    body.merge_provider_options(request, crate::config::ProviderKind::Anthropic);
     body
 }
 
@@ -197,8 +214,12 @@ impl ProviderAdapter for Anthropic {
         Ok(HttpCall {
             url: format!("{}/v1/messages", self.settings.base_url),
             headers,
-            body: request_body(request, stream),
+            body: request_body(request, stream, &self.tools),
         })
+    }
+
+    fn prepare(&self, tools: &[ToolDefinition]) {
+        self.tools.get(tools);
     }
 
     fn parse_response(&self, body: &Value) -> Result<Response, LlmError> {

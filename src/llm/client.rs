@@ -22,7 +22,7 @@ use super::gemini::Gemini;
 use super::openai::OpenAiResponses;
 use super::openai_chat::OpenAiChat;
 use super::retry::RetryPolicy;
-use super::types::{Request, Response, StreamEvent};
+use super::types::{Request, Response, StreamEvent, ToolDefinition};
 use crate::config::{Config, ProviderKind, ProviderSettings};
 
 /// The shared HTTP client (connection pool, TLS sessions) for the whole process.
@@ -86,6 +86,17 @@ impl Client {
             read_timeout: DEFAULT_READ_TIMEOUT,
             recorder: None,
         })
+    }
+
+    /// Builds ahead what the first request needs: the shared HTTP client and the serialised
+    /// `tools` (a session calls it when it starts, so its first prompt does not wait for them).
+    pub fn prepare(&self, tools: &[ToolDefinition]) {
+        if let Backend::Http(adapter) = self.backend.as_ref() {
+            http_client();
+            if !tools.is_empty() {
+                adapter.prepare(tools);
+            }
+        }
     }
 
     /// A client as the configuration asks: the replay cassette from `cassette`, recording to
@@ -254,7 +265,7 @@ async fn send(
 ) -> Result<reqwest::Response, LlmError> {
     tracing::debug!(provider = %settings.kind, url = %call.url, "model request");
     tracing::trace!(body = %call.body, "model request body");
-    let sent = http_client().post(&call.url).headers(call.headers).json(&call.body).send();
+    let sent = http_client().post(&call.url).headers(call.headers).body(call.body.to_bytes()).send();
     let response = tokio::time::timeout(read_timeout, sent)
         .await
         .map_err(|_| LlmError::Network { url: call.url.clone(), message: silent(read_timeout) })?

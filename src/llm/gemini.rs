@@ -2,17 +2,18 @@
 //! function calls (always whole), thinking config (`thinkingLevel` on Gemini 3, a token budget
 //! before), and thought signatures echoed on the parts that carried them.
 
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::adapter::{
-    HttpCall, ProviderAdapter, StreamDecoder, b64, cut, headers_with_key, merge_provider_options,
-    merge_same_role, parse_data, str_at, stream_error, system_text, u64_at,
+    Body, HttpCall, ProviderAdapter, StreamDecoder, ToolsJson, b64, cut, headers_with_key, merge_same_role,
+    parse_data, str_at, stream_error, system_text, u64_at,
 };
 use super::assemble::Assembler;
 use super::error::LlmError;
 use super::types::{
     ContentPart, FinishReason, Image, ReasoningEffort, Request, Response, Role, StreamEvent, ToolChoice,
-    Usage,
+    ToolDefinition, Usage,
 };
 use crate::config::{ProviderKind, ProviderSettings};
 
@@ -21,11 +22,12 @@ const SYNTHETIC_ID_PREFIX: &str = "gemini-call-";
 
 pub struct Gemini {
     settings: ProviderSettings,
+    tools: ToolsJson,
 }
 
 impl Gemini {
     pub fn new(settings: ProviderSettings) -> Self {
-        Self { settings }
+        Self { settings, tools: ToolsJson::new(|t| serde_json::value::to_raw_value(&tools_member(t))) }
     }
 }
 
@@ -102,10 +104,38 @@ fn parts(role: Role, content: &[ContentPart]) -> Vec<Value> {
     out
 }
 
-pub fn request_body(request: &Request) -> Value {
-    let mut body = serde_json::Map::new();
+/// The one tool object of the `tools` member, which lists every function.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Tools<'a> {
+    function_declarations: Vec<Declaration<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Declaration<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters_json_schema: &'a Value,
+}
+
+fn tools_member(tools: &[ToolDefinition]) -> [Tools<'_>; 1] {
+    [Tools {
+        function_declarations: tools
+            .iter()
+            .map(|t| Declaration {
+                name: &t.name,
+                description: &t.description,
+                parameters_json_schema: &t.parameters,
+            })
+            .collect(),
+    }]
+}
+
+pub fn request_body(request: &Request, tools: &ToolsJson) -> Body {
+    let mut body = Body::default();
     if let Some(system) = system_text(&request.messages) {
-        body.insert("systemInstruction".into(), json!({"parts": [{"text": system}]}));
+        body.insert("systemInstruction", json!({"parts": [{"text": system}]}));
     }
     let turns: Vec<(String, Vec<Value>)> = request
         .messages
@@ -120,21 +150,16 @@ pub fn request_body(request: &Request) -> Value {
         .into_iter()
         .map(|(role, parts)| json!({"role": role, "parts": parts}))
         .collect();
-    body.insert("contents".into(), Value::Array(contents));
+    body.insert("contents", Value::Array(contents));
     if !request.tools.is_empty() {
-        let decls: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|t| json!({"name": t.name, "description": t.description, "parametersJsonSchema": Value::clone(&t.parameters)}))
-            .collect();
-        body.insert("tools".into(), json!([{"functionDeclarations": decls}]));
+        body.insert_serialised("tools", tools.get(&request.tools));
         let config = match &request.tool_choice {
             ToolChoice::Auto => json!({"mode": "AUTO"}),
             ToolChoice::None => json!({"mode": "NONE"}),
             ToolChoice::Required => json!({"mode": "ANY"}),
             ToolChoice::Named(name) => json!({"mode": "ANY", "allowedFunctionNames": [name]}),
         };
-        body.insert("toolConfig".into(), json!({"functionCallingConfig": config}));
+        body.insert("toolConfig", json!({"functionCallingConfig": config}));
     }
     let mut generation = serde_json::Map::new();
     if let Some(max) = request.max_tokens {
@@ -144,10 +169,9 @@ pub fn request_body(request: &Request) -> Value {
         generation.insert("thinkingConfig".into(), thinking_config(&request.model, effort));
     }
     if !generation.is_empty() {
-        body.insert("generationConfig".into(), Value::Object(generation));
+        body.insert("generationConfig", Value::Object(generation));
     }
-    let mut body = Value::Object(body);
-    merge_provider_options(&mut body, request, ProviderKind::Gemini);
+    body.merge_provider_options(request, ProviderKind::Gemini);
     body
 }
 
@@ -182,8 +206,12 @@ impl ProviderAdapter for Gemini {
         Ok(HttpCall {
             url: format!("{}/v1beta/models/{model}:{method}", self.settings.base_url),
             headers: headers_with_key(&self.settings, "x-goog-api-key", "")?,
-            body: request_body(request),
+            body: request_body(request, &self.tools),
         })
+    }
+
+    fn prepare(&self, tools: &[ToolDefinition]) {
+        self.tools.get(tools);
     }
 
     fn parse_response(&self, body: &Value) -> Result<Response, LlmError> {

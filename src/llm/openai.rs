@@ -1,26 +1,29 @@
 //! OpenAI Responses API (`POST {base}/responses`, base ends in `/v1`): function calls, reasoning
 //! effort with summaries, and stateless reasoning (`store:false`, encrypted reasoning items echoed).
 
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::adapter::{
-    HttpCall, ProviderAdapter, StreamDecoder, cut, data_url, headers_with_key, merge_provider_options,
-    parse_data, str_at, stream_error, system_text, u64_at,
+    Body, HttpCall, ProviderAdapter, StreamDecoder, ToolsJson, cut, data_url, headers_with_key, parse_data,
+    str_at, stream_error, system_text, u64_at,
 };
 use super::assemble::{Assembler, parse_arguments};
 use super::error::LlmError;
 use super::types::{
-    ContentPart, FinishReason, Request, Response, Role, StreamEvent, ToolCall, ToolChoice, Usage,
+    ContentPart, FinishReason, Request, Response, Role, StreamEvent, ToolCall, ToolChoice, ToolDefinition,
+    Usage,
 };
 use crate::config::{ProviderKind, ProviderSettings};
 
 pub struct OpenAiResponses {
     settings: ProviderSettings,
+    tools: ToolsJson,
 }
 
 impl OpenAiResponses {
     pub fn new(settings: ProviderSettings) -> Self {
-        Self { settings }
+        Self { settings, tools: ToolsJson::new(|t| serde_json::value::to_raw_value(&tools_member(t))) }
     }
 }
 
@@ -96,43 +99,57 @@ fn input_items(request: &Request) -> Vec<Value> {
     items
 }
 
-pub fn request_body(request: &Request, stream: bool) -> Value {
-    let mut body = serde_json::Map::new();
-    body.insert("model".into(), json!(request.model));
+/// A function tool; `strict: false` lets the model see the schema without strict mode's limits.
+#[derive(Serialize)]
+struct Tool<'a> {
+    r#type: &'static str,
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+    strict: bool,
+}
+
+fn tools_member(tools: &[ToolDefinition]) -> Vec<Tool<'_>> {
+    tools
+        .iter()
+        .map(|t| Tool {
+            r#type: "function",
+            name: &t.name,
+            description: &t.description,
+            parameters: &t.parameters,
+            strict: false,
+        })
+        .collect()
+}
+
+pub fn request_body(request: &Request, stream: bool, tools: &ToolsJson) -> Body {
+    let mut body = Body::default();
+    body.insert("model", json!(request.model));
     if let Some(system) = system_text(&request.messages) {
-        body.insert("instructions".into(), json!(system));
+        body.insert("instructions", json!(system));
     }
-    body.insert("input".into(), Value::Array(input_items(request)));
+    body.insert("input", Value::Array(input_items(request)));
     if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|t| {
-                json!({"type": "function", "name": t.name, "description": t.description,
-                       "parameters": Value::clone(&t.parameters), "strict": false})
-            })
-            .collect();
-        body.insert("tools".into(), Value::Array(tools));
+        body.insert_serialised("tools", tools.get(&request.tools));
         let choice = match &request.tool_choice {
             ToolChoice::Auto => json!("auto"),
             ToolChoice::None => json!("none"),
             ToolChoice::Required => json!("required"),
             ToolChoice::Named(name) => json!({"type": "function", "name": name}),
         };
-        body.insert("tool_choice".into(), choice);
-        body.insert("parallel_tool_calls".into(), json!(request.parallel_tool_calls.unwrap_or(true)));
+        body.insert("tool_choice", choice);
+        body.insert("parallel_tool_calls", json!(request.parallel_tool_calls.unwrap_or(true)));
     }
     if let Some(effort) = request.reasoning_effort {
-        body.insert("reasoning".into(), json!({"effort": effort.as_str(), "summary": "auto"}));
-        body.insert("include".into(), json!(["reasoning.encrypted_content"]));
+        body.insert("reasoning", json!({"effort": effort.as_str(), "summary": "auto"}));
+        body.insert("include", json!(["reasoning.encrypted_content"]));
     }
     if let Some(max) = request.max_tokens {
-        body.insert("max_output_tokens".into(), json!(max));
+        body.insert("max_output_tokens", json!(max));
     }
-    body.insert("store".into(), json!(false));
-    body.insert("stream".into(), json!(stream));
-    let mut body = Value::Object(body);
-    merge_provider_options(&mut body, request, ProviderKind::OpenAi);
+    body.insert("store", json!(false));
+    body.insert("stream", json!(stream));
+    body.merge_provider_options(request, ProviderKind::OpenAi);
     body
 }
 
@@ -206,8 +223,12 @@ impl ProviderAdapter for OpenAiResponses {
         Ok(HttpCall {
             url: format!("{}/responses", self.settings.base_url),
             headers: headers_with_key(&self.settings, "authorization", "Bearer ")?,
-            body: request_body(request, stream),
+            body: request_body(request, stream, &self.tools),
         })
+    }
+
+    fn prepare(&self, tools: &[ToolDefinition]) {
+        self.tools.get(tools);
     }
 
     fn parse_response(&self, body: &Value) -> Result<Response, LlmError> {

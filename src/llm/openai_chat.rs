@@ -2,30 +2,39 @@
 //! and OpenRouter: each server's reasoning field, tool-call fragments keyed by `index` (or whole
 //! calls), usage chunks, `[DONE]`, and mid-stream `error` chunks.
 
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::adapter::{
-    HttpCall, ProviderAdapter, StreamDecoder, cut, data_url, headers_with_key, merge_provider_options,
-    parse_data, str_at, stream_error, system_text, u64_at,
+    Body, HttpCall, ProviderAdapter, StreamDecoder, ToolsJson, cut, data_url, headers_with_key, parse_data,
+    str_at, stream_error, system_text, u64_at,
 };
 use super::assemble::{Assembler, parse_arguments};
 use super::error::LlmError;
 use super::types::{
-    ContentPart, FinishReason, Request, Response, Role, StreamEvent, ToolCall, ToolChoice, Usage,
+    ContentPart, FinishReason, Request, Response, Role, StreamEvent, ToolCall, ToolChoice, ToolDefinition,
+    Usage,
 };
 use crate::config::{ProviderKind, ProviderSettings};
 
 pub struct OpenAiChat {
     settings: ProviderSettings,
+    tools: ToolsJson,
 }
 
 impl OpenAiChat {
     pub fn new(settings: ProviderSettings) -> Self {
-        Self { settings }
+        Self { settings, tools: ToolsJson::new(|t| serde_json::value::to_raw_value(&tools_member(t))) }
     }
 
     fn is_openrouter(&self) -> bool {
         self.settings.base_url.contains("openrouter.ai")
+    }
+
+    /// The body of a request to this server (OpenRouter's extensions when the base URL is
+    /// OpenRouter's).
+    pub fn request_body(&self, request: &Request, stream: bool) -> Body {
+        request_body(request, stream, self.is_openrouter(), &self.tools)
     }
 }
 
@@ -109,51 +118,71 @@ fn messages(request: &Request) -> Vec<Value> {
     out
 }
 
-pub fn request_body(request: &Request, stream: bool, openrouter: bool) -> Value {
-    let mut body = serde_json::Map::new();
-    body.insert("model".into(), json!(request.model));
-    body.insert("messages".into(), Value::Array(messages(request)));
+#[derive(Serialize)]
+struct Tool<'a> {
+    r#type: &'static str,
+    function: Function<'a>,
+}
+
+/// `strict: false` lets the model see the schema without strict mode's limits.
+#[derive(Serialize)]
+struct Function<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+    strict: bool,
+}
+
+fn tools_member(tools: &[ToolDefinition]) -> Vec<Tool<'_>> {
+    tools
+        .iter()
+        .map(|t| Tool {
+            r#type: "function",
+            function: Function {
+                name: &t.name,
+                description: &t.description,
+                parameters: &t.parameters,
+                strict: false,
+            },
+        })
+        .collect()
+}
+
+fn request_body(request: &Request, stream: bool, openrouter: bool, tools: &ToolsJson) -> Body {
+    let mut body = Body::default();
+    body.insert("model", json!(request.model));
+    body.insert("messages", Value::Array(messages(request)));
     if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|t| {
-                json!({"type": "function", "function": {
-                    "name": t.name, "description": t.description, "parameters": Value::clone(&t.parameters), "strict": false
-                }})
-            })
-            .collect();
-        body.insert("tools".into(), Value::Array(tools));
+        body.insert_serialised("tools", tools.get(&request.tools));
         let choice = match &request.tool_choice {
             ToolChoice::Auto => json!("auto"),
             ToolChoice::None => json!("none"),
             ToolChoice::Required => json!("required"),
             ToolChoice::Named(name) => json!({"type": "function", "function": {"name": name}}),
         };
-        body.insert("tool_choice".into(), choice);
+        body.insert("tool_choice", choice);
         if let Some(parallel) = request.parallel_tool_calls.or((!openrouter).then_some(true)) {
-            body.insert("parallel_tool_calls".into(), json!(parallel));
+            body.insert("parallel_tool_calls", json!(parallel));
         }
     }
     if let Some(effort) = request.reasoning_effort {
         if openrouter {
-            body.insert("reasoning".into(), json!({"effort": effort.as_str()}));
+            body.insert("reasoning", json!({"effort": effort.as_str()}));
         } else {
-            body.insert("reasoning_effort".into(), json!(effort.as_str()));
+            body.insert("reasoning_effort", json!(effort.as_str()));
         }
     }
     if let Some(max) = request.max_tokens {
-        body.insert("max_completion_tokens".into(), json!(max));
+        body.insert("max_completion_tokens", json!(max));
     }
     if openrouter {
-        body.insert("usage".into(), json!({"include": true}));
+        body.insert("usage", json!({"include": true}));
     }
-    body.insert("stream".into(), json!(stream));
+    body.insert("stream", json!(stream));
     if stream {
-        body.insert("stream_options".into(), json!({"include_usage": true}));
+        body.insert("stream_options", json!({"include_usage": true}));
     }
-    let mut body = Value::Object(body);
-    merge_provider_options(&mut body, request, ProviderKind::OpenAiChat);
+    body.merge_provider_options(request, ProviderKind::OpenAiChat);
     body
 }
 
@@ -203,8 +232,12 @@ impl ProviderAdapter for OpenAiChat {
         Ok(HttpCall {
             url: format!("{}/chat/completions", self.settings.base_url),
             headers: headers_with_key(&self.settings, "authorization", "Bearer ")?,
-            body: request_body(request, stream, self.is_openrouter()),
+            body: self.request_body(request, stream),
         })
+    }
+
+    fn prepare(&self, tools: &[ToolDefinition]) {
+        self.tools.get(tools);
     }
 
     fn parse_response(&self, body: &Value) -> Result<Response, LlmError> {

@@ -204,7 +204,11 @@ pub(super) async fn run(
         depth,
     };
     // The context figures are there when the host hears of the session.
-    runner.refresh_context(&runner.config());
+    let config = runner.config();
+    runner.refresh_context(&config);
+    if !runner.code_blocks(&config) {
+        runner.client.prepare(&runner.tools.definitions());
+    }
     runner.events.emit(EventData::SessionStart(started));
     // A resumed session's subagents come back after its own start.
     if let Some(agents) = &runner.agents {
