@@ -5,6 +5,7 @@
 //! `tools` member once per tool set ([`ToolsJson`]) and splices the bytes into every body
 //! ([`Body`]); the schemas are neither copied into a new JSON tree nor escaped again per request.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
@@ -14,7 +15,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::error::{LlmError, classify};
-use super::types::{Message, Request, Response, Role, StreamEvent, ToolDefinition};
+use super::types::{ContentPart, Message, Request, Response, Role, StreamEvent, ToolDefinition};
 use crate::config::{ProviderKind, ProviderSettings};
 
 /// A ready-to-send HTTP request.
@@ -79,41 +80,56 @@ impl fmt::Display for Body {
     }
 }
 
-/// How a dialect writes its `tools` member.
-pub type RenderTools = fn(&[ToolDefinition]) -> serde_json::Result<Box<RawValue>>;
-
-/// One dialect's `tools` member, serialised once per tool set and shared by every request that
-/// offers the same tools. Comparing the tool sets is cheap: the schemas are shared `Arc`s, equal
-/// by address.
-pub struct ToolsJson {
-    render: RenderTools,
-    cached: Mutex<Option<(Vec<ToolDefinition>, Arc<RawValue>)>>,
+/// A member serialised once and written as it is while its source stays the same: a session
+/// sends the same tools, and mostly the same system prompt, in every request. Comparing sources is
+/// cheap: tool schemas are shared `Arc`s, equal by address; a system prompt is one `memcmp`.
+pub struct Serialised<K> {
+    cached: Mutex<Option<(K, Arc<RawValue>)>>,
 }
 
-impl ToolsJson {
-    pub fn new(render: RenderTools) -> Self {
-        Self { render, cached: Mutex::new(None) }
+impl<K> Default for Serialised<K> {
+    fn default() -> Self {
+        Self { cached: Mutex::new(None) }
     }
+}
 
-    /// The serialised member for `tools`, written again only when the tool set changed.
-    pub fn get(&self, tools: &[ToolDefinition]) -> Arc<RawValue> {
+impl<K> Serialised<K> {
+    /// The member made from `source`, written by `render` only when the source changed.
+    pub fn get<Q>(
+        &self,
+        source: &Q,
+        render: impl FnOnce(&Q) -> serde_json::Result<Box<RawValue>>,
+    ) -> Arc<RawValue>
+    where
+        Q: ?Sized + PartialEq<K> + ToOwned<Owned = K>,
+    {
         let mut cached = self.cached.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some((set, json)) = cached.as_ref()
-            && set.as_slice() == tools
+        if let Some((seen, json)) = cached.as_ref()
+            && source == seen
         {
             return json.clone();
         }
-        let json: Arc<RawValue> = (self.render)(tools).expect("tool definitions serialise").into();
-        *cached = Some((tools.to_vec(), json.clone()));
+        let json: Arc<RawValue> = render(source).expect("a request member serialises").into();
+        *cached = Some((source.to_owned(), json.clone()));
         json
     }
+}
+
+/// The members a dialect serialises once and reuses in every request of its session.
+#[derive(Default)]
+pub struct Members {
+    pub tools: Serialised<Vec<ToolDefinition>>,
+    pub system: Serialised<String>,
 }
 
 pub trait ProviderAdapter: Send + Sync {
     /// The HTTP call for `request`, streaming or not.
     fn http_call(&self, request: &Request, stream: bool) -> Result<HttpCall, LlmError>;
-    /// Serialises `tools` for the requests to come (a session does it when it starts).
-    fn prepare(&self, tools: &[ToolDefinition]);
+    /// Serialises what the requests to come share (tools, system prompt): a session does it with
+    /// its first request's contents when it starts, so its first prompt does not wait for it.
+    fn prepare(&self, request: &Request) {
+        let _ = self.http_call(request, true);
+    }
     /// Parses a non-streaming success body.
     fn parse_response(&self, body: &Value) -> Result<Response, LlmError>;
     /// A fresh decoder for one streamed response.
@@ -161,15 +177,21 @@ pub fn headers_with_key(
     Ok(headers)
 }
 
-/// All system messages' text, joined by blank lines.
-pub fn system_text(messages: &[Message]) -> Option<String> {
+/// All system messages' text, joined by blank lines (borrowed when there is one, as usual).
+pub fn system_text(messages: &[Message]) -> Option<Cow<'_, str>> {
+    let mut system = messages.iter().filter(|m| m.role == Role::System);
+    if let (Some(only), None) = (system.next(), system.next())
+        && let [ContentPart::Text { text }] = only.content.as_slice()
+    {
+        return (!text.is_empty()).then_some(Cow::Borrowed(text.as_str()));
+    }
     let parts: Vec<String> = messages
         .iter()
         .filter(|m| m.role == Role::System)
         .map(|m| m.text())
         .filter(|t| !t.is_empty())
         .collect();
-    (!parts.is_empty()).then(|| parts.join("\n\n"))
+    (!parts.is_empty()).then(|| Cow::Owned(parts.join("\n\n")))
 }
 
 /// Parses one SSE data payload; a payload that is not JSON is a protocol error.
@@ -240,29 +262,40 @@ mod tests {
     }
 
     #[test]
-    fn tools_are_serialised_once_per_tool_set() {
+    fn members_are_serialised_once_per_source() {
         let schema = Arc::new(json!({"type": "object", "properties": {"path": {"type": "string"}}}));
         let tools = vec![tool("read", &schema), tool("write", &schema)];
-        thread_local!(static RENDERS: Cell<usize> = const { Cell::new(0) });
-        let cache = ToolsJson::new(|tools| {
-            RENDERS.set(RENDERS.get() + 1);
+        let cache = Serialised::default();
+        let renders = Cell::new(0);
+        let render = |tools: &[ToolDefinition]| {
+            renders.set(renders.get() + 1);
             serde_json::value::to_raw_value(&Value::Array(
                 tools.iter().map(|t| json!({"name": t.name, "schema": t.parameters})).collect(),
             ))
-        });
-        let first = cache.get(&tools);
-        let again = cache.get(&tools.clone());
+        };
+        let first = cache.get(tools.as_slice(), render);
+        let again = cache.get(tools.clone().as_slice(), render);
         assert!(Arc::ptr_eq(&first, &again), "the same tools reuse the serialised member");
-        assert_eq!(RENDERS.get(), 1);
+        assert_eq!(renders.get(), 1);
         let parsed: Value = serde_json::from_str(first.get()).unwrap();
         assert_eq!(parsed[1], json!({"name": "write", "schema": *schema}));
 
         // Another tool set (a schema with the same content counts as the same; one more tool does not).
         let same_content = Arc::new(Value::clone(&schema));
-        assert!(Arc::ptr_eq(&first, &cache.get(&[tool("read", &same_content), tool("write", &schema)])));
-        let fewer = cache.get(&tools[..1]);
-        assert_eq!(RENDERS.get(), 2);
+        let same = [tool("read", &same_content), tool("write", &schema)];
+        assert!(Arc::ptr_eq(&first, &cache.get(same.as_slice(), render)));
+        let fewer = cache.get(&tools[..1], render);
+        assert_eq!(renders.get(), 2);
         assert_eq!(serde_json::from_str::<Value>(fewer.get()).unwrap().as_array().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn one_system_message_is_borrowed_and_several_are_joined() {
+        let one = [Message::system("be brief"), Message::user("hi")];
+        assert!(matches!(system_text(&one), Some(Cow::Borrowed("be brief"))));
+        let two = [Message::system("be brief"), Message::system("be kind")];
+        assert_eq!(system_text(&two).as_deref(), Some("be brief\n\nbe kind"));
+        assert_eq!(system_text(&[Message::system(""), Message::user("hi")]), None);
     }
 
     #[test]

@@ -5,7 +5,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::adapter::{
-    Body, HttpCall, ProviderAdapter, StreamDecoder, ToolsJson, b64, cut, headers_with_key, merge_same_role,
+    Body, HttpCall, Members, ProviderAdapter, StreamDecoder, b64, cut, headers_with_key, merge_same_role,
     parse_data, str_at, stream_error, system_text, u64_at,
 };
 use super::assemble::{Assembler, parse_arguments};
@@ -22,12 +22,12 @@ const ADAPTIVE_MAX_TOKENS: u32 = 16000;
 
 pub struct Anthropic {
     settings: ProviderSettings,
-    tools: ToolsJson,
+    members: Members,
 }
 
 impl Anthropic {
     pub fn new(settings: ProviderSettings) -> Self {
-        Self { settings, tools: ToolsJson::new(|t| serde_json::value::to_raw_value(&tools_member(t))) }
+        Self { settings, members: Members::default() }
     }
 }
 
@@ -110,7 +110,7 @@ fn tools_member(tools: &[ToolDefinition]) -> Vec<Tool<'_>> {
         .collect()
 }
 
-pub fn request_body(request: &Request, stream: bool, tools: &ToolsJson) -> Body {
+fn request_body(request: &Request, stream: bool, members: &Members) -> Body {
     let cache = !request.tools.is_empty();
     let ephemeral = json!({"type": "ephemeral"});
     let mut body = Body::default();
@@ -137,15 +137,24 @@ pub fn request_body(request: &Request, stream: bool, tools: &ToolsJson) -> Body 
     body.insert("max_tokens", json!(max_tokens));
 
     if let Some(system) = system_text(&request.messages) {
-        let value = if cache {
-            json!([{"type": "text", "text": system, "cache_control": ephemeral}])
+        if cache {
+            let block = |s: &str| {
+                serde_json::value::to_raw_value(
+                    &json!([{"type": "text", "text": s, "cache_control": ephemeral}]),
+                )
+            };
+            body.insert_serialised("system", members.system.get(&*system, block));
         } else {
-            json!(system)
-        };
-        body.insert("system", value);
+            body.insert("system", json!(system));
+        }
     }
     if !request.tools.is_empty() {
-        body.insert_serialised("tools", tools.get(&request.tools));
+        body.insert_serialised(
+            "tools",
+            members
+                .tools
+                .get(request.tools.as_slice(), |t| serde_json::value::to_raw_value(&tools_member(t))),
+        );
         let parallel = request.parallel_tool_calls.unwrap_or(true);
         let choice = match &request.tool_choice {
             ToolChoice::Auto => json!({"type": "auto", "disable_parallel_tool_use": !parallel}),
@@ -214,12 +223,8 @@ impl ProviderAdapter for Anthropic {
         Ok(HttpCall {
             url: format!("{}/v1/messages", self.settings.base_url),
             headers,
-            body: request_body(request, stream, &self.tools),
+            body: request_body(request, stream, &self.members),
         })
-    }
-
-    fn prepare(&self, tools: &[ToolDefinition]) {
-        self.tools.get(tools);
     }
 
     fn parse_response(&self, body: &Value) -> Result<Response, LlmError> {

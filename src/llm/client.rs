@@ -22,7 +22,7 @@ use super::gemini::Gemini;
 use super::openai::OpenAiResponses;
 use super::openai_chat::OpenAiChat;
 use super::retry::RetryPolicy;
-use super::types::{Request, Response, StreamEvent, ToolDefinition};
+use super::types::{Request, Response, StreamEvent};
 use crate::config::{Config, ProviderKind, ProviderSettings};
 
 /// The shared HTTP client (connection pool, TLS sessions) for the whole process.
@@ -88,14 +88,13 @@ impl Client {
         })
     }
 
-    /// Builds ahead what the first request needs: the shared HTTP client and the serialised
-    /// `tools` (a session calls it when it starts, so its first prompt does not wait for them).
-    pub fn prepare(&self, tools: &[ToolDefinition]) {
+    /// Builds ahead what the first request needs: the shared HTTP client and the members every
+    /// request of `request`'s kind repeats (tools, system prompt). A session calls it with its
+    /// first request's contents when it starts, so its first prompt does not wait for them.
+    pub fn prepare(&self, request: &Request) {
         if let Backend::Http(adapter) = self.backend.as_ref() {
             http_client();
-            if !tools.is_empty() {
-                adapter.prepare(tools);
-            }
+            adapter.prepare(request);
         }
     }
 

@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::adapter::{
-    Body, HttpCall, ProviderAdapter, StreamDecoder, ToolsJson, b64, cut, headers_with_key, merge_same_role,
+    Body, HttpCall, Members, ProviderAdapter, StreamDecoder, b64, cut, headers_with_key, merge_same_role,
     parse_data, str_at, stream_error, system_text, u64_at,
 };
 use super::assemble::Assembler;
@@ -22,12 +22,12 @@ const SYNTHETIC_ID_PREFIX: &str = "gemini-call-";
 
 pub struct Gemini {
     settings: ProviderSettings,
-    tools: ToolsJson,
+    members: Members,
 }
 
 impl Gemini {
     pub fn new(settings: ProviderSettings) -> Self {
-        Self { settings, tools: ToolsJson::new(|t| serde_json::value::to_raw_value(&tools_member(t))) }
+        Self { settings, members: Members::default() }
     }
 }
 
@@ -132,10 +132,11 @@ fn tools_member(tools: &[ToolDefinition]) -> [Tools<'_>; 1] {
     }]
 }
 
-pub fn request_body(request: &Request, tools: &ToolsJson) -> Body {
+fn request_body(request: &Request, members: &Members) -> Body {
     let mut body = Body::default();
     if let Some(system) = system_text(&request.messages) {
-        body.insert("systemInstruction", json!({"parts": [{"text": system}]}));
+        let instruction = |s: &str| serde_json::value::to_raw_value(&json!({"parts": [{"text": s}]}));
+        body.insert_serialised("systemInstruction", members.system.get(&*system, instruction));
     }
     let turns: Vec<(String, Vec<Value>)> = request
         .messages
@@ -152,7 +153,12 @@ pub fn request_body(request: &Request, tools: &ToolsJson) -> Body {
         .collect();
     body.insert("contents", Value::Array(contents));
     if !request.tools.is_empty() {
-        body.insert_serialised("tools", tools.get(&request.tools));
+        body.insert_serialised(
+            "tools",
+            members
+                .tools
+                .get(request.tools.as_slice(), |t| serde_json::value::to_raw_value(&tools_member(t))),
+        );
         let config = match &request.tool_choice {
             ToolChoice::Auto => json!({"mode": "AUTO"}),
             ToolChoice::None => json!({"mode": "NONE"}),
@@ -206,12 +212,8 @@ impl ProviderAdapter for Gemini {
         Ok(HttpCall {
             url: format!("{}/v1beta/models/{model}:{method}", self.settings.base_url),
             headers: headers_with_key(&self.settings, "x-goog-api-key", "")?,
-            body: request_body(request, &self.tools),
+            body: request_body(request, &self.members),
         })
-    }
-
-    fn prepare(&self, tools: &[ToolDefinition]) {
-        self.tools.get(tools);
     }
 
     fn parse_response(&self, body: &Value) -> Result<Response, LlmError> {

@@ -5,7 +5,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::adapter::{
-    Body, HttpCall, ProviderAdapter, StreamDecoder, ToolsJson, cut, data_url, headers_with_key, parse_data,
+    Body, HttpCall, Members, ProviderAdapter, StreamDecoder, cut, data_url, headers_with_key, parse_data,
     str_at, stream_error, system_text, u64_at,
 };
 use super::assemble::{Assembler, parse_arguments};
@@ -18,12 +18,12 @@ use crate::config::{ProviderKind, ProviderSettings};
 
 pub struct OpenAiResponses {
     settings: ProviderSettings,
-    tools: ToolsJson,
+    members: Members,
 }
 
 impl OpenAiResponses {
     pub fn new(settings: ProviderSettings) -> Self {
-        Self { settings, tools: ToolsJson::new(|t| serde_json::value::to_raw_value(&tools_member(t))) }
+        Self { settings, members: Members::default() }
     }
 }
 
@@ -122,15 +122,20 @@ fn tools_member(tools: &[ToolDefinition]) -> Vec<Tool<'_>> {
         .collect()
 }
 
-pub fn request_body(request: &Request, stream: bool, tools: &ToolsJson) -> Body {
+fn request_body(request: &Request, stream: bool, members: &Members) -> Body {
     let mut body = Body::default();
     body.insert("model", json!(request.model));
     if let Some(system) = system_text(&request.messages) {
-        body.insert("instructions", json!(system));
+        body.insert_serialised("instructions", members.system.get(&*system, serde_json::value::to_raw_value));
     }
     body.insert("input", Value::Array(input_items(request)));
     if !request.tools.is_empty() {
-        body.insert_serialised("tools", tools.get(&request.tools));
+        body.insert_serialised(
+            "tools",
+            members
+                .tools
+                .get(request.tools.as_slice(), |t| serde_json::value::to_raw_value(&tools_member(t))),
+        );
         let choice = match &request.tool_choice {
             ToolChoice::Auto => json!("auto"),
             ToolChoice::None => json!("none"),
@@ -223,12 +228,8 @@ impl ProviderAdapter for OpenAiResponses {
         Ok(HttpCall {
             url: format!("{}/responses", self.settings.base_url),
             headers: headers_with_key(&self.settings, "authorization", "Bearer ")?,
-            body: request_body(request, stream, &self.tools),
+            body: request_body(request, stream, &self.members),
         })
-    }
-
-    fn prepare(&self, tools: &[ToolDefinition]) {
-        self.tools.get(tools);
     }
 
     fn parse_response(&self, body: &Value) -> Result<Response, LlmError> {

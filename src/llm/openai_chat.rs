@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::adapter::{
-    Body, HttpCall, ProviderAdapter, StreamDecoder, ToolsJson, cut, data_url, headers_with_key, parse_data,
+    Body, HttpCall, Members, ProviderAdapter, StreamDecoder, cut, data_url, headers_with_key, parse_data,
     str_at, stream_error, system_text, u64_at,
 };
 use super::assemble::{Assembler, parse_arguments};
@@ -19,12 +19,12 @@ use crate::config::{ProviderKind, ProviderSettings};
 
 pub struct OpenAiChat {
     settings: ProviderSettings,
-    tools: ToolsJson,
+    members: Members,
 }
 
 impl OpenAiChat {
     pub fn new(settings: ProviderSettings) -> Self {
-        Self { settings, tools: ToolsJson::new(|t| serde_json::value::to_raw_value(&tools_member(t))) }
+        Self { settings, members: Members::default() }
     }
 
     fn is_openrouter(&self) -> bool {
@@ -34,7 +34,7 @@ impl OpenAiChat {
     /// The body of a request to this server (OpenRouter's extensions when the base URL is
     /// OpenRouter's).
     pub fn request_body(&self, request: &Request, stream: bool) -> Body {
-        request_body(request, stream, self.is_openrouter(), &self.tools)
+        request_body(request, stream, self.is_openrouter(), &self.members)
     }
 }
 
@@ -148,12 +148,17 @@ fn tools_member(tools: &[ToolDefinition]) -> Vec<Tool<'_>> {
         .collect()
 }
 
-fn request_body(request: &Request, stream: bool, openrouter: bool, tools: &ToolsJson) -> Body {
+fn request_body(request: &Request, stream: bool, openrouter: bool, members: &Members) -> Body {
     let mut body = Body::default();
     body.insert("model", json!(request.model));
     body.insert("messages", Value::Array(messages(request)));
     if !request.tools.is_empty() {
-        body.insert_serialised("tools", tools.get(&request.tools));
+        body.insert_serialised(
+            "tools",
+            members
+                .tools
+                .get(request.tools.as_slice(), |t| serde_json::value::to_raw_value(&tools_member(t))),
+        );
         let choice = match &request.tool_choice {
             ToolChoice::Auto => json!("auto"),
             ToolChoice::None => json!("none"),
@@ -234,10 +239,6 @@ impl ProviderAdapter for OpenAiChat {
             headers: headers_with_key(&self.settings, "authorization", "Bearer ")?,
             body: self.request_body(request, stream),
         })
-    }
-
-    fn prepare(&self, tools: &[ToolDefinition]) {
-        self.tools.get(tools);
     }
 
     fn parse_response(&self, body: &Value) -> Result<Response, LlmError> {

@@ -206,9 +206,7 @@ pub(super) async fn run(
     // The context figures are there when the host hears of the session.
     let config = runner.config();
     runner.refresh_context(&config);
-    if !runner.code_blocks(&config) {
-        runner.client.prepare(&runner.tools.definitions());
-    }
+    runner.client.prepare(&runner.build_request(&config));
     runner.events.emit(EventData::SessionStart(started));
     // A resumed session's subagents come back after its own start.
     if let Some(agents) = &runner.agents {
