@@ -99,27 +99,32 @@ fn input_items(request: &Request) -> Vec<Value> {
     items
 }
 
-/// A function tool; `strict: false` lets the model see the schema without strict mode's limits.
+/// A function as both OpenAI APIs describe it; `strict: false` lets the model see the schema
+/// without strict mode's limits.
 #[derive(Serialize)]
-struct Tool<'a> {
-    r#type: &'static str,
+pub(super) struct Function<'a> {
     name: &'a str,
     description: &'a str,
     parameters: &'a Value,
     strict: bool,
 }
 
+impl<'a> Function<'a> {
+    pub(super) fn of(tool: &'a ToolDefinition) -> Self {
+        Self { name: &tool.name, description: &tool.description, parameters: &tool.parameters, strict: false }
+    }
+}
+
+/// The Responses API's tool: the function's fields next to its type.
+#[derive(Serialize)]
+struct Tool<'a> {
+    r#type: &'static str,
+    #[serde(flatten)]
+    function: Function<'a>,
+}
+
 fn tools_member(tools: &[ToolDefinition]) -> Vec<Tool<'_>> {
-    tools
-        .iter()
-        .map(|t| Tool {
-            r#type: "function",
-            name: &t.name,
-            description: &t.description,
-            parameters: &t.parameters,
-            strict: false,
-        })
-        .collect()
+    tools.iter().map(|t| Tool { r#type: "function", function: Function::of(t) }).collect()
 }
 
 fn request_body(request: &Request, stream: bool, members: &Members) -> Body {

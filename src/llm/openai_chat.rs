@@ -11,6 +11,7 @@ use super::adapter::{
 };
 use super::assemble::{Assembler, parse_arguments};
 use super::error::LlmError;
+use super::openai::Function;
 use super::types::{
     ContentPart, FinishReason, Request, Response, Role, StreamEvent, ToolCall, ToolChoice, ToolDefinition,
     Usage,
@@ -118,34 +119,15 @@ fn messages(request: &Request) -> Vec<Value> {
     out
 }
 
+/// Chat Completions' tool: the function under its own key.
 #[derive(Serialize)]
 struct Tool<'a> {
     r#type: &'static str,
     function: Function<'a>,
 }
 
-/// `strict: false` lets the model see the schema without strict mode's limits.
-#[derive(Serialize)]
-struct Function<'a> {
-    name: &'a str,
-    description: &'a str,
-    parameters: &'a Value,
-    strict: bool,
-}
-
 fn tools_member(tools: &[ToolDefinition]) -> Vec<Tool<'_>> {
-    tools
-        .iter()
-        .map(|t| Tool {
-            r#type: "function",
-            function: Function {
-                name: &t.name,
-                description: &t.description,
-                parameters: &t.parameters,
-                strict: false,
-            },
-        })
-        .collect()
+    tools.iter().map(|t| Tool { r#type: "function", function: Function::of(t) }).collect()
 }
 
 fn request_body(request: &Request, stream: bool, openrouter: bool, members: &Members) -> Body {
