@@ -1,9 +1,9 @@
 //! The seam between the client and one provider dialect: how a neutral [`Request`] becomes an
 //! HTTP call, and how a provider's body or SSE events become a neutral [`Response`] / events.
 //!
-//! Invariant: a session offers the same tools in every request, so each dialect serialises its
-//! `tools` member once per tool set ([`ToolsJson`]) and splices the bytes into every body
-//! ([`Body`]); the schemas are neither copied into a new JSON tree nor escaped again per request.
+//! Invariant: a session offers the same tools, and mostly the same system prompt, in every
+//! request, so each dialect serialises those once per content ([`Members`]) and splices the bytes
+//! into every body ([`Body`]): they are neither copied into a JSON tree nor escaped per request.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -27,7 +27,7 @@ pub struct HttpCall {
 }
 
 /// A request body: a JSON object whose members are values, except those serialised ahead of
-/// time (the tools), which are written as they are. A key is in one of the two, never both.
+/// time (tools, system prompt), which are written as they are. A key is in one of the two, never both.
 #[derive(Debug, Default)]
 pub struct Body {
     members: Map<String, Value>,
