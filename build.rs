@@ -23,6 +23,14 @@
 //! memory. The price: the executable's own code and data sit at a fixed address (the stack,
 //! heap, shared libraries and every mapping stay randomised). `AGENTLS_PIE=1` at build time
 //! keeps the default position-independent link.
+//!
+//! On Linux with glibc the unwinder (`_Unwind_*`, which panics and `catch_unwind` use) is linked
+//! in statically, as `gcc -static-libgcc` does: Rust's standard library asks for `-lgcc_s`, and
+//! a folder of the build holding a copy of GCC's static `libgcc_eh.a` under that name comes first
+//! in the search. Each start then skips loading `libgcc_s.so.1` (its mappings, relocations and a
+//! constructor that queries the CPU, which traps to the hypervisor on a virtual machine): 0.1 ms
+//! of a 1.6 ms cold start. When the C compiler does not know `libgcc_eh.a`, or with
+//! `AGENTLS_DYNAMIC_LIBGCC=1` at build time, the shared library is used as usual.
 
 use std::process::Command;
 
@@ -32,6 +40,12 @@ fn main() {
     let host = std::env::var("HOST").unwrap_or_default();
     if target == host && target.contains("linux-gnu") && glibc_reads_relr() {
         println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
+    }
+    println!("cargo:rerun-if-env-changed=AGENTLS_DYNAMIC_LIBGCC");
+    if target == host && target.contains("linux-gnu") && !env_flag("AGENTLS_DYNAMIC_LIBGCC") {
+        if let Some(folder) = static_unwinder() {
+            println!("cargo:rustc-link-search=native={}", folder.display());
+        }
     }
     println!("cargo:rerun-if-env-changed=AGENTLS_PIE");
     if target == "x86_64-unknown-linux-gnu" && !env_flag("AGENTLS_PIE") {
@@ -78,6 +92,22 @@ fn links_with_rust_lld() -> bool {
 /// Whether the environment variable `name` is set to something other than empty or `0`.
 fn env_flag(name: &str) -> bool {
     std::env::var_os(name).is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// A folder holding GCC's static unwinder as `libgcc_s.a`, found through the C compiler the
+/// build links with (`cc -print-file-name=libgcc_eh.a`); `None` when there is none.
+fn static_unwinder() -> Option<std::path::PathBuf> {
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let out = Command::new(cc).arg("-print-file-name=libgcc_eh.a").output().ok()?;
+    let archive = std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    // Without the file the compiler prints the bare name back.
+    if !archive.is_absolute() || !archive.is_file() {
+        return None;
+    }
+    let folder = std::path::PathBuf::from(std::env::var_os("OUT_DIR")?).join("static-libgcc");
+    std::fs::create_dir_all(&folder).ok()?;
+    std::fs::copy(&archive, folder.join("libgcc_s.a")).ok()?;
+    Some(folder)
 }
 
 /// Whether this machine's glibc is 2.36 or later (`getconf GNU_LIBC_VERSION`: "glibc 2.36").

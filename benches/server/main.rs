@@ -117,7 +117,7 @@ impl Plan {
         } else {
             Self {
                 stream_seconds: 5.0,
-                start_rounds: 21,
+                start_rounds: 41,
                 request_servers: 7,
                 request_prompts: 6,
                 search_runs: 7,
@@ -298,6 +298,18 @@ fn start_section(subjects: &[Subject], lsp_ai_missing: Option<&str>, plan: &Plan
             peer(&wakeups),
             a.wakeups_median().map_or(Met::NotMeasured, |w| Met::from(w == 0.0)),
         ));
+    }
+    if let (Some(a), Some(f)) = (agentls, floor) {
+        let ratios = start::paired_ratios(a, f);
+        if let (Some(q1), Some(q2), Some(q3)) =
+            (percentile(&ratios, 25.0), percentile(&ratios, 50.0), percentile(&ratios, 75.0))
+        {
+            section.notes.push(format!(
+                "agentls / floor within each round (the two started back to back), over {} rounds: median \
+                 {q2:.2}×, quartiles {q1:.2}× – {q3:.2}×. The target is judged on the ratio of the medians above.",
+                ratios.len()
+            ));
+        }
     }
     for (name, s) in &stats {
         section.notes.push(format!(

@@ -20,6 +20,8 @@ const IDLE_ROUNDS: usize = 3;
 #[derive(Debug, Clone, Default)]
 pub struct StartStats {
     pub init_ms: Vec<f64>,
+    /// The round of each entry of `init_ms`, to pair subjects started back to back.
+    pub init_rounds: Vec<usize>,
     pub rss_kib: Vec<f64>,
     pub idle_wakeups_per_s: Vec<f64>,
     pub threads: Vec<f64>,
@@ -38,11 +40,24 @@ impl StartStats {
     }
 }
 
-fn one(subject: &Subject, idle: bool, stats: &mut StartStats) -> Result<(), String> {
+/// The per-round ratios `a / b` of the start times, for the rounds where both started: a slow phase
+/// of the machine slows both subjects of a round, so these vary less than either median does.
+pub fn paired_ratios(a: &StartStats, b: &StartStats) -> Vec<f64> {
+    let by_round: BTreeMap<usize, f64> =
+        b.init_rounds.iter().copied().zip(b.init_ms.iter().copied()).collect();
+    a.init_rounds
+        .iter()
+        .zip(&a.init_ms)
+        .filter_map(|(round, ms)| by_round.get(round).map(|floor| ms / floor))
+        .collect()
+}
+
+fn one(subject: &Subject, round: usize, stats: &mut StartStats) -> Result<(), String> {
     let scratch = Scratch::new().map_err(|e| e.to_string())?;
     // No provider is contacted at start; the URL only has to be well formed.
     let (server, took) = start(subject, &scratch, "http://127.0.0.1:9")?;
     stats.init_ms.push(ms(took));
+    stats.init_rounds.push(round);
     thread::sleep(SETTLE);
     let pid = server.pid();
     if let Some(rss) = procfs::rss_kib(pid) {
@@ -51,7 +66,7 @@ fn one(subject: &Subject, idle: bool, stats: &mut StartStats) -> Result<(), Stri
     if let Some(threads) = procfs::threads(pid) {
         stats.threads.push(threads as f64);
     }
-    if idle {
+    if round < IDLE_ROUNDS {
         let before = procfs::context_switches(pid);
         thread::sleep(IDLE_WINDOW);
         let after = procfs::context_switches(pid);
@@ -67,7 +82,7 @@ pub fn measure(subjects: &[Subject], rounds: usize) -> BTreeMap<&'static str, St
         for k in 0..subjects.len() {
             let subject = &subjects[(round + k) % subjects.len()];
             let stats = all.entry(subject.name()).or_default();
-            if let Err(e) = one(subject, round < IDLE_ROUNDS, stats) {
+            if let Err(e) = one(subject, round, stats) {
                 stats.errors.push(e);
             }
         }
