@@ -42,10 +42,12 @@ fn main() {
         println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
     }
     println!("cargo:rerun-if-env-changed=AGENTLS_DYNAMIC_LIBGCC");
-    if target == host && target.contains("linux-gnu") && !env_flag("AGENTLS_DYNAMIC_LIBGCC") {
-        if let Some(folder) = static_unwinder() {
-            println!("cargo:rustc-link-search=native={}", folder.display());
-        }
+    if target == host
+        && target.contains("linux-gnu")
+        && !env_flag("AGENTLS_DYNAMIC_LIBGCC")
+        && let Some(folder) = static_unwinder()
+    {
+        println!("cargo:rustc-link-search=native={}", folder.display());
     }
     println!("cargo:rerun-if-env-changed=AGENTLS_PIE");
     if target == "x86_64-unknown-linux-gnu" && !env_flag("AGENTLS_PIE") {
