@@ -118,7 +118,7 @@ impl Plan {
             Self {
                 stream_seconds: 5.0,
                 start_rounds: 41,
-                request_servers: 7,
+                request_servers: 15,
                 request_prompts: 6,
                 search_runs: 7,
                 sessions_seconds: 3.0,
