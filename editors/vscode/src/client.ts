@@ -1,5 +1,5 @@
 // Builds the LanguageClient: how the server is started, what the client announces
-// (experimental.agentls), and the middleware that serves the `agentls` configuration section in
+// (experimental.agentls, including that it resolves folder trust itself), and the middleware that serves the `agentls` configuration section in
 // the server's own spelling.
 
 import * as vscode from 'vscode';
@@ -16,7 +16,7 @@ import {
   type StaticFeature,
 } from 'vscode-languageclient/node';
 import { serverLayer, SETTING_KEYS, type UserSettings } from './config';
-import { DELTA_INTERVAL_MS, PROTOCOL_VERSION } from './lsp_ext';
+import { CLIENT_CAPABILITY } from './lsp_ext';
 
 /** Reads the settings the user set (defaults are left to the server's own configuration). */
 export function userSettings(): UserSettings {
@@ -36,7 +36,7 @@ class AgentlsCapability implements StaticFeature {
     return { kind: 'static' };
   }
   fillClientCapabilities(caps: ClientCapabilities): void {
-    caps.experimental = { ...(caps.experimental as object | undefined), agentls: { protocolVersion: PROTOCOL_VERSION, deltaIntervalMs: DELTA_INTERVAL_MS } };
+    caps.experimental = { ...(caps.experimental as object | undefined), agentls: CLIENT_CAPABILITY };
   }
   initialize(): void {}
   clear(): void {}

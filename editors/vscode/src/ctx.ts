@@ -1,5 +1,5 @@
 // The extension's state, in one owner: the language client's lifetime (start, restart, stop),
-// the chat store, the review queue, the permission prompter and the status bar, and the session
+// the chat store, the review queue, the permission prompter, folder trust and the status bar, and the session
 // operations the commands and the chat view share.
 
 import * as vscode from 'vscode';
@@ -16,6 +16,7 @@ import {
   ReviewNotification,
   SaveDocumentsRequest,
   ServerCommand,
+  TrustRequiredNotification,
   type AgentEvent,
   type ConfigureParams,
   type ContextInfo,
@@ -30,6 +31,8 @@ import {
   type SaveDocumentsParams,
   type SessionIdResult,
   type SessionInfo,
+  type TrustFolderResult,
+  type TrustRequiredParams,
 } from './lsp_ext';
 import { PermissionPrompter } from './permission';
 import { ReviewController } from './review/controller';
@@ -38,6 +41,7 @@ import { PendingChangesTree } from './review/tree';
 import { findServer, INSTALL_COMMAND } from './server_path';
 import { diagnostics, saveDocuments } from './server_requests';
 import { StatusDisplay, type StatusFacts } from './status';
+import { TrustBroker } from './trust';
 
 export class Ctx implements ChatActions, vscode.Disposable {
   readonly store = new ChatStore();
@@ -45,6 +49,7 @@ export class Ctx implements ChatActions, vscode.Disposable {
   readonly chat: ChatView;
   readonly reviews: ReviewController;
   readonly permissions: PermissionPrompter;
+  private readonly trust: TrustBroker;
   private readonly status = new StatusDisplay();
   private client: LanguageClient | undefined;
   private server: StatusFacts['server'] = 'starting';
@@ -69,12 +74,14 @@ export class Ctx implements ChatActions, vscode.Disposable {
         this.output.info(`resolvePermission: ${e instanceof Error ? e.message : String(e)}`);
       }
     });
+    this.trust = new TrustBroker((params) => this.exec<TrustFolderResult>(ServerCommand.trustFolder, params), this.output);
     this.chat = new ChatView(extension.extensionUri, this.store, this);
     this.disposables.push(
       this.output,
       this.status,
       this.reviews,
       this.permissions,
+      this.trust,
       this.chat,
       vscode.workspace.registerFileSystemProvider(REVIEW_SCHEME, fs, { isCaseSensitive: true }),
       vscode.languages.registerCodeLensProvider({ scheme: REVIEW_SCHEME }, this.reviews),
@@ -115,6 +122,7 @@ export class Ctx implements ChatActions, vscode.Disposable {
       void this.reviews.add(r).catch((e: unknown) => this.output.error(`review: ${String(e)}`));
     });
     client.onNotification(PermissionNotification, (p: PermissionParams) => this.permissions.ask(p));
+    client.onNotification(TrustRequiredNotification, (p: TrustRequiredParams) => this.trust.required(p));
     client.onRequest(SaveDocumentsRequest, (p: SaveDocumentsParams) => saveDocuments(p));
     client.onRequest(DiagnosticsRequest, (p: DiagnosticsParams) => diagnostics(p));
     this.disposables.push(

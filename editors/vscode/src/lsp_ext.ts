@@ -6,6 +6,15 @@ export const PROTOCOL_VERSION = 1;
 /** At most one streamed delta per animation frame: the server merges the ones in between. */
 export const DELTA_INTERVAL_MS = 16;
 
+/** What the client announces as `capabilities.experimental.agentls`. */
+export interface AgentlsClientCapability {
+  protocolVersion: number;
+  deltaIntervalMs: number;
+  /** The client resolves folder trust itself: the server sends `agentls/trustRequired`, never its own question. */
+  trust: boolean;
+}
+export const CLIENT_CAPABILITY: AgentlsClientCapability = { protocolVersion: PROTOCOL_VERSION, deltaIntervalMs: DELTA_INTERVAL_MS, trust: true };
+
 /** Server commands (workspace/executeCommand). The extension's own command IDs never use these. */
 export const ServerCommand = {
   newSession: 'agentls.newSession',
@@ -21,6 +30,7 @@ export const ServerCommand = {
   resolvePermission: 'agentls.resolvePermission',
   history: 'agentls.history',
   compact: 'agentls.compact',
+  trustFolder: 'agentls.trustFolder',
 } as const;
 
 export interface Position { line: number; character: number }
@@ -200,3 +210,19 @@ export const DiagnosticsRequest = 'agentls/diagnostics';
 export interface DiagnosticsParams { uri: string | null }
 export interface WireDiagnostic { range: Range; severity?: number; message: string; source?: string; code?: string | number }
 export interface DiagnosticsResult { files: { uri: string; diagnostics: WireDiagnostic[] }[] }
+
+// ---- workspace trust ----
+
+/** An untrusted root's project file sets keys that need trust; they are ignored until it is trusted. */
+export const TrustRequiredNotification = 'agentls/trustRequired';
+export interface IgnoredKey { key: string; reason: string }
+export interface TrustRequiredParams {
+  rootUri: string;
+  /** The project file's absolute path (`<root>/.agentls.toml`). */
+  file: string;
+  ignored: IgnoredKey[];
+  /** The shell command that trusts the folder (`agentls trust /abs/path`). */
+  command: string;
+}
+export interface TrustFolderParams { rootUri: string }
+export interface TrustFolderResult { rootUri: string; trusted: boolean }
