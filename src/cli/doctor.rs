@@ -11,8 +11,8 @@ use futures::StreamExt;
 
 use super::{DoctorArgs, load_config};
 use crate::config::{
-    Config, Env, ProviderKind, ProviderSettings, SearchProvider, provider::local_server_listening,
-    resolve_provider, resolve_search_provider,
+    Config, Env, ProviderKind, ProviderSettings, SearchProvider, ShellPermission, TrustStore,
+    provider::local_server_listening, resolve_provider, resolve_search_provider,
 };
 use crate::llm::{Client, LlmError, Message, Request, RetryPolicy, StreamEvent, Usage};
 use crate::logging;
@@ -39,6 +39,8 @@ pub fn run(env: &Env, args: DoctorArgs) -> Result<ExitCode, String> {
     for var in vars {
         println!("  {var}: {}", if env.get(var).is_some() { "set" } else { "not set" });
     }
+    print_trust(&config, env);
+    println!("shell permission: {}", shell_permission(&config));
     println!("log (this command): {log}");
     println!("log (server mode): {}", logging::target(&config, true));
     let settings = resolve_provider(&config, env, local_server_listening).map_err(|e| e.to_string())?;
@@ -54,6 +56,44 @@ pub fn run(env: &Env, args: DoctorArgs) -> Result<ExitCode, String> {
         ping(&config, settings)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The project folder's trust and every project key it keeps from applying.
+fn print_trust(config: &Config, env: &Env) {
+    let Some(trust) = &config.trust else {
+        println!("workspace trust: no project file");
+        return;
+    };
+    if trust.trusted {
+        let store = TrustStore::for_user(env);
+        let store = store.file().map(|f| format!(" ({})", f.display())).unwrap_or_default();
+        println!("workspace trust: {} is trusted{store}", trust.root.display());
+        return;
+    }
+    if trust.ignored.is_empty() {
+        println!("workspace trust: not trusted; {} sets nothing that needs trust", trust.file.display());
+        return;
+    }
+    println!("workspace trust: not trusted; these keys of {} are ignored:", trust.file.display());
+    for key in &trust.ignored {
+        println!("  {}: {}", key.key, key.reason);
+    }
+    println!("  to apply them, trust the folder: {}", trust.grant_command());
+}
+
+/// The shell permission policy in force, as every host applies it.
+fn shell_permission(config: &Config) -> String {
+    let shell = config.shell();
+    let mode = shell.permission.unwrap_or(ShellPermission::Ask);
+    let mode = match mode {
+        ShellPermission::Ask => "ask",
+        ShellPermission::Allow => "allow",
+        ShellPermission::Deny => "deny",
+    };
+    match shell.allow.filter(|a| !a.is_empty()) {
+        Some(allow) => format!("{mode}; allowed without asking: {}", allow.join(", ")),
+        None => mode.to_string(),
+    }
 }
 
 /// Which model `codebase_search` asks, as `[search]` resolves.

@@ -17,8 +17,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::ExecArgs;
-use crate::config::{Approval, ConfigLayer, Env};
+use super::{ExecArgs, ask};
+use crate::config::{Approval, ConfigLayer, Env, ShellLayer, ShellPermission};
+use crate::policy::PermissionRules;
 use crate::session::{
     self, AgentPath, BuildError, CallOutcome, CallStatus, EndReason, Event, EventData, Notice,
     SessionBuilder, SessionOptions, SessionParts, TurnLimit, Warning,
@@ -81,10 +82,20 @@ fn run_inner(env: &Env, args: ExecArgs) -> Result<u8, Failure> {
         ..args.model.layer()
     };
     overrides.merge(args.agent_loop.layer());
+    // A run that may not edit may not run commands either, unless --shell says otherwise.
+    let shell = args.shell.or((args.approval == Some(Approval::Deny)).then_some(ShellPermission::Deny));
+    if shell.is_some() || !args.allow_command.is_empty() {
+        let allow = (!args.allow_command.is_empty()).then(|| args.allow_command.clone());
+        overrides.shell = Some(ShellLayer { permission: shell, allow, ..Default::default() });
+    }
     let builder = SessionBuilder::load(env, cwd, overrides)
         .map_err(|e| (EXIT_USAGE, e.to_string()))?
         .default_approval(Approval::Auto);
+    if let Some(report) = builder.trust().and_then(|t| t.report()) {
+        eprintln!("agentls: {report}");
+    }
     let approval = builder.approval();
+    let status = spinner(args.json);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -95,7 +106,8 @@ fn run_inner(env: &Env, args: ExecArgs) -> Result<u8, Failure> {
             profile: None,
             history: Vec::new(),
             documents: None,
-            editor: Arc::new(DiskPort::new(builder.environment(), approval)),
+            editor: ask::port(DiskPort::new(builder.environment(), approval), status.clone()),
+            permission_rules: Arc::new(PermissionRules::open(crate::store::data_dir(env).as_deref())),
             extra_tools: Vec::new(),
             transcripts: None,
         };
@@ -106,7 +118,7 @@ fn run_inner(env: &Env, args: ExecArgs) -> Result<u8, Failure> {
             };
             (code, e.to_string())
         })?;
-        drive(built.options, prompt, args.json).await
+        drive(built.options, prompt, args.json, status).await
     })
 }
 
@@ -130,10 +142,15 @@ fn read_prompt(arg: &str) -> Result<String, Failure> {
 }
 
 /// Runs the session to the end of its first processing cycle and renders its events.
-async fn drive(opts: SessionOptions, prompt: String, json: bool) -> Result<u8, Failure> {
+async fn drive(
+    opts: SessionOptions,
+    prompt: String,
+    json: bool,
+    status: Option<ProgressBar>,
+) -> Result<u8, Failure> {
     let (handle, mut events) = session::spawn(opts);
     handle.submit(prompt);
-    let mut out = Output::new(json);
+    let mut out = Output::new(json, status);
     let mut code = EXIT_FAILED;
     // Set by the first Ctrl-C or SIGTERM: the session is closed (its commands stopped) and the
     // run ends with this code.
@@ -186,6 +203,20 @@ fn exit_code_for(reason: EndReason) -> u8 {
     }
 }
 
+/// The status spinner on a terminal's stderr (none for `--json` or without a terminal).
+fn spinner(json: bool) -> Option<ProgressBar> {
+    (!json && std::io::stderr().is_terminal()).then(|| {
+        let bar = ProgressBar::new_spinner();
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        bar.enable_steady_tick(Duration::from_millis(120));
+        bar.set_message("thinking…");
+        bar
+    })
+}
+
 /// Where events go: answer text to stdout, status and errors to stderr.
 struct Output {
     json: bool,
@@ -200,17 +231,7 @@ struct Output {
 }
 
 impl Output {
-    fn new(json: bool) -> Self {
-        let status = (!json && std::io::stderr().is_terminal()).then(|| {
-            let bar = ProgressBar::new_spinner();
-            bar.set_style(
-                ProgressStyle::with_template("{spinner} {msg}")
-                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-            );
-            bar.enable_steady_tick(Duration::from_millis(120));
-            bar.set_message("thinking…");
-            bar
-        });
+    fn new(json: bool, status: Option<ProgressBar>) -> Self {
         Self {
             json,
             status,

@@ -4,11 +4,13 @@
 //! and hands off to the library. Only the CLI prints to stdout; in `serve` mode stdout is the
 //! LSP wire and nothing here writes to it.
 
+mod ask;
 mod demo;
 mod doctor;
 mod exec;
 mod sessions;
 mod tool;
+mod trust;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -17,6 +19,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::config::{
     Approval, Config, ConfigLayer, Env, LoadOptions, MIN_LOOP_DETECTION_WINDOW, ProfileKind, ProviderKind,
+    ShellPermission,
 };
 use crate::llm::ReasoningEffort;
 
@@ -42,6 +45,9 @@ pub enum Command {
     Tool(ToolArgs),
     /// Show the resolved configuration; `--ping` sends one tiny request.
     Doctor(DoctorArgs),
+    /// Trust a folder, so its project files (`.agentls.toml`) may choose providers and hosts,
+    /// loosen shell permission and name files and programs; list or remove trusted folders.
+    Trust(TrustArgs),
     /// List, show or remove stored sessions.
     Sessions {
         #[command(subcommand)]
@@ -72,9 +78,17 @@ pub struct ExecArgs {
     /// Print one JSON event object per line instead of the answer text.
     #[arg(long)]
     pub json: bool,
-    /// auto: write edits to disk; deny: refuse them.
+    /// auto: write edits to disk; deny: refuse them (and shell commands, unless --shell is given).
     #[arg(long, value_parser = parse_approval)]
     pub approval: Option<Approval>,
+    /// Shell commands (`[shell] permission`): ask (on the terminal; refused when there is none),
+    /// allow, or deny.
+    #[arg(long = "shell", value_name = "POLICY", value_parser = parse_shell)]
+    pub shell: Option<ShellPermission>,
+    /// Run commands that start with PREFIX without asking (adds to `[shell] allow`; repeatable),
+    /// e.g. --allow-command 'cargo test'.
+    #[arg(long = "allow-command", value_name = "PREFIX")]
+    pub allow_command: Vec<String>,
     #[arg(long, value_parser = parse_effort)]
     pub reasoning_effort: Option<ReasoningEffort>,
     /// Maximum model turns (0 = unlimited).
@@ -176,6 +190,19 @@ pub struct DoctorArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct TrustArgs {
+    /// The folder to trust (default: the current directory); it covers its subfolders.
+    #[arg(conflicts_with = "list")]
+    pub dir: Option<PathBuf>,
+    /// List the trusted folders.
+    #[arg(long)]
+    pub list: bool,
+    /// Stop trusting DIR.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["list", "dir"])]
+    pub remove: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Make the sample project in this folder (new, empty, or from a previous demo) instead of
     /// a new temporary one.
@@ -205,6 +232,9 @@ fn parse_approval(s: &str) -> Result<Approval, String> {
         a => Ok(a),
     }
 }
+fn parse_shell(s: &str) -> Result<ShellPermission, String> {
+    s.parse()
+}
 fn parse_effort(s: &str) -> Result<ReasoningEffort, String> {
     s.parse()
 }
@@ -230,7 +260,7 @@ pub fn load_config(env: &Env, cwd: Option<PathBuf>, overrides: ConfigLayer) -> R
         Some(dir) => dir,
         None => std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?,
     };
-    Config::load(env, LoadOptions { project_root: Some(root), user_file: None, overrides })
+    Config::load(env, LoadOptions { project_root: Some(root), overrides, ..Default::default() })
         .map_err(|e| e.to_string())
 }
 
@@ -248,6 +278,7 @@ pub fn main() -> ExitCode {
         Command::Exec(args) => Ok(exec::run(&env, args)),
         Command::Tool(args) => tool::run(&env, args),
         Command::Doctor(args) => doctor::run(&env, args),
+        Command::Trust(args) => trust::run(&env, args),
         Command::Sessions { action } => sessions::run(&env, action),
         Command::Demo(args) => demo::run(args),
     };

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use super::{ToolArgs, load_config};
 use crate::config::{Approval, Config, ConfigLayer, Env, ProfileKind};
 use crate::exec::{ExecutionEnvironment, LocalExecutionEnvironment, LocalOptions};
+use crate::policy::{PermissionRules, PolicedPort, ShellPolicy};
 use crate::tools::profiles::{ToolSetOptions, profile_tools};
 use crate::tools::registry::ToolRegistry;
 use crate::tools::truncate::TruncationPolicy;
@@ -107,6 +108,9 @@ pub fn run(env: &Env, args: ToolArgs) -> Result<ExitCode, String> {
         Err(message) => return Ok(usage_error(message)),
     };
     crate::logging::init(&config, env, false);
+    if let Some(report) = config.trust.as_ref().and_then(|t| t.report()) {
+        eprintln!("agentls: {report}");
+    }
 
     let options = ToolSetOptions { read_before_edit: false };
     let mut registry = match pick_registry(&args.name, args.profile.as_deref(), &config, &options) {
@@ -130,7 +134,16 @@ pub fn run(env: &Env, args: ToolArgs) -> Result<ExitCode, String> {
     let ctx = ToolContext {
         env: Arc::clone(&exec_env),
         workspace: Arc::new(Workspace::default()),
-        editor: Arc::new(DiskPort::new(Arc::clone(&exec_env), Approval::Auto)),
+        // The user typed this call, so the port allows what the policy would ask about; what
+        // the policy denies stays denied.
+        editor: Arc::new(PolicedPort::new(
+            Arc::new(DiskPort::new(Arc::clone(&exec_env), Approval::Auto)),
+            ShellPolicy::new(
+                &config.shell(),
+                cwd.clone(),
+                Arc::new(PermissionRules::open(crate::store::data_dir(env).as_deref())),
+            ),
+        )),
         reads: Arc::new(ReadTracker::new()),
         cwd,
         call_id: "cli".to_string(),

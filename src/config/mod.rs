@@ -9,6 +9,7 @@
 mod choices;
 pub mod provider;
 mod secret;
+pub mod trust;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -20,9 +21,15 @@ pub use provider::{
     ProviderKind, ProviderSettings, ResolveError, SearchProvider, resolve_provider, resolve_search_provider,
 };
 pub use secret::Secret;
+pub use trust::{IgnoredKey, ProjectTrust, TrustError, TrustStore};
 
 /// File name of the project configuration, looked up in the workspace root.
 pub const PROJECT_FILE: &str = ".agentls.toml";
+
+/// A command's timeout when neither the call nor `[shell] default_timeout_ms` gives one.
+pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
+/// The longest a command may run when `[shell] max_timeout_ms` is not set.
+pub const MAX_TIMEOUT_MS: u64 = 600_000;
 
 /// The smallest `loop_detection_window`: a window of one call would call every call a loop.
 pub const MIN_LOOP_DETECTION_WINDOW: usize = 2;
@@ -58,6 +65,18 @@ pub enum ShellPermission {
     Ask,
     Allow,
     Deny,
+}
+
+impl std::str::FromStr for ShellPermission {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "ask" => Ok(Self::Ask),
+            "allow" => Ok(Self::Allow),
+            "deny" => Ok(Self::Deny),
+            other => Err(format!("unknown shell permission `{other}`, expected one of: ask, allow, deny")),
+        }
+    }
 }
 
 /// Which environment variables a child process inherits (secrets are always filtered out).
@@ -271,7 +290,12 @@ impl ConfigLayer {
         }
         if let Some(shell) = other.shell {
             let slot = self.shell.get_or_insert_with(ShellLayer::default);
-            merge_fields!(slot, shell; default_timeout_ms, max_timeout_ms, env_policy, permission, allow);
+            merge_fields!(slot, shell; default_timeout_ms, max_timeout_ms, env_policy, permission);
+            // Every layer's allowed prefixes add up: a flag's `--allow-command` keeps the file's.
+            if let Some(allow) = shell.allow {
+                let mine = slot.allow.get_or_insert_with(Vec::new);
+                mine.extend(allow.into_iter().filter(|p| !mine.contains(p)).collect::<Vec<_>>());
+            }
         }
         if let Some(network) = other.network {
             let slot = self.network.get_or_insert_with(NetworkLayer::default);
@@ -433,6 +457,8 @@ pub struct Config {
     pub sources: Vec<Source>,
     /// The user configuration file looked up (found or not); its folder holds `prompts/`.
     pub user_file: Option<PathBuf>,
+    /// The project file's trust: `None` without a project file.
+    pub trust: Option<ProjectTrust>,
 }
 
 /// Inputs of [`Config::load`].
@@ -444,6 +470,8 @@ pub struct LoadOptions {
     pub user_file: Option<PathBuf>,
     /// The highest layer: command-line flags or LSP options.
     pub overrides: ConfigLayer,
+    /// The folders the user trusts (default: the user's store, [`TrustStore::for_user`]).
+    pub trust: Option<TrustStore>,
 }
 
 impl Config {
@@ -458,34 +486,31 @@ impl Config {
     pub fn load(env: &Env, opts: LoadOptions) -> Result<Self, ConfigError> {
         let mut layer = ConfigLayer::default();
         let mut sources = Vec::new();
-        let user = opts.user_file.or_else(|| Self::default_user_file(env));
-        let project = opts.project_root.map(|r| r.join(PROJECT_FILE));
-        let user_file = user.clone();
-        for path in [user, project].into_iter().flatten() {
-            match std::fs::read_to_string(&path) {
-                Ok(text) => {
-                    layer.merge(ConfigLayer::parse_toml(&text, &path)?);
-                    sources.push(Source { origin: path.display().to_string(), found: true });
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    sources.push(Source { origin: path.display().to_string(), found: false });
-                }
-                Err(e) => {
-                    return Err(ConfigError::Read {
-                        path: path.display().to_string(),
-                        message: e.to_string(),
-                    });
-                }
-            }
+        let user_file = opts.user_file.or_else(|| Self::default_user_file(env));
+        if let Some(user) = read_layer(user_file.as_deref(), &mut sources)? {
+            layer.merge(user);
+        }
+        let project_file = opts.project_root.as_ref().map(|r| r.join(PROJECT_FILE));
+        let mut trust = None;
+        if let (Some(project), Some(root), Some(file)) =
+            (read_layer(project_file.as_deref(), &mut sources)?, opts.project_root, project_file)
+        {
+            let (restricted, ignored) = trust::restrict(project.clone(), &layer);
+            // The store is read only when the project sets something that needs trust.
+            let trusted = ignored.is_empty()
+                || opts.trust.unwrap_or_else(|| TrustStore::for_user(env)).is_trusted(&root);
+            layer.merge(if trusted { project } else { restricted });
+            let ignored = if trusted { Vec::new() } else { ignored };
+            trust = Some(ProjectTrust { root, file, trusted, ignored });
         }
         layer.merge(ConfigLayer::from_env(env)?);
         layer.merge(opts.overrides);
-        Ok(Self { layer, sources, user_file })
+        Ok(Self { layer, sources, user_file, trust })
     }
 
     /// A config with only defaults, for tests and tools run without files.
     pub fn defaults() -> Self {
-        Self { layer: ConfigLayer::default(), sources: Vec::new(), user_file: None }
+        Self { layer: ConfigLayer::default(), sources: Vec::new(), user_file: None, trust: None }
     }
 
     pub fn approval(&self, default: Approval) -> Approval {
@@ -521,7 +546,24 @@ impl Config {
     pub fn overlay(&self, layer: ConfigLayer) -> Self {
         let mut merged = self.layer.clone();
         merged.merge(layer);
-        Self { layer: merged, sources: self.sources.clone(), user_file: self.user_file.clone() }
+        Self { layer: merged, ..self.clone() }
+    }
+}
+
+/// Reads and parses one config file, noting it in `sources`; `None` when there is no such file.
+fn read_layer(path: Option<&Path>, sources: &mut Vec<Source>) -> Result<Option<ConfigLayer>, ConfigError> {
+    let Some(path) = path else { return Ok(None) };
+    match std::fs::read_to_string(path) {
+        Ok(text) => {
+            let layer = ConfigLayer::parse_toml(&text, path)?;
+            sources.push(Source { origin: path.display().to_string(), found: true });
+            Ok(Some(layer))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            sources.push(Source { origin: path.display().to_string(), found: false });
+            Ok(None)
+        }
+        Err(e) => Err(ConfigError::Read { path: path.display().to_string(), message: e.to_string() }),
     }
 }
 

@@ -310,6 +310,9 @@ pub struct ShellLimits {
 
 impl Default for ShellLimits {
     fn default() -> Self {
-        Self { default_timeout_ms: 10_000, max_timeout_ms: 600_000 }
+        Self {
+            default_timeout_ms: crate::config::DEFAULT_TIMEOUT_MS,
+            max_timeout_ms: crate::config::MAX_TIMEOUT_MS,
+        }
     }
 }

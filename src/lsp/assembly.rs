@@ -8,12 +8,10 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::permission::PermissionPolicy;
 use super::port::LspEditorPort;
 use super::pump::Pump;
 use super::registry::LspSession;
 use super::state::ServerState;
-use crate::config::ShellPermission;
 use crate::profiles::ProfileKind;
 use crate::session::{self, BuildError, SessionBuilder, SessionParts, Turn};
 use crate::tools::Tool;
@@ -48,22 +46,15 @@ pub async fn create(state: &Arc<ServerState>, request: NewSession) -> Result<Arc
         overrides.model = Some(model.clone());
     }
     let builder = SessionBuilder::load(&state.options.env, root.clone(), overrides)?;
-    let shell = builder.config().shell();
-    let policy = PermissionPolicy {
-        mode: shell.permission.unwrap_or(ShellPermission::Ask),
-        allow: shell.allow.unwrap_or_default(),
-        root: root.clone(),
-    };
+    if let Some(trust) = builder.trust().cloned() {
+        let state = state.clone();
+        tokio::spawn(async move { super::trust::raise(&state, trust).await });
+    }
     // The port needs the session id before the session exists: a resumed one keeps its own.
     let id = request.id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let (announce_tx, announcements) = tokio::sync::mpsc::unbounded_channel();
-    let port = Arc::new(LspEditorPort::new(
-        id.clone(),
-        Arc::downgrade(state),
-        policy,
-        announce_tx,
-        builder.environment(),
-    ));
+    let port =
+        Arc::new(LspEditorPort::new(id.clone(), Arc::downgrade(state), announce_tx, builder.environment()));
     let mut extra_tools: Vec<Arc<dyn Tool>> = state.options.extra_tools.clone();
     if state.profile().plugin {
         extra_tools.push(Arc::new(super::diagnostics::DiagnosticsTool::new(Arc::downgrade(state))));
@@ -76,6 +67,7 @@ pub async fn create(state: &Arc<ServerState>, request: NewSession) -> Result<Arc
             history: request.history,
             documents: Some(state.documents.clone()),
             editor: port.clone(),
+            permission_rules: state.rules.clone(),
             extra_tools,
             transcripts: state.transcripts.clone(),
         })

@@ -48,6 +48,10 @@ pub struct ClientProfile {
     pub configuration: bool,
     /// `workspace.applyEdit`.
     pub apply_edit: bool,
+    /// `experimental.agentls.trust`: the plugin resolves workspace trust itself (its editor's
+    /// trust store or its own question) when told `agentls/trustRequired`; other clients are
+    /// asked with `window/showMessageRequest`.
+    pub trust: bool,
     /// `experimental.agentls.deltaIntervalMs`: the plugin asks for at most one text, reasoning
     /// or output delta per this interval (and session); the deltas in between are merged.
     pub delta_interval: std::time::Duration,
@@ -90,6 +94,8 @@ impl ClientProfile {
                 .unwrap_or(false),
             configuration: workspace.and_then(|w| w.configuration).unwrap_or(false),
             apply_edit,
+            trust: plugin
+                && extension.and_then(|v| v.get("trust")).and_then(serde_json::Value::as_bool) == Some(true),
             delta_interval: std::time::Duration::from_millis(delta_interval_ms),
             name: params.client_info.as_ref().map(|c| c.name.clone()).unwrap_or_default(),
         }
@@ -121,7 +127,7 @@ mod tests {
         }))
         .expect("valid params");
         let profile = ClientProfile::from_initialize(&params);
-        assert!(profile.plugin);
+        assert!(profile.plugin && !profile.trust);
         assert!(profile.document_changes && profile.create_files && profile.delete_files);
         assert!(!profile.rename_files && !profile.change_annotations);
     }

@@ -40,6 +40,7 @@ mod state;
 mod stdio;
 mod text_sync;
 pub mod transport;
+mod trust;
 mod watch;
 
 use std::sync::Arc;

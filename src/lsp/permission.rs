@@ -1,14 +1,11 @@
-//! Shell-command permissions: the policy, allow-rules, and asking the user.
+//! Asking the user whether a command may run, for the one permission policy
+//! ([`crate::policy`]), which decides everything it can without asking first.
 //!
 //! Invariants:
-//! - Policy `allow` runs, `deny` refuses, `ask` consults the configured and stored allow-rules
-//!   and otherwise asks: a plugin client gets `agentls/permission` and answers with
-//!   `agentls.resolvePermission`; a plain client gets `window/showMessageRequest`.
+//! - A plugin client gets `agentls/permission` and answers with `agentls.resolvePermission`; a
+//!   plain client gets `window/showMessageRequest`.
 //! - Every question is answered: resolving, cancelling the session's turn, or the editor not
 //!   answering in time all produce a decision. Anything but an explicit allow is a denial.
-
-use std::path::PathBuf;
-use std::sync::Arc;
 
 use super::pending::PendingAnswers;
 
@@ -17,78 +14,34 @@ use tower_lsp_server::ls_types::MessageType;
 use super::capabilities::ClientProfile;
 use super::outbound::{Outbound, OutboundError, spoken};
 use super::protocol::PermissionParams;
-use crate::config::ShellPermission;
-use crate::store::PermissionRules;
-use crate::store::permissions::{prefix_allows, rule_for};
 use crate::workspace::{PermissionDecision, PermissionRequest};
 
 const ALLOW_ONCE: &str = "Allow once";
 const ALLOW_ALWAYS: &str = "Always allow";
 const DENY: &str = "Deny";
 
-/// The permission settings of one session.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PermissionPolicy {
-    pub mode: ShellPermission,
-    /// Command prefixes from the configuration (`shell.allow`).
-    pub allow: Vec<String>,
-    /// The project root stored rules are kept under.
-    pub root: PathBuf,
-}
-
-/// Open permission questions and the stored rules.
+/// Open permission questions.
+#[derive(Default)]
 pub struct PermissionBroker {
     pending: PendingAnswers<PermissionDecision>,
-    rules: Arc<PermissionRules>,
 }
 
 impl PermissionBroker {
-    pub fn new(rules: Arc<PermissionRules>) -> Self {
-        Self { pending: PendingAnswers::default(), rules }
-    }
-
-    /// Decides whether `request` may run, asking the user when the policy says so.
-    /// Decides whether `request` may run; a plugin client is asked through `announce` (which
-    /// sends the `agentls/permission` payload).
+    /// Asks the user whether `request` may run; a plugin client is asked through `announce`
+    /// (which sends the `agentls/permission` payload).
     pub async fn decide(
         &self,
         outbound: &Outbound,
         announce: impl FnOnce(PermissionParams),
         profile: &ClientProfile,
         session_id: &str,
-        policy: &PermissionPolicy,
         request: PermissionRequest,
     ) -> PermissionDecision {
-        match policy.mode {
-            ShellPermission::Allow => return PermissionDecision::AllowOnce,
-            ShellPermission::Deny => {
-                return PermissionDecision::Deny {
-                    feedback: Some(
-                        "shell commands are disabled by the permission policy (shell.permission = \"deny\")"
-                            .into(),
-                    ),
-                };
-            }
-            ShellPermission::Ask => {}
-        }
-        if policy.allow.iter().any(|p| prefix_allows(p, &request.command))
-            || self.rules.allows(&policy.root, &request.command)
-        {
-            return PermissionDecision::AllowOnce;
-        }
-        let decision = if profile.plugin {
+        if profile.plugin {
             self.ask_plugin(outbound, announce, session_id, &request).await
         } else {
             ask_plain(outbound, &request).await
-        };
-        if decision == PermissionDecision::AllowAlways {
-            let rule = rule_for(&request.command);
-            match self.rules.add(&policy.root, &rule) {
-                Ok(()) => tracing::info!("always allowing `{rule}` in {}", policy.root.display()),
-                Err(e) => tracing::warn!("cannot store the allow-rule `{rule}`: {e}"),
-            }
         }
-        decision
     }
 
     async fn ask_plugin(

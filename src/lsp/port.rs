@@ -19,7 +19,6 @@ use tower_lsp_server::ls_types::MessageType;
 
 use super::apply;
 use super::capabilities::ClientProfile;
-use super::permission::PermissionPolicy;
 use super::protocol::{PermissionParams, ReviewParams, SaveDocumentsParams, SaveDocumentsRequest};
 use super::review::{self, ReviewDecision};
 use super::state::ServerState;
@@ -45,7 +44,6 @@ pub struct LspEditorPort {
     session_id: String,
     state: Weak<ServerState>,
     pub handle: OnceLock<SessionHandle>,
-    policy: PermissionPolicy,
     /// Review and permission announcements go through the session's event pump, so they
     /// follow the `tool_call_start` of their call (reviews also carry its id).
     announce: tokio::sync::mpsc::UnboundedSender<Announcement>,
@@ -67,11 +65,10 @@ impl LspEditorPort {
     pub fn new(
         session_id: String,
         state: Weak<ServerState>,
-        policy: PermissionPolicy,
         announce: tokio::sync::mpsc::UnboundedSender<Announcement>,
         env: Arc<dyn ExecutionEnvironment>,
     ) -> Self {
-        Self { session_id, state, handle: OnceLock::new(), policy, announce, env }
+        Self { session_id, state, handle: OnceLock::new(), announce, env }
     }
 
     /// Fires when the session's current turn is cancelled: questions the editor holds open
@@ -292,14 +289,7 @@ impl EditorPort for LspEditorPort {
         let announce = |payload| {
             let _ = self.announce.send(Announcement::Permission(payload));
         };
-        let decide = state.permissions.decide(
-            &state.outbound,
-            announce,
-            &profile,
-            &self.session_id,
-            &self.policy,
-            request,
-        );
+        let decide = state.permissions.decide(&state.outbound, announce, &profile, &self.session_id, request);
         let decision = tokio::select! {
             decision = std::panic::AssertUnwindSafe(decide).catch_unwind() => decision,
             () = self.turn_cancelled() => {

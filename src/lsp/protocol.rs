@@ -1,5 +1,5 @@
 //! The payloads of agentls's own methods (docs/protocol.md): the notifications the server sends
-//! (`agentls/event`, `agentls/review`, `agentls/permission`) and the requests it makes of
+//! (`agentls/event`, `agentls/review`, `agentls/permission`, `agentls/trustRequired`) and the requests it makes of
 //! plugin clients (`agentls/saveDocuments`, `agentls/diagnostics`).
 //!
 //! Invariant: every `agentls/*` message is built from these types, never from ad-hoc JSON, and
@@ -149,6 +149,48 @@ pub struct PermissionParams {
     /// The subagent whose call asks (filled in by the event pump); absent for the session's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<AgentParams>,
+}
+
+/// `agentls/trustRequired` (server → a plugin client that announced `trust`): a workspace
+/// folder is not trusted and its project file sets keys that were ignored for it; the client
+/// decides (its own trust store, or the user) and grants with `agentls.trustFolder`.
+pub enum TrustRequiredNotification {}
+impl Notification for TrustRequiredNotification {
+    type Params = TrustRequiredParams;
+    const METHOD: &'static str = "agentls/trustRequired";
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TrustRequiredParams {
+    pub root_uri: String,
+    /// The project file, as a path.
+    pub file: String,
+    pub ignored: Vec<IgnoredKeyParams>,
+    /// The shell command that grants the same trust.
+    pub command: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IgnoredKeyParams {
+    pub key: String,
+    pub reason: String,
+}
+
+/// `agentls.trustFolder`'s argument.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TrustFolderParams {
+    pub root_uri: String,
+}
+
+/// `agentls.trustFolder`'s result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TrustFolderResult {
+    pub root_uri: String,
+    pub trusted: bool,
 }
 
 /// `agentls/diagnostics` (server → plugin client): the editor's diagnostics of a file or of the

@@ -15,7 +15,7 @@ use tower_lsp_server::{Client, LanguageServer, LspServiceBuilder};
 
 use super::capabilities::ClientProfile;
 use super::state::{ServerOptions, ServerState};
-use super::{code_actions, commands, convert, watch};
+use super::{code_actions, commands, convert, trust, watch};
 use crate::workspace::DocumentStore;
 
 /// Reads the `agentls` section with `workspace/configuration` when the client supports it.
@@ -171,6 +171,7 @@ impl LanguageServer for Backend {
         tokio::spawn(async move {
             watch::register_with_client(&state).await;
             pull_configuration(&state).await;
+            trust::check_roots(&state).await;
         });
     }
 

@@ -6,7 +6,7 @@
 //! - This module imports no other part of `lsp` that imports it back: handlers, the pump and
 //!   the editor port depend on the state, never the other way round.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
@@ -20,7 +20,8 @@ use super::permission::PermissionBroker;
 use super::registry::{LspSession, SessionRegistry};
 use super::review::ReviewBroker;
 use crate::config::{ConfigLayer, Env};
-use crate::store::{PermissionRules, TranscriptStore};
+use crate::policy::PermissionRules;
+use crate::store::TranscriptStore;
 use crate::tools::Tool;
 use crate::workspace::DocumentStore;
 
@@ -81,12 +82,16 @@ pub struct ServerState {
     client_layer: RwLock<ClientLayers>,
     pub(super) documents: Arc<DocumentStore>,
     pub(super) permissions: PermissionBroker,
+    /// The user's "always allow" rules, shared by every session's permission policy.
+    pub(super) rules: Arc<PermissionRules>,
     pub(super) reviews: ReviewBroker,
     pub(super) sessions: SessionRegistry,
     /// Stored transcripts; `None` without a data directory.
     pub(super) transcripts: Option<TranscriptStore>,
     /// `shutdown` was received (the exit code is 0 only then).
     pub(super) shutdown_requested: AtomicBool,
+    /// Folders whose trust was raised with the user (`trust.rs`): once per folder.
+    trust_raised: std::sync::Mutex<std::collections::HashSet<PathBuf>>,
 }
 
 impl ServerState {
@@ -104,7 +109,9 @@ impl ServerState {
             roots: RwLock::new(Vec::new()),
             client_layer: RwLock::new(ClientLayers::default()),
             documents,
-            permissions: PermissionBroker::new(rules),
+            permissions: PermissionBroker::default(),
+            trust_raised: Default::default(),
+            rules,
         }
     }
 
@@ -163,6 +170,11 @@ impl ServerState {
 
     pub(super) fn is_initialized(&self) -> bool {
         self.profile.get().is_some()
+    }
+
+    /// `true` the first time a folder's trust is raised, `false` after.
+    pub(super) fn first_trust_raise(&self, root: &Path) -> bool {
+        self.trust_raised.lock().unwrap_or_else(|p| p.into_inner()).insert(root.to_path_buf())
     }
 
     pub(super) fn roots(&self) -> Vec<PathBuf> {

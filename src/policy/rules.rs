@@ -8,7 +8,19 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use super::StoreError;
+/// A rule could not be stored.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write the permission rules {path}: {message}")]
+pub struct RulesError {
+    path: String,
+    message: String,
+}
+
+impl RulesError {
+    fn at(path: &Path, error: impl std::fmt::Display) -> Self {
+        Self { path: path.display().to_string(), message: error.to_string() }
+    }
+}
 
 /// The rules of every project, loaded lazily and written back on each change.
 #[derive(Debug)]
@@ -71,7 +83,7 @@ impl PermissionRules {
     }
 
     /// Adds `prefix` for `root` and writes the file.
-    pub fn add(&self, root: &Path, prefix: &str) -> Result<(), StoreError> {
+    pub fn add(&self, root: &Path, prefix: &str) -> Result<(), RulesError> {
         let snapshot = {
             let mut rules = self.rules.lock().unwrap_or_else(|p| p.into_inner());
             let list = rules.entry(Self::key(root)).or_default();
@@ -82,13 +94,12 @@ impl PermissionRules {
         };
         let Some(file) = &self.file else { return Ok(()) };
         if let Some(parent) = file.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| StoreError::io(parent, e))?;
+            std::fs::create_dir_all(parent).map_err(|e| RulesError::at(parent, e))?;
         }
-        let text = serde_json::to_string_pretty(&snapshot)
-            .map_err(|e| StoreError::Corrupt { path: file.display().to_string(), message: e.to_string() })?;
+        let text = serde_json::to_string_pretty(&snapshot).map_err(|e| RulesError::at(file, e))?;
         let tmp = file.with_extension("json.tmp");
-        std::fs::write(&tmp, text).map_err(|e| StoreError::io(&tmp, e))?;
-        std::fs::rename(&tmp, file).map_err(|e| StoreError::io(file, e))
+        std::fs::write(&tmp, text).map_err(|e| RulesError::at(&tmp, e))?;
+        std::fs::rename(&tmp, file).map_err(|e| RulesError::at(file, e))
     }
 }
 

@@ -11,17 +11,22 @@
 //!   is resolved inline, without a thread.
 //! - Every failure is a typed [`BuildError`]; hosts map its kind (exit code, JSON-RPC error)
 //!   and show its whole message.
+//! - Every session's editor port is behind the one permission policy ([`crate::policy`]): no
+//!   host decides shell permission itself.
+//! - The project file is read under the user's workspace trust (`config::trust`); what it was
+//!   not allowed to set is in [`SessionBuilder::trust`] for the host to report.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::{SessionConfig, SessionOptions, Turn};
 use crate::config::{
-    Approval, Config, ConfigError, ConfigLayer, Env, LoadOptions, ProfileKind, ResolveError, SearchProvider,
-    provider, resolve_provider, resolve_search_provider,
+    Approval, Config, ConfigError, ConfigLayer, Env, LoadOptions, ProfileKind, ProjectTrust, ResolveError,
+    SearchProvider, provider, resolve_provider, resolve_search_provider,
 };
 use crate::exec::{ExecutionEnvironment, LocalExecutionEnvironment, LocalOptions};
 use crate::llm::{self, LlmError};
+use crate::policy::{PermissionRules, PolicedPort, ShellPolicy};
 use crate::store::{TranscriptHeader, TranscriptRecorder, TranscriptStore};
 use crate::tools::codebase_search::CodebaseSearchTool;
 use crate::tools::{ModelAccess, Tool};
@@ -51,8 +56,11 @@ pub struct SessionParts {
     pub history: Vec<Turn>,
     /// The editor's open documents (the language server); `None` reads the disk only.
     pub documents: Option<Arc<DocumentStore>>,
-    /// Where change sets, permission requests and saves go.
+    /// Where change sets, permission requests and saves go; the builder puts the session's
+    /// permission policy in front of it, so the host's port is asked only what the policy asks.
     pub editor: Arc<dyn EditorPort>,
+    /// The "always allow" rules the policy reads and stores (one per host process).
+    pub permission_rules: Arc<PermissionRules>,
     /// Tools added to the profile's own (embedders', the editor's diagnostics); code mode takes none.
     pub extra_tools: Vec<Arc<dyn Tool>>,
     /// Stores the session's transcript (created, or reopened when resuming).
@@ -83,7 +91,7 @@ impl SessionBuilder {
     /// Loads the configuration for a session rooted at `root`; `overrides` are the host's own
     /// layer (command-line flags, editor settings), highest of all.
     pub fn load(env: &Env, root: PathBuf, overrides: ConfigLayer) -> Result<Self, BuildError> {
-        let options = LoadOptions { project_root: Some(root.clone()), user_file: None, overrides };
+        let options = LoadOptions { project_root: Some(root.clone()), overrides, ..Default::default() };
         let config = Config::load(env, options)?;
         let mut local = LocalOptions::from_config(&config, &root);
         local.roots = vec![root.clone()];
@@ -98,6 +106,11 @@ impl SessionBuilder {
 
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// The project file's trust, when one was read.
+    pub fn trust(&self) -> Option<&ProjectTrust> {
+        self.config.trust.as_ref()
     }
 
     /// The approval used when no layer sets one (`agentls exec` applies edits by default; an
@@ -199,13 +212,14 @@ impl SessionBuilder {
         if profile != ProfileKind::Code {
             tools.extend(parts.extra_tools);
         }
+        let policy = ShellPolicy::new(&config.shell(), root.clone(), parts.permission_rules);
         let options = SessionOptions {
             id: Some(id.clone()),
             profile,
             client,
             env: Arc::clone(environment),
             workspace,
-            editor: parts.editor,
+            editor: Arc::new(PolicedPort::new(parts.editor, policy)),
             config: session_config,
             cwd: root.clone(),
             history: parts.history,

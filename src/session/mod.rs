@@ -105,6 +105,9 @@ pub struct SessionConfig {
     pub user_prompts_dir: Option<PathBuf>,
     /// Code mode's settings (`[code]`).
     pub code: CodeLayer,
+    /// Told once as `warning` events right after `session_start` (a top session's only): what
+    /// the configuration could not apply, such as an untrusted project file's keys.
+    pub startup_warnings: Vec<String>,
 }
 
 impl Default for SessionConfig {
@@ -114,7 +117,7 @@ impl Default for SessionConfig {
             max_turns: 0,
             max_tool_rounds_per_input: 0,
             default_command_timeout_ms: None,
-            max_command_timeout_ms: 600_000,
+            max_command_timeout_ms: crate::config::MAX_TIMEOUT_MS,
             reasoning_effort: None,
             tool_output_limits: BTreeMap::new(),
             tool_line_limits: BTreeMap::new(),
@@ -136,6 +139,7 @@ impl Default for SessionConfig {
             prompt: PromptLayer::default(),
             user_prompts_dir: None,
             code: CodeLayer::default(),
+            startup_warnings: Vec::new(),
         }
     }
 }
@@ -179,6 +183,7 @@ impl SessionConfig {
             prompt: layer.prompt.clone().unwrap_or_default(),
             user_prompts_dir: config.user_prompts_dir(),
             code: layer.code.clone().unwrap_or_default(),
+            startup_warnings: config.trust.as_ref().and_then(|t| t.report()).into_iter().collect(),
         }
     }
 }
@@ -537,6 +542,7 @@ mod tests {
                 },
                 user_prompts_dir: None,
                 code: CodeLayer { tool_calls: Some(false), return_type: Some("int".into()), premise: None },
+                startup_warnings: Vec::new(),
             }
         );
         let defaults = SessionConfig::from_config(&Config::defaults(), "m");

@@ -208,6 +208,13 @@ pub(super) async fn run(
     runner.refresh_context(&config);
     runner.client.prepare(&runner.build_request(&config));
     runner.events.emit(EventData::SessionStart(started));
+    if depth == 0 {
+        for message in &opts.config.startup_warnings {
+            runner
+                .events
+                .emit(EventData::Warning(Warning { message: message.clone(), ..Warning::default() }));
+        }
+    }
     // A resumed session's subagents come back after its own start.
     if let Some(agents) = &runner.agents {
         agents.restore(opts.agents.clone(), &opts.config);

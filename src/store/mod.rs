@@ -1,4 +1,4 @@
-//! Session transcripts and per-project permission rules on disk, under the data dir.
+//! Session transcripts on disk, under the data dir.
 //!
 //! Invariants:
 //! - A transcript is append-only JSONL: a header line, then one record per line. Lines are
@@ -7,13 +7,11 @@
 //! - Session ids are validated before they become file names: nothing outside the sessions
 //!   directory is ever read, written or removed.
 
-pub mod permissions;
 mod record;
 mod transcript;
 
 use std::path::PathBuf;
 
-pub use permissions::PermissionRules;
 pub use record::{Record, TranscriptRecorder, agents, history};
 pub use transcript::{Transcript, TranscriptHeader, TranscriptStore, TranscriptSummary, TranscriptWriter};
 

@@ -1,6 +1,9 @@
 //! The editor port of headless runs (`agentls exec`, `agentls tool`): change sets go straight to
 //! the environment's files through the [`DiskCommitter`] under approval `auto` (or `review`, which
-//! has no reviewer here) and are refused under `deny`; shell permission follows the same policy.
+//! has no reviewer here) and are refused under `deny`.
+//! A permission question reaches it only after the permission policy (`crate::policy`) chose to
+//! ask: `agentls tool` runs what its user typed, so it allows unless the run denies edits;
+//! `agentls exec` puts its terminal port in front instead.
 //! Invariant: the files are the truth, so saving is a no-op.
 
 use std::path::PathBuf;

@@ -41,6 +41,15 @@ impl CommandArgs {
         Ok(Self { fields })
     }
 
+    /// The whole argument as a typed payload; a field that does not fit is named.
+    pub fn decode<T: serde::de::DeserializeOwned>(&self) -> Result<T, Error> {
+        serde_json::from_value(Value::Object(self.fields.clone())).map_err(|e| Error {
+            code: ErrorCode::InvalidParams,
+            message: format!("invalid arguments: {e}").into(),
+            data: None,
+        })
+    }
+
     pub fn from_object(fields: Map<String, Value>) -> Self {
         Self { fields }
     }

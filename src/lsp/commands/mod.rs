@@ -8,6 +8,7 @@ pub mod args;
 mod permission;
 mod review;
 mod session;
+mod trust;
 
 use std::sync::Arc;
 
@@ -32,6 +33,7 @@ pub const NAMES: &[&str] = &[
     "agentls.compact",
     "agentls.resolveReview",
     "agentls.resolvePermission",
+    "agentls.trustFolder",
 ];
 
 /// Runs one command.
@@ -51,6 +53,7 @@ pub async fn dispatch(state: &Arc<ServerState>, command: String, arguments: Vec<
         "agentls.compact" => session::compact(state, &args),
         "agentls.resolveReview" => review::resolve(state, &args),
         "agentls.resolvePermission" => permission::resolve(state, &args),
+        "agentls.trustFolder" => trust::trust_folder(state, &args),
         other => Err(Error {
             code: ErrorCode::InvalidParams,
             message: format!("unknown command `{other}`; known commands: {}", NAMES.join(", ")).into(),

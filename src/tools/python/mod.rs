@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
 use super::{TaskEnd, Tool, ToolContext, ToolError, ToolOutput};
+use crate::workspace::{PermissionDecision, PermissionRequest};
 use repl::{Repl, ReplError, Reply};
 
 /// Modules the driver imports before the first call (the prompt lists them).
@@ -68,6 +69,18 @@ impl PythonTool {
         timeout: Duration,
         ctx: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
+        // Code runs only where the permission policy lets commands run at all.
+        let request = PermissionRequest {
+            call_id: ctx.call_id.clone(),
+            tool_name: "python".into(),
+            command: code.to_string(),
+            cwd: ctx.cwd.clone(),
+        };
+        if let PermissionDecision::Deny { feedback } = ctx.editor.ask_permission(request).await {
+            return Err(ToolError::new(
+                feedback.unwrap_or_else(|| "The user denied running this code.".into()),
+            ));
+        }
         let mut slot = self.repl.lock().await;
         if slot.is_none() {
             let started = Repl::start(ctx.env.as_ref(), &self.python).await;

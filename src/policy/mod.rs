@@ -1,0 +1,223 @@
+//! The one permission policy: whether a command the agent wants to run may run, decided the
+//! same way in every host (the language server, `agentls exec`, `agentls tool`, the demo).
+//!
+//! [`ShellPolicy`] reads `[shell] permission` and `[shell] allow` of the layered configuration
+//! (a project file can only tighten them until its folder is trusted, `config::trust`) and the
+//! rules the user stored with "always allow" ([`PermissionRules`]). [`PolicedPort`] puts it in
+//! front of a host's editor port, so a host only implements the question itself.
+//!
+//! Invariants:
+//! - `deny` refuses every command, code mode's Python included; `allow` runs every command;
+//!   `ask` runs what an allow-rule covers and asks the host's port about the rest.
+//! - The host's port is asked only for [`Verdict::Ask`]; an "always allow" answer is stored
+//!   here, once, whatever the host.
+//! - Allow-rules never cover a command that chains, substitutes or redirects (`rules.rs`).
+
+pub mod rules;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+pub use rules::{PermissionRules, RulesError, prefix_allows, rule_for};
+
+use crate::config::{ShellLayer, ShellPermission};
+use crate::workspace::{
+    ChangeOutcome, ChangeSet, EditorPort, PermissionDecision, PermissionRequest, PortError,
+};
+
+/// The tool of code mode, whose calls run Python code: they follow `deny` and otherwise run,
+/// since running the model's code is what the `code` profile is chosen for.
+const CODE_TOOL: &str = "python";
+
+/// What the policy says of one request before anyone is asked.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    Allow,
+    /// Refused; the text tells the model why and the user how to change it.
+    Deny(String),
+    /// The host asks the user.
+    Ask,
+}
+
+/// The shell permission of one session.
+#[derive(Debug, Clone)]
+pub struct ShellPolicy {
+    mode: ShellPermission,
+    /// Command prefixes that run without asking (`[shell] allow`).
+    allow: Vec<String>,
+    /// The folder stored rules are kept under.
+    root: PathBuf,
+    rules: Arc<PermissionRules>,
+}
+
+impl ShellPolicy {
+    pub fn new(shell: &ShellLayer, root: PathBuf, rules: Arc<PermissionRules>) -> Self {
+        Self {
+            mode: shell.permission.unwrap_or(ShellPermission::Ask),
+            allow: shell.allow.clone().unwrap_or_default(),
+            root,
+            rules,
+        }
+    }
+
+    pub fn mode(&self) -> ShellPermission {
+        self.mode
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Decides `request` from the settings and the stored rules alone.
+    pub fn verdict(&self, request: &PermissionRequest) -> Verdict {
+        match self.mode {
+            ShellPermission::Deny => {
+                let what = if request.tool_name == CODE_TOOL { "Running code" } else { "Shell commands" };
+                return Verdict::Deny(format!(
+                    "{what} is disabled by the user's permission policy (shell.permission = \"deny\"); \
+                     nothing was run. Do the task without running commands, or tell the user what to run."
+                ));
+            }
+            ShellPermission::Allow => return Verdict::Allow,
+            ShellPermission::Ask => {}
+        }
+        if request.tool_name == CODE_TOOL
+            || self.allow.iter().any(|p| prefix_allows(p, &request.command))
+            || self.rules.allows(&self.root, &request.command)
+        {
+            return Verdict::Allow;
+        }
+        Verdict::Ask
+    }
+
+    /// Stores "always allow" for `command`'s rule (its first two words) in this folder.
+    pub fn remember(&self, command: &str) {
+        let rule = rule_for(command);
+        match self.rules.add(&self.root, &rule) {
+            Ok(()) => tracing::info!("always allowing `{rule}` in {}", self.root.display()),
+            Err(e) => tracing::warn!("cannot store the allow-rule `{rule}`: {e}"),
+        }
+    }
+}
+
+/// A host's editor port behind the policy: permission questions reach the host only when the
+/// policy asks; everything else passes through.
+pub struct PolicedPort {
+    host: Arc<dyn EditorPort>,
+    policy: ShellPolicy,
+}
+
+impl PolicedPort {
+    pub fn new(host: Arc<dyn EditorPort>, policy: ShellPolicy) -> Self {
+        Self { host, policy }
+    }
+}
+
+#[async_trait]
+impl EditorPort for PolicedPort {
+    async fn propose(&self, change: ChangeSet) -> Result<ChangeOutcome, PortError> {
+        self.host.propose(change).await
+    }
+
+    async fn ask_permission(&self, request: PermissionRequest) -> PermissionDecision {
+        match self.policy.verdict(&request) {
+            Verdict::Allow => PermissionDecision::AllowOnce,
+            Verdict::Deny(reason) => PermissionDecision::Deny { feedback: Some(reason) },
+            Verdict::Ask => {
+                let command = request.command.clone();
+                let decision = self.host.ask_permission(request).await;
+                if decision == PermissionDecision::AllowAlways {
+                    self.policy.remember(&command);
+                }
+                decision
+            }
+        }
+    }
+
+    async fn save(&self, paths: &[PathBuf]) -> Result<(), PortError> {
+        self.host.save(paths).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// A host that records what it was asked and answers `answer`.
+    struct Host {
+        asked: Mutex<Vec<String>>,
+        answer: PermissionDecision,
+    }
+
+    #[async_trait]
+    impl EditorPort for Host {
+        async fn propose(&self, _: ChangeSet) -> Result<ChangeOutcome, PortError> {
+            Err(PortError("not in this test".into()))
+        }
+        async fn ask_permission(&self, request: PermissionRequest) -> PermissionDecision {
+            self.asked.lock().unwrap().push(request.command);
+            self.answer.clone()
+        }
+        async fn save(&self, _: &[PathBuf]) -> Result<(), PortError> {
+            Ok(())
+        }
+    }
+
+    fn request(tool: &str, command: &str) -> PermissionRequest {
+        PermissionRequest {
+            call_id: "c1".into(),
+            tool_name: tool.into(),
+            command: command.into(),
+            cwd: PathBuf::from("/w"),
+        }
+    }
+
+    fn policy(mode: ShellPermission, allow: &[&str], rules: Arc<PermissionRules>) -> ShellPolicy {
+        let shell = ShellLayer {
+            permission: Some(mode),
+            allow: Some(allow.iter().map(|s| s.to_string()).collect()),
+            ..Default::default()
+        };
+        ShellPolicy::new(&shell, PathBuf::from("/w"), rules)
+    }
+
+    #[test]
+    fn each_mode_decides_before_anyone_is_asked() {
+        let rules = Arc::new(PermissionRules::open(None));
+        let ask = policy(ShellPermission::Ask, &["cargo test"], rules.clone());
+        assert_eq!(ask.verdict(&request("shell", "cargo test --all")), Verdict::Allow);
+        assert_eq!(ask.verdict(&request("shell", "cargo test; rm -rf ~")), Verdict::Ask);
+        assert_eq!(ask.verdict(&request("shell", "rm -rf build")), Verdict::Ask);
+        assert_eq!(ask.verdict(&request("python", "print(1)")), Verdict::Allow);
+        let allow = policy(ShellPermission::Allow, &[], rules.clone());
+        assert_eq!(allow.verdict(&request("shell", "rm -rf build")), Verdict::Allow);
+        let deny = policy(ShellPermission::Deny, &["cargo test"], rules);
+        for tool in ["shell", "python"] {
+            let Verdict::Deny(reason) = deny.verdict(&request(tool, "cargo test")) else { panic!("{tool}") };
+            assert!(reason.contains("shell.permission = \"deny\""), "{reason}");
+        }
+    }
+
+    #[tokio::test]
+    async fn the_host_is_asked_only_when_the_policy_asks_and_always_is_stored_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let rules = Arc::new(PermissionRules::open(Some(dir.path())));
+        let host = Arc::new(Host { asked: Mutex::new(Vec::new()), answer: PermissionDecision::AllowAlways });
+        let port = PolicedPort::new(host.clone(), policy(ShellPermission::Ask, &["ls"], rules.clone()));
+        assert_eq!(port.ask_permission(request("shell", "ls -la")).await, PermissionDecision::AllowOnce);
+        assert_eq!(
+            port.ask_permission(request("shell", "make check")).await,
+            PermissionDecision::AllowAlways
+        );
+        assert_eq!(
+            port.ask_permission(request("shell", "make check -j2")).await,
+            PermissionDecision::AllowOnce
+        );
+        assert_eq!(*host.asked.lock().unwrap(), vec!["make check".to_string()]);
+        assert!(PermissionRules::open(Some(dir.path())).allows(Path::new("/w"), "make check -j2"));
+    }
+}
