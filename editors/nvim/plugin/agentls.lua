@@ -46,6 +46,7 @@ local commands = {
   AgentTranscript = { "transcript", { desc = "agentls: open the session's transcript" } },
   AgentCompact = { "compact", { desc = "agentls: summarise the conversation's older messages" } },
   AgentStatus = { "status", { desc = "agentls: the session's state and context use" } },
+  AgentTrust = { "trust", { desc = "agentls: trust the project's folder (all of its .agentls.toml applies)" } },
 }
 
 for name, spec in pairs(commands) do
@@ -71,6 +72,7 @@ local plugs = {
   ["agentls-transcript"] = "AgentTranscript",
   ["agentls-compact"] = "AgentCompact",
   ["agentls-status"] = "AgentStatus",
+  ["agentls-trust"] = "AgentTrust",
 }
 for plug, command in pairs(plugs) do
   vim.keymap.set("n", ("<Plug>(%s)"):format(plug), ("<Cmd>%s<CR>"):format(command), { desc = "agentls: " .. command })

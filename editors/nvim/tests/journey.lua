@@ -20,7 +20,7 @@ T.test("one client per project root, announcing experimental.agentls, attached t
     return c and c.initialized and vim.lsp.buf_is_attached(notes_buf, c.id)
   end, "the client to attach to notes.txt")
   local c = H.client()
-  T.eq(c.config.capabilities.experimental.agentls, { protocolVersion = 1, deltaIntervalMs = 16 }, "announced capability")
+  T.eq(c.config.capabilities.experimental.agentls, { protocolVersion = 1, deltaIntervalMs = 16, trust = true }, "announced capability")
   T.eq(c.root_dir, H.ws, "root is the folder with .git")
   T.eq(c.server_capabilities.experimental.agentls.protocolVersion, 1, "the server speaks the extension")
   -- A file without a filetype attaches too, to the same client.

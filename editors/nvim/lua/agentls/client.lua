@@ -74,6 +74,9 @@ local function handlers()
     [M_.diagnostics] = function(_, params, ctx)
       return require("agentls.server_requests").diagnostics(params, ctx.client_id)
     end,
+    [M_.trust_required] = function(_, params, ctx)
+      require("agentls.trust").required(ctx.client_id, params)
+    end,
   }
 end
 

@@ -336,6 +336,14 @@ function M.reject_hunk(opts)
   require("agentls.review").reject_hunk(opts.args ~= "" and opts.args or nil)
 end
 
+--- :AgentTrust: trusts the current project's folder (its .agentls.toml applies in full).
+function M.trust()
+  local c = client.current()
+  if c then
+    require("agentls.trust").trust_root(c)
+  end
+end
+
 --- The data directory the server stores transcripts in.
 function M.data_dir()
   local env = config.get().cmd_env or {}

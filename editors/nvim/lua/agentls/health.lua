@@ -1,5 +1,6 @@
 -- :checkhealth agentls — Neovim version, the server binary and its version, `agentls doctor`'s
--- verdict (provider and whether its key is set; doctor never prints keys) and the log path.
+-- verdict (provider and whether its key is set; doctor never prints keys), the log path, and per
+-- running client whether its folder waits for trust (what `agentls/trustRequired` said).
 local M = {}
 
 local function run(argv, env)
@@ -10,6 +11,27 @@ local function run(argv, env)
     return { code = -1, stdout = "", stderr = tostring(result) }
   end
   return result
+end
+
+-- What the server said of the trust of `root` in this Neovim session (agentls/trustRequired).
+local function trust_of(h, root)
+  local state = package.loaded["agentls.state"]
+  local trust = state and root and state.trust(vim.fs.normalize(root))
+  if not trust then
+    return
+  end
+  local file = trust.file and vim.fs.basename(trust.file) or ".agentls.toml"
+  if trust.state == "trusted" then
+    h.ok(("%s is trusted: all of its %s applies"):format(root, file))
+    return
+  end
+  local keys = table.concat(vim.tbl_map(function(i)
+    return i.key
+  end, trust.ignored or {}), ", ")
+  h.warn(("%s is not trusted: its %s sets keys that stay ignored until it is (%s)"):format(root, file, keys), {
+    ":AgentTrust trusts it",
+    trust.state == "denied" and "Neovim's trust database denies the file (:trust to change that)" or nil,
+  })
 end
 
 function M.check()
@@ -72,6 +94,7 @@ function M.check()
   for _, c in ipairs(clients) do
     local plugin = vim.tbl_get(c.server_capabilities or {}, "experimental", "agentls")
     h.ok(("client %d: root %s, %s"):format(c.id, c.root_dir or "?", plugin and "agentls protocol " .. tostring(plugin.protocolVersion) or "no agentls extension"))
+    trust_of(h, c.root_dir)
   end
 end
 

@@ -12,6 +12,7 @@ M.method = {
   permission = "agentls/permission",
   save_documents = "agentls/saveDocuments", -- request {uris} → any result means saved
   diagnostics = "agentls/diagnostics", -- request {uri|nil} → {files = [{uri, diagnostics}]}
+  trust_required = "agentls/trustRequired", -- {rootUri, file, ignored = [{key, reason}], command}
 }
 
 -- workspace/executeCommand names (one object argument, one object result).
@@ -29,6 +30,7 @@ M.command = {
   compact = "agentls.compact", -- {sessionId} → {sessionId, queued}; the outcome is a `compaction` event
   resolve_review = "agentls.resolveReview", -- {reviewId, decision, files?, feedback?}
   resolve_permission = "agentls.resolvePermission", -- {requestId, decision, feedback?}
+  trust_folder = "agentls.trustFolder", -- {rootUri} → {rootUri, trusted}
 }
 
 -- `agentls/event` kinds (data fields in the comments).
@@ -62,8 +64,9 @@ M.approvals = { "review", "auto", "deny" }
 
 -- The capability that makes this client a plugin client.
 -- deltaIntervalMs: at most one streamed delta per redraw at 60 Hz; the server merges the rest.
+-- trust: this client resolves workspace trust itself (`agentls/trustRequired`, trust.lua).
 function M.client_capability()
-  return { protocolVersion = M.protocol_version, deltaIntervalMs = 16 }
+  return { protocolVersion = M.protocol_version, deltaIntervalMs = 16, trust = true }
 end
 
 return M

@@ -1,6 +1,7 @@
 -- The plugin's state and its only owner: per client (one per project root) the current session
--- and what the session is doing, the pending reviews and permissions. Other modules read and
--- change it through these functions, never by reaching into the tables.
+-- and what the session is doing, the pending reviews and permissions, and per root what became
+-- of its workspace trust in this Neovim session. Other modules read and change it through these
+-- functions, never by reaching into the tables.
 local M = {}
 
 ---@class agentls.Session
@@ -15,6 +16,12 @@ local active_client ---@type integer?
 local reviews = {} ---@type table<string, table>
 local review_order = {} ---@type string[]
 local permissions = {} ---@type table<string, table>
+
+---@class agentls.Trust
+---@field file string? the project file whose keys need trust
+---@field ignored {key: string, reason: string}[] what the server ignores until the folder is trusted
+---@field state string "asking" | "declined" | "denied" (by vim.secure) | "granting" | "trusted"
+local trust = {} ---@type table<string, agentls.Trust>
 
 local status_pending = false
 
@@ -175,6 +182,18 @@ end
 
 function M.permissions()
   return vim.tbl_values(permissions)
+end
+
+--- What became of the trust of the folder `root` (a path) in this Neovim session; nil: the
+--- server never said it needs trust.
+---@return agentls.Trust?
+function M.trust(root)
+  return trust[root]
+end
+
+--- Records (or updates) the trust of the folder `root`.
+function M.set_trust(root, fields)
+  trust[root] = vim.tbl_extend("force", trust[root] or { ignored = {} }, fields)
 end
 
 --- Records a session's context figures (`context` of its `agentls.listSessions` entry).
