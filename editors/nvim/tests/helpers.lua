@@ -18,10 +18,10 @@ urllib.request.urlopen(req, timeout=5).read()
   assert(res.code == 0, "push failed: " .. tostring(res.stderr))
 end
 
---- The request bodies the fake provider got, in order.
-function H.requests()
+--- The request bodies the fake provider got, in order (`file`: another provider's record).
+function H.requests(file)
   local out = {}
-  for _, line in ipairs(vim.fn.readfile(H.requests_file)) do
+  for _, line in ipairs(vim.fn.readfile(file or H.requests_file)) do
     -- The provider may be writing the last line right now.
     local ok, body = pcall(vim.json.decode, line)
     if ok then
