@@ -80,7 +80,7 @@ const manifest = JSON.parse(readFileSync(join(__dirname, '../../package.json'), 
 const decided: Record<string, { restricted: boolean; why: string }> = {
   'agentls.server.path': { restricted: true, why: 'the program the extension starts' },
   'agentls.provider': { restricted: true, why: 'where prompts, code and the API key are sent' },
-  'agentls.profile': { restricted: true, why: '`code` runs the model\'s Python without asking' },
+  'agentls.profile': { restricted: false, why: 'tools and prompt; `code` mode\'s python asks permission as shell does' },
   'agentls.approval': { restricted: true, why: '`auto` applies edits without review' },
   'agentls.shell.permission': { restricted: true, why: '`allow` runs every command without asking' },
   'agentls.shell.allow': { restricted: true, why: 'commands that run without asking' },
