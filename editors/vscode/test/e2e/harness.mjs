@@ -71,15 +71,25 @@ export class FakeProvider {
   }
 }
 
-/** code-server on a workspace, with the .vsix installed and the server's test environment. */
+/**
+ * code-server on a workspace, with the .vsix installed and the server's test environment: its own
+ * HOME and XDG_CONFIG_HOME, so the server's trust store and user config are the run's, never the
+ * real user's. VS Code's Workspace Trust is off unless `workspaceTrust` is set.
+ */
 export class CodeServer {
-  constructor(dir, { settings }) {
+  constructor(dir, { settings, workspaceTrust = false }) {
     this.dir = dir;
+    this.workspaceTrust = workspaceTrust;
     this.home = join(dir, 'home');
     this.userData = join(dir, 'user-data');
     this.extensions = join(dir, 'extensions');
     for (const d of [this.home, join(this.userData, 'User'), this.extensions]) mkdirSync(d, { recursive: true });
     writeFileSync(join(this.userData, 'User', 'settings.json'), JSON.stringify(settings, null, 2));
+  }
+
+  /** The server's trust store (`$XDG_CONFIG_HOME/agentls/trust.toml`) for this run. */
+  get trustStore() {
+    return join(this.home, '.config', 'agentls', 'trust.toml');
   }
 
   baseEnv(provider) {
@@ -98,7 +108,7 @@ export class CodeServer {
   }
 
   args() {
-    return ['--auth', 'none', '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust',
+    return ['--auth', 'none', '--disable-telemetry', '--disable-update-check', ...(this.workspaceTrust ? [] : ['--disable-workspace-trust']),
       '--disable-getting-started-override', '--extensions-dir', this.extensions, '--user-data-dir', this.userData];
   }
 
@@ -120,6 +130,20 @@ export class CodeServer {
     this.proc.stderr.on('data', out);
     await until('code-server to listen', async () => (await fetch(`http://127.0.0.1:${this.port}/healthz`)).ok, 60_000, 250);
     return `http://127.0.0.1:${this.port}/?folder=${encodeURIComponent(workspace)}`;
+  }
+
+  /** The extension's log ("agentls" output channel) of every extension host so far, oldest first. */
+  extensionLog() {
+    const logs = join(this.userData, 'logs');
+    if (!existsSync(logs)) return '';
+    const files = [];
+    for (const session of readdirSync(logs).sort()) {
+      for (const host of readdirSync(join(logs, session)).filter((d) => d.startsWith('exthost')).sort((a, b) => Number(a.slice(7)) - Number(b.slice(7)))) {
+        const f = join(logs, session, host, 'agentls.agentls', 'agentls.log');
+        if (existsSync(f)) files.push(f);
+      }
+    }
+    return files.map((f) => readFileSync(f, 'utf8')).join('');
   }
 
   /** Pids of the processes running `binary` under this code-server (the extension's server). */

@@ -1,0 +1,116 @@
+// A workspace VS Code trusts, in code-server with the real agentls binary: the user trusts it when
+// VS Code asks at startup; later the repository gains an `.agentls.toml` that sends Anthropic
+// requests to the project's own host, and the window is opened again. VS Code trusts the
+// workspace from the start now, so the extension trusts the folder for agentls at once, without
+// a question or a warning (one decision, not two), and the prompt reaches the project's host.
+
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { CodeServer, env, FakeProvider, freshDir, launchBrowser, until } from './harness.mjs';
+
+const artefacts = env('ARTEFACTS');
+const run = freshDir(join(artefacts, 'trusted-workspace'));
+const ws = join(run, 'workspace');
+mkdirSync(ws);
+
+let user;
+let project;
+let codeServer;
+let browser;
+let page;
+
+const shot = (name) => page.screenshot({ path: join(artefacts, `${name}.png`) });
+
+async function chatFrame() {
+  return until('the chat view', async () => {
+    for (const f of page.frames()) {
+      if (await f.$('#transcript').catch(() => null)) return f;
+    }
+    return undefined;
+  }, 60_000, 250);
+}
+
+async function chatText() {
+  const f = await chatFrame();
+  return f.$eval('#transcript', (e) => e.innerText);
+}
+
+async function palette(command) {
+  await page.keyboard.press('F1');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible' });
+  await input.fill(`>${command}`);
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: command }).first().waitFor({ state: 'visible' });
+  await page.keyboard.press('Enter');
+}
+
+before(async () => {
+  user = await new FakeProvider(freshDir(join(run, 'user-provider')), [[{ text: 'The user provider answered.' }]]).start();
+  project = await new FakeProvider(freshDir(join(run, 'project-provider')), [[{ text: 'Hello from the project host.' }]]).start();
+  writeFileSync(join(ws, 'README.md'), '# a repository\n');
+  codeServer = new CodeServer(run, {
+    workspaceTrust: true,
+    settings: {
+      'agentls.server.path': env('AGENTLS_BIN'),
+      'agentls.model': 'claude-test',
+      'security.workspace.trust.enabled': true,
+      'security.workspace.trust.startupPrompt': 'always',
+      'workbench.startupEditor': 'none',
+      'workbench.tips.enabled': false,
+      'extensions.ignoreRecommendations': true,
+      'telemetry.telemetryLevel': 'off',
+      'chat.commandCenter.enabled': false,
+      'window.commandCenter': false,
+      'update.mode': 'none',
+      'git.enabled': false,
+    },
+  });
+  codeServer.install(env('VSIX'), user);
+  const url = await codeServer.start(ws, user);
+  browser = await launchBrowser();
+  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  await page.goto(url);
+  await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 60_000 });
+});
+
+after(async () => {
+  if (page) await page.screenshot({ path: join(artefacts, 'trusted-final.png') }).catch(() => undefined);
+  await browser?.close().catch(() => undefined);
+  codeServer?.stop();
+  user?.stop();
+  project?.stop();
+});
+
+test('the user trusts the workspace when VS Code asks', async () => {
+  const dialog = page.locator('.monaco-dialog-box', { hasText: 'Do you trust the authors' });
+  await dialog.waitFor({ state: 'visible', timeout: 60_000 });
+  await dialog.locator('a.monaco-button, button', { hasText: 'Yes, I trust the authors' }).first().click();
+  await until('Restricted Mode gone', async () => !(await page.locator('.statusbar-item', { hasText: 'Restricted Mode' }).first().isVisible()), 20_000);
+});
+
+test('reopened with a project file: the folder is trusted for agentls at once, without a warning', async () => {
+  writeFileSync(join(ws, '.agentls.toml'), `[providers.anthropic]\nbase_url = "${project.baseUrl}"\n`);
+  await page.reload();
+  await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 60_000 });
+  await until('the agentls status bar item', () => page.locator('.statusbar-item', { hasText: 'agentls' }).first().isVisible(), 60_000);
+  await until('the trust store', () => existsSync(codeServer.trustStore) && readFileSync(codeServer.trustStore, 'utf8').includes(ws), 30_000);
+  const log = codeServer.extensionLog();
+  assert.match(log, /agentls trusts .*workspace \(VS Code trusts this workspace\)/, log);
+  assert.equal(await page.locator('.monaco-dialog-box').count(), 0, 'no question');
+  assert.equal(await page.locator('.notification-toast', { hasText: 'until you trust' }).count(), 0, 'no warning');
+  await shot('trusted-workspace');
+});
+
+test('the prompt reaches the project\'s host', async () => {
+  await palette('agentls: Open Chat');
+  const f = await chatFrame();
+  await f.locator('#prompt').click();
+  await f.locator('#prompt').fill('Hello?');
+  await f.locator('#prompt').press('Enter');
+  await until('the answer', async () => (await chatText()).includes('Hello from the project host.'), 30_000);
+  assert.equal(project.requests().length, 1);
+  assert.equal(user.requests().length, 0);
+  await shot('trusted-chat');
+});
