@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use session_harness::calls::{last_message, offered_tools, sent_result};
 use session_harness::recording_env::gated_grep;
 use session_harness::{Harness, Setup, of_kind, reason, str_of};
-use support::exec_binary::exec_command;
+use support::exec_binary::{exec_command, trust_folder};
 use support::mock_provider::{Dialect, MockProvider, Reply as Raw, Turn as Reply};
 
 const QUERY: &str = "where is the session id created?";
@@ -428,6 +428,8 @@ async fn a_separately_configured_search_model_gets_the_search_requests() {
     parent.push(Reply::new().text("It is new_id."));
     searcher.push(Reply::new().text("<grep>\n<pattern>fn new_id</pattern>\n</grep>"));
     searcher.push(Reply::new().text("<finish>\n<file>src/session.rs:11-13</file>\n</finish>"));
+    // The search provider and its host are the project's choice: its user trusts it.
+    trust_folder(dir.path());
 
     let out = exec_command(
         &parent,

@@ -5,6 +5,7 @@ mod support;
 use std::path::Path;
 use std::process::Output;
 
+use support::exec_binary::trust_folder;
 use support::fixture_key;
 use support::mock_provider::{Dialect, ErrorPreset, MockProvider, Reply, Turn};
 
@@ -176,6 +177,8 @@ async fn trace_log_never_contains_the_key() {
             format!("[log]\nfile = {:?}\n", log.display().to_string()),
         )
         .unwrap();
+        // A project's log file is written only in a folder its user trusts.
+        trust_folder(dir.path());
         let mock = MockProvider::start(dialect).await;
         mock.push(ErrorPreset::RateLimit { retry_after_secs: 0.01 });
         mock.push(Turn::new().text("logged"));
@@ -199,6 +202,7 @@ async fn a_server_echoing_the_key_does_not_leak_it() {
         format!("[log]\nfile = {:?}\n", log.display().to_string()),
     )
     .unwrap();
+    trust_folder(dir.path());
     let mock = MockProvider::start(dialect).await;
     let echo = format!("Incorrect API key provided: {}", key(dialect));
     mock.push(Reply::json(401, serde_json::json!({"error": {"message": echo, "code": "invalid_api_key"}})));
@@ -230,6 +234,8 @@ async fn doctor_names_the_search_model() {
     };
     let dir = tempfile::tempdir().unwrap();
     assert!(doctor(dir.path()).contains("search model (codebase_search): the session's\n"));
+    // `[search] provider` and a base URL are the project's to choose once its user trusts it.
+    trust_folder(dir.path());
     std::fs::write(
         dir.path().join(".agentls.toml"),
         "[search]\nprovider = \"openai-chat\"\nmodel = \"small\"\nnative_tools = false\n\

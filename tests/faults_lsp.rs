@@ -21,7 +21,7 @@ use support::mock_provider::{Dialect, MockProvider, Reply, StreamFailure, Turn, 
 const KEY: &str = "sk-test-FAULT-SECRET-9191";
 
 /// A server binary in a folder of its own: the workspace `ws/` (with `project_file` as its
-/// `.agentls.toml`), the data, state and config homes beside it.
+/// `.agentls.toml`, in a folder its user trusts), the data, state and config homes beside it.
 struct Server {
     dir: tempfile::TempDir,
     root: PathBuf,
@@ -36,6 +36,16 @@ impl Server {
         std::fs::create_dir_all(root.join("src")).expect("mkdir");
         std::fs::write(root.join("src/lib.rs"), "pub fn one() -> u32 {\n    1\n}\n").expect("write");
         std::fs::write(root.join(".agentls.toml"), project_file).expect("project file");
+        // The tests' own project files are the user's: the folder is trusted (`agentls trust`).
+        let trusted = std::process::Command::new(env!("CARGO_BIN_EXE_agentls"))
+            .arg("trust")
+            .arg(&root)
+            .env_clear()
+            .env("HOME", dir.path().join("home"))
+            .env("XDG_CONFIG_HOME", dir.path().join("config"))
+            .output()
+            .expect("agentls trust");
+        assert!(trusted.status.success(), "{}", String::from_utf8_lossy(&trusted.stderr));
         let mock = MockProvider::start(dialect).await;
         let path = |p: &str| dir.path().join(p).display().to_string();
         let mut env = mock.env();

@@ -43,11 +43,16 @@ async fn a_command_printing_100_mb_is_truncated_and_memory_stays_bounded() {
     // The answer comes slowly: the server is still running when its memory is read.
     mock.push(Turn::new().text("It printed a lot.").delay(Duration::from_millis(500)));
     let dir = tempfile::tempdir().expect("tempdir");
-    let child = exec_command(&mock, dir.path(), KEY, &["--provider", "openai", "--json", "print a lot"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("agentls starts");
+    let child = exec_command(
+        &mock,
+        dir.path(),
+        KEY,
+        &["--provider", "openai", "--json", "--shell", "allow", "print a lot"],
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .expect("agentls starts");
     let pid = child.id().expect("running");
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     while mock.request_count() < 2 {
@@ -84,10 +89,11 @@ async fn a_command_that_forks_and_ignores_sigterm_dies_with_its_whole_group() {
     mock.push(Turn::new().tool_call("c1", "shell", json!({"command": command, "timeout_ms": 500})));
     mock.push(Turn::new().text("It had to be killed."));
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = exec_command(&mock, dir.path(), KEY, &["--provider", "anthropic", "run it"])
-        .output()
-        .await
-        .expect("agentls runs");
+    let out =
+        exec_command(&mock, dir.path(), KEY, &["--provider", "anthropic", "--shell", "allow", "run it"])
+            .output()
+            .await
+            .expect("agentls runs");
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     for file in ["leader.pid", "child.pid", "grandchild.pid"] {
         let pid = read_pid(&dir.path().join(file)).await;

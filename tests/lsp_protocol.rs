@@ -53,6 +53,7 @@ async fn initialize_negotiates_encoding_and_announces_commands() {
             "agentls.compact",
             "agentls.resolveReview",
             "agentls.resolvePermission",
+            "agentls.trustFolder",
         ]
     );
     assert_eq!(init["serverInfo"]["name"], "agentls");

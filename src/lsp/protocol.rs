@@ -281,6 +281,8 @@ mod tests {
         round_trip::<ReviewParams>(example_with("reviewId", "command"));
         round_trip::<PermissionParams>(example_with("requestId", "decision"));
         round_trip::<DiagnosticsResult>(example_with("files", "reviewId"));
+        round_trip::<TrustRequiredParams>(example_with("ignored", "sessionId"));
+        round_trip::<TrustFolderParams>(example_with("rootUri", "ignored"));
     }
 
     #[test]

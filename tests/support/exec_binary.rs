@@ -23,3 +23,16 @@ pub fn exec_command(mock: &MockProvider, dir: &Path, key: &str, args: &[&str]) -
     }
     cmd
 }
+
+/// Trusts `dir` the way its user would (`agentls trust DIR`, with `exec_command`'s HOME), so
+/// its `.agentls.toml` applies in full.
+pub fn trust_folder(dir: &Path) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_agentls"))
+        .args(["trust"])
+        .arg(dir)
+        .env_clear()
+        .env("HOME", dir)
+        .output()
+        .expect("agentls trust runs");
+    assert!(out.status.success(), "agentls trust: {}", String::from_utf8_lossy(&out.stderr));
+}
