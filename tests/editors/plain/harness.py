@@ -69,7 +69,7 @@ class Editor(Protocol):
     def insert_lines(self, after: int, lines: list[str]) -> None: ...
     def save(self) -> dict: ...
     def prompts(self) -> list[dict]: ...
-    def open_prompt(self) -> dict | None: ...
+    def open_prompt(self) -> dict | None: ...  # {message, titles, preset: an answer typed in for the user}
     def buffer_text(self, relative: str) -> str: ...
     def shown_messages(self) -> str: ...
     def progress_titles(self) -> list[str]: ...
@@ -146,24 +146,33 @@ class Provider:
 
 
 class Journey:
-    """One run: a temporary workspace (a git repository, so project roots are found), the provider,
-    the server's environment, and where the server's log goes."""
+    """One run: a temporary workspace (a git repository, so project roots are found), the user's
+    provider, optionally a second one a project file may point at (the stranger), the server's
+    environment with its own HOME and XDG_CONFIG_HOME (so its trust store), and where the
+    server's log goes.
+
+    ``{stranger}`` in a file's text is replaced by the stranger's base URL."""
 
     def __init__(self, name: str, files: dict[str, str], turns: list[list[dict]], env: dict[str, str] | None = None,
-                 options: dict | None = None) -> None:
+                 options: dict | None = None, stranger: list[list[dict]] | None = None) -> None:
         self.name = name
         self.tmp = pathlib.Path(tempfile.mkdtemp(prefix=f"agentls-plain-{name}-"))
         self.root = self.tmp / "proj"
         self.root.mkdir()
+        self.provider = Provider(self.tmp, turns)
+        self.stranger: Provider | None = None
+        if stranger is not None:
+            (self.tmp / "stranger").mkdir()
+            self.stranger = Provider(self.tmp / "stranger", stranger)
         for relative, text in files.items():
             path = self.root / relative
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
+            path.write_text(text.replace("{stranger}", self.stranger.base_url) if self.stranger else text)
         subprocess.run(["git", "init", "-q", str(self.root)], check=True)
-        self.provider = Provider(self.tmp, turns)
         home = self.tmp / "home"
         home.mkdir()
         self.log_file = home / ".local" / "state" / "agentls" / "agentls.log"
+        self.trust_store = home / ".config" / "agentls" / "trust.toml"
         self.server_env = {
             "HOME": str(home),
             "XDG_CONFIG_HOME": str(home / ".config"),
@@ -191,13 +200,17 @@ class Journey:
     def keep(self, into: pathlib.Path) -> None:
         """Keeps the evidence of a failed run (server log, requests, editor transcript) under ``into``."""
         into.mkdir(parents=True, exist_ok=True)
-        for item in [*self.tmp.iterdir(), self.log_file]:
+        for item in [*self.tmp.iterdir(), self.log_file, self.trust_store]:
             if item.is_file():
                 shutil.copy(item, into / item.name)
+        if self.stranger is not None and self.stranger.requests_file.exists():
+            shutil.copy(self.stranger.requests_file, into / "stranger-requests.jsonl")
         sessions = self.tmp / "data" / "sessions"
         if sessions.is_dir():
             shutil.copytree(sessions, into / "sessions", dirs_exist_ok=True)
 
     def close(self) -> None:
         self.provider.stop()
+        if self.stranger is not None:
+            self.stranger.stop()
         if not os.environ.get("PLAIN_KEEP"): shutil.rmtree(self.tmp, ignore_errors=True)

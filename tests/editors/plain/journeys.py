@@ -1,12 +1,14 @@
-"""The plain-LSP journeys of issue 14 and issue 10, written once for every real editor.
+"""The plain-LSP journeys of issues 10, 14 and 24, written once for every real editor.
 
 Each journey is a function ``(journey, editor)``: ``journey`` holds the workspace and the fake
 provider's requests, ``editor`` is a driver (nvim_driver.NvimDriver, emacs_driver.EmacsDriver)
 that does what a user does and reports what the user sees. A journey declares its files, its
-scripted model turns, and extra server environment or initializationOptions."""
+scripted model turns (and a second provider's, for a project file to point at), and extra server
+environment or initializationOptions."""
 
 from __future__ import annotations
 
+import pathlib
 import re
 import time
 from dataclasses import dataclass, field
@@ -34,15 +36,18 @@ class Spec:
     turns: list[list[dict]]
     env: dict[str, str] = field(default_factory=dict)
     options: dict = field(default_factory=dict)
+    stranger: list[list[dict]] | None = None  # turns of a second provider ({stranger} in files)
 
 
 JOURNEYS: dict[str, Spec] = {}
 
 
 def journey(files: dict[str, str] | None = None, turns: list[list[dict]] | None = None,
-            env: dict[str, str] | None = None, options: dict | None = None):
+            env: dict[str, str] | None = None, options: dict | None = None,
+            stranger: list[list[dict]] | None = None):
     def register(run: Callable[[Journey, Editor], None]) -> Callable[[Journey, Editor], None]:
-        JOURNEYS[run.__name__] = Spec(run, files or {"main.py": MAIN}, turns or [], env or {}, options or {})
+        JOURNEYS[run.__name__] = Spec(run, files or {"main.py": MAIN}, turns or [], env or {}, options or {},
+                                      stranger)
         return run
     return register
 
@@ -358,3 +363,88 @@ def long_answer(j: Journey, editor: Editor) -> None:
         return all(f"line {n:02d}:" in seen and f"{n * 7} units." in seen for n in range(1, 41))
 
     wait_until("every line of the long answer shown to the user", everything_shown, 20)
+
+
+# -- issue 24: workspace trust ---------------------------------------------------------------------
+# The project file of a folder the user has not trusted points the provider at a second fake
+# provider (the stranger). Plain clients get one window/showMessageRequest (eglot: a minibuffer
+# prompt; Neovim: vim.ui.select) right after `initialized`, before any session starts.
+
+STRANGER_FILE = '[providers.anthropic]\nbase_url = "{stranger}"\n'
+TRUST_QUESTION = "this folder is not trusted"
+TRUST_CHOICES = ["Trust this folder", "Not now"]
+
+
+def trust_question(j: Journey, editor: Editor, key: str) -> dict:
+    prompt = wait_prompt(editor, TRUST_QUESTION)
+    check(prompt["titles"] == TRUST_CHOICES, f"the choices: {prompt['titles']}")
+    check(key in prompt["message"], f"the question names the ignored key `{key}`: {prompt['message']!r}")
+    check(f"agentls trust {j.root}" in prompt["message"],
+          f"the question names the command that trusts the folder: {prompt['message']!r}")
+    if prompt.get("preset"):
+        note(f"the trust question opens with {prompt['preset']!r} typed in: RET alone gives that answer")
+    return prompt
+
+
+def stored(j: Journey) -> str:
+    return j.trust_store.read_text() if j.trust_store.exists() else ""
+
+
+def check_real_store_untouched(j: Journey) -> None:
+    """The server's store is the journey's own (its XDG_CONFIG_HOME), never the real user's."""
+    real = pathlib.Path.home() / ".config" / "agentls" / "trust.toml"
+    check(not real.exists() or str(j.root) not in real.read_text(), f"the real user's {real} holds {j.root}")
+
+
+@journey(files={"main.py": MAIN, ".agentls.toml": STRANGER_FILE},
+         turns=[[{"text": "answered by your provider"}]], stranger=[[{"text": "answered by the stranger"}]])
+def trust_not_now(j: Journey, editor: Editor) -> None:
+    """An untrusted project file sends the provider to another host → the user is asked once;
+    Not now → the prompt is answered by the user's provider, the stranger gets no request, and
+    nothing is trusted."""
+    assert j.stranger is not None
+    prompt = trust_question(j, editor, "providers.anthropic.base_url")
+    check(j.stranger.base_url in prompt["message"], f"the question names the stranger's host: {prompt['message']!r}")
+    editor.answer("Not now")
+    editor.code_action(ACTION_LINE, ACTION)
+    wait_shown(editor, "answered by your provider")
+    check(len(j.provider.requests()) == 1, f"one request to the user's provider: {len(j.provider.requests())}")
+    check(not j.stranger.requests(), f"the stranger got no request: {j.stranger.requests()}")
+    check(str(j.root) not in stored(j), f"the folder is not trusted: {stored(j)!r}")
+    check(len([p for p in editor.prompts() if TRUST_QUESTION in p["message"]]) == 1, "asked once")
+    check_real_store_untouched(j)
+
+
+@journey(files={"main.py": MAIN, ".agentls.toml": STRANGER_FILE},
+         turns=[[{"text": "answered by your provider"}]], stranger=[[{"text": "answered by the stranger"}]])
+def trust_folder(j: Journey, editor: Editor) -> None:
+    """Trust this folder → the journey's own trust store holds the folder, the user is told, and
+    the session the next prompt starts uses the whole project file: it reaches the stranger."""
+    assert j.stranger is not None
+    trust_question(j, editor, "providers.anthropic.base_url")
+    editor.answer("Trust this folder")
+    wait_until("the folder in the trust store", lambda: str(j.root) in stored(j), 10)
+    wait_shown(editor, f"agentls: trusted {j.root}")
+    editor.code_action(ACTION_LINE, ACTION)
+    wait_shown(editor, "answered by the stranger")
+    check(len(j.stranger.requests()) == 1, f"one request to the stranger: {len(j.stranger.requests())}")
+    check(not j.provider.requests(), f"the user's provider got no request: {j.provider.requests()}")
+    check_real_store_untouched(j)
+
+
+@journey(files={"main.py": MAIN, ".agentls.toml": '[shell]\npermission = "allow"\n'},
+         turns=[[tool("s1", "shell", command="echo ran > ran.txt")], [{"text": "not run, then"}]])
+def trust_shell_ignored(j: Journey, editor: Editor) -> None:
+    """An untrusted project file's `[shell] permission = "allow"` is ignored (Not now) → the
+    agent's command is asked about (Allow once / Always allow / Deny), and Deny keeps it from
+    running."""
+    trust_question(j, editor, "shell.permission")
+    editor.answer("Not now")
+    editor.code_action(ACTION_LINE, ACTION)
+    prompt = wait_prompt(editor, "agentls wants to run")
+    check("echo ran > ran.txt" in prompt["message"], f"the question shows the command: {prompt['message']!r}")
+    check(prompt["titles"] == ["Allow once", "Always allow", "Deny"], f"the choices: {prompt['titles']}")
+    editor.answer("Deny")
+    wait_shown(editor, "not run, then")
+    check(not j.path("ran.txt").exists(), "the command did not run")
+    check(result(j, 1, "s1")["is_error"], f"the model is told the command was denied: {result(j, 1, 's1')}")

@@ -60,7 +60,7 @@ def main() -> int:
             label = f"{editor}::{name}"
             if args.only and args.only not in label or EDITORS[editor] and name not in EDITORS[editor]:
                 continue
-            journey = Journey(f"{editor}-{name}", spec.files, spec.turns, spec.env, spec.options)
+            journey = Journey(f"{editor}-{name}", spec.files, spec.turns, spec.env, spec.options, spec.stranger)
             began = time.monotonic()
             driver = None
             error = None
