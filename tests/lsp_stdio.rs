@@ -763,3 +763,53 @@ async fn a_plugin_resolves_trust_and_grants_it_with_trust_folder() {
     assert_eq!(client.notifications("agentls/trustRequired").len(), 1, "raised once per folder");
     cloned.server.finish().await;
 }
+
+/// Whether no process of the group `pgid` is left (zombies count as gone).
+fn group_gone(pgid: i32) -> bool {
+    use nix::sys::signal::kill;
+    use nix::unistd::Pid;
+    kill(Pid::from_raw(-pgid), None).is_err()
+}
+
+/// Emacs's lsp-mode sends `shutdown` (and `exit`) with `"params": {}`: the server's own
+/// shutdown runs (the running command's process group is ended) and `exit` ends with code 0.
+#[tokio::test]
+async fn shutdown_and_exit_with_empty_params_run_the_servers_shutdown() {
+    let server = Server::start(Dialect::Anthropic, "claude-test").await;
+    let client = &server.client;
+    let leader = server.root.join("leader.pid");
+    let command = format!("echo $$ > {}; sleep 60", leader.display());
+    server.mock.push(Turn::new().tool_call("c1", "shell", json!({"command": command})));
+    let created = client.command("agentls.newSession", json!({})).await.expect("newSession");
+    let id = created["sessionId"].as_str().unwrap().to_string();
+    prompt(&server, &id).await;
+    let asked = client.next_notification("agentls/permission").await;
+    client
+        .command(
+            "agentls.resolvePermission",
+            json!({"requestId": asked["requestId"], "decision": "allow_once"}),
+        )
+        .await
+        .expect("allowed");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let pgid = loop {
+        if let Some(pid) = std::fs::read_to_string(&leader).ok().and_then(|t| t.trim().parse::<i32>().ok()) {
+            break pid;
+        }
+        assert!(std::time::Instant::now() < deadline, "the command never started");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert!(!group_gone(pgid));
+
+    let answer = client.request_raw("shutdown", json!({})).await;
+    assert_eq!(answer.get("error"), None, "{answer}");
+    assert_eq!(answer["result"], Value::Null, "{answer}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while !group_gone(pgid) {
+        assert!(std::time::Instant::now() < deadline, "the server's shutdown ends the running command");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    client.send_message(&json!({"jsonrpc": "2.0", "method": "exit", "params": {}}));
+    let status = client.exit_status().await;
+    assert_eq!(status.code(), Some(0), "{}", client.stderr_text());
+}

@@ -403,7 +403,10 @@ pub enum Incoming {
 /// twice) is an error too: which one was meant is anybody's guess.
 pub fn decode(body: &[u8]) -> Result<Incoming, Value> {
     if let Ok(message) = serde_json::from_slice::<Incoming>(body) {
-        return Ok(message);
+        return Ok(match message {
+            Incoming::Request(request) => Incoming::Request(without_empty_params(request)),
+            response => response,
+        });
     }
     let error = |id: Value, code: i64, message: String| json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
     let text = std::str::from_utf8(body)
@@ -412,6 +415,29 @@ pub fn decode(body: &[u8]) -> Result<Incoming, Value> {
         .map_err(|e| error(Value::Null, -32700, format!("the message is not JSON: {e}")))?;
     let id = value.get("id").filter(|id| id.is_number() || id.is_string()).cloned().unwrap_or(Value::Null);
     Err(error(id, -32600, "not a JSON-RPC 2.0 request, notification or response".into()))
+}
+
+/// The methods that take no parameters (`shutdown`, `exit`): the framework accepts only a
+/// missing or `null` `params` for them, but clients send `{}` or `[]` too (Emacs's lsp-mode
+/// sends `"params": {}` with `shutdown`), and that means the same.
+const PARAMETERLESS: &[&str] = &["shutdown", "exit"];
+
+/// `request` with an empty `params` object or array dropped, for a parameterless method.
+fn without_empty_params(request: Request) -> Request {
+    let empty = |params: &Value| match params {
+        Value::Object(map) => map.is_empty(),
+        Value::Array(list) => list.is_empty(),
+        _ => false,
+    };
+    if !PARAMETERLESS.contains(&request.method()) || !request.params().is_some_and(empty) {
+        return request;
+    }
+    let (method, id, _) = request.into_parts();
+    let builder = Request::build(method);
+    match id {
+        Some(id) => builder.id(id).finish(),
+        None => builder.finish(),
+    }
 }
 
 /// One frame for the editor, whole.
@@ -670,6 +696,27 @@ mod tests {
         let twice =
             decode(br#"{"jsonrpc":"2.0","method":"a","id":105,"method":"b","params":{}}"#).unwrap_err();
         assert_eq!((twice["id"].clone(), twice["error"]["code"].clone()), (json!(105), json!(-32600)));
+    }
+
+    #[test]
+    fn parameterless_methods_take_empty_params_as_none() {
+        let params = |body: &[u8]| match decode(body) {
+            Ok(Incoming::Request(request)) => request.params().cloned(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(params(br#"{"jsonrpc":"2.0","method":"shutdown","params":{},"id":10}"#), None);
+        assert_eq!(params(br#"{"jsonrpc":"2.0","method":"exit","params":[]}"#), None);
+        assert_eq!(
+            params(br#"{"jsonrpc":"2.0","method":"shutdown","params":{"x":1},"id":1}"#),
+            Some(json!({"x": 1}))
+        );
+        assert_eq!(params(br#"{"jsonrpc":"2.0","method":"initialized","params":{}}"#), Some(json!({})));
+        let Ok(Incoming::Request(request)) =
+            decode(br#"{"jsonrpc":"2.0","method":"shutdown","params":{},"id":"s"}"#)
+        else {
+            panic!("a request")
+        };
+        assert_eq!(request.id().map(ToString::to_string).as_deref(), Some("\"s\""));
     }
 
     #[tokio::test]
