@@ -174,7 +174,9 @@ class EmacsDriver:
         state = self.state()
         minibuffer = state["minibuffer"]
         if minibuffer and "Server reports" in (minibuffer.get("prompt") or ""):
-            return {"message": minibuffer["prompt"], "titles": state["prompts"][-1]["titles"]}
+            # eglot 1.9 offers the first action as the minibuffer's initial input: RET takes it.
+            return {"message": minibuffer["prompt"], "titles": state["prompts"][-1]["titles"],
+                    "preset": minibuffer.get("contents") or None}
         return None
 
     def buffer_text(self, relative: str) -> str:
