@@ -11,7 +11,7 @@ use std::time::Duration;
 use agentls::profiles::ProfileKind;
 use serde_json::{Value, json};
 use session_harness::calls::{edit_call, read_call, sent_result};
-use session_harness::{PATIENCE, dialect, read_pid, wait_process_gone};
+use session_harness::{PATIENCE, dialect, group_gone, read_pid, wait_process_gone};
 use support::exec_binary::{OTHER_SECRET, USER_CONFIG, exec_command, trust_folder};
 use support::mock_provider::{Dialect, ErrorPreset, MockProvider, Turn as Reply};
 
@@ -329,11 +329,12 @@ async fn plain_output_indents_subagent_activity_under_the_spawning_call() {
     );
 }
 
-/// Sends `signal` to `agentls exec` while a command with a background child runs; returns the
-/// exit code once both the command's shell and its child are gone.
+/// Sends `signal` to `agentls exec` while a command with background children runs; returns the
+/// exit code once the command's whole process group is gone and a marker it would have written
+/// two seconds later was never written.
 async fn stop_mid_command(signal: nix::sys::signal::Signal) -> Option<i32> {
     let mock = MockProvider::start(Dialect::OpenAiResponses).await;
-    let command = "echo $$ > leader.pid; sleep 60 & echo $! > child.pid; wait";
+    let command = "echo $$ > leader.pid; sleep 60 & echo $! > child.pid; (sleep 2; touch late-marker) & wait";
     mock.push(Reply::new().tool_call("c1", "shell", json!({"command": command, "timeout_ms": 60000})));
     let dir = repo();
     let child =
@@ -353,7 +354,20 @@ async fn stop_mid_command(signal: nix::sys::signal::Signal) -> Option<i32> {
     for pid in [leader, grandchild] {
         assert!(wait_process_gone(pid, Duration::from_secs(5)).await, "process {pid} outlived agentls exec");
     }
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !group_gone(leader) {
+        assert!(std::time::Instant::now() < deadline, "a process of the command's group is left");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert!(!dir.path().join("late-marker").exists(), "a process of the turn ran on");
     out.status.code()
+}
+
+/// SIGKILL leaves agentls no chance to stop anything: its process guard ends the command's group.
+#[tokio::test]
+async fn sigkill_mid_command_leaves_no_process_behind() {
+    assert_eq!(stop_mid_command(nix::sys::signal::Signal::SIGKILL).await, None);
 }
 
 #[tokio::test]

@@ -764,21 +764,25 @@ async fn a_plugin_resolves_trust_and_grants_it_with_trust_folder() {
     cloned.server.finish().await;
 }
 
-/// Whether no process of the group `pgid` is left (zombies count as gone).
+/// Whether no process of the group `pgid` still runs (zombies, which an init that does not reap
+/// keeps, count as gone).
 fn group_gone(pgid: i32) -> bool {
-    use nix::sys::signal::kill;
-    use nix::unistd::Pid;
-    kill(Pid::from_raw(-pgid), None).is_err()
+    let Ok(entries) = std::fs::read_dir("/proc") else { return true };
+    !entries.flatten().any(|entry| {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { return false };
+        let Some((_, rest)) = stat.rsplit_once(')') else { return false };
+        let mut fields = rest.split_whitespace();
+        let state = fields.next().unwrap_or("Z");
+        fields.nth(1).and_then(|g| g.parse::<i32>().ok()) == Some(pgid) && state != "Z" && state != "X"
+    })
 }
 
-/// Emacs's lsp-mode sends `shutdown` (and `exit`) with `"params": {}`: the server's own
-/// shutdown runs (the running command's process group is ended) and `exit` ends with code 0.
-#[tokio::test]
-async fn shutdown_and_exit_with_empty_params_run_the_servers_shutdown() {
-    let server = Server::start(Dialect::Anthropic, "claude-test").await;
+/// Runs `command` (which writes its shell's pid to `leader.pid`) in a new session, allowed
+/// once; returns its process group once it runs.
+async fn running_command(server: &Server, command: &str) -> i32 {
     let client = &server.client;
     let leader = server.root.join("leader.pid");
-    let command = format!("echo $$ > {}; sleep 60", leader.display());
+    let command = format!("echo $$ > {}; {command}", leader.display());
     server.mock.push(Turn::new().tool_call("c1", "shell", json!({"command": command})));
     let created = client.command("agentls.newSession", json!({})).await.expect("newSession");
     let id = created["sessionId"].as_str().unwrap().to_string();
@@ -800,16 +804,45 @@ async fn shutdown_and_exit_with_empty_params_run_the_servers_shutdown() {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     };
     assert!(!group_gone(pgid));
+    pgid
+}
+
+/// Waits until no process of `pgid` runs (zombies aside); fails after 15 s.
+async fn wait_group_gone(pgid: i32, what: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while !group_gone(pgid) {
+        assert!(std::time::Instant::now() < deadline, "{what}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// Emacs's lsp-mode sends `shutdown` (and `exit`) with `"params": {}`: the server's own
+/// shutdown runs (the running command's process group is ended) and `exit` ends with code 0.
+#[tokio::test]
+async fn shutdown_and_exit_with_empty_params_run_the_servers_shutdown() {
+    let server = Server::start(Dialect::Anthropic, "claude-test").await;
+    let client = &server.client;
+    let pgid = running_command(&server, "sleep 60").await;
 
     let answer = client.request_raw("shutdown", json!({})).await;
     assert_eq!(answer.get("error"), None, "{answer}");
     assert_eq!(answer["result"], Value::Null, "{answer}");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
-    while !group_gone(pgid) {
-        assert!(std::time::Instant::now() < deadline, "the server's shutdown ends the running command");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    wait_group_gone(pgid, "the server's shutdown ends the running command").await;
     client.send_message(&json!({"jsonrpc": "2.0", "method": "exit", "params": {}}));
     let status = client.exit_status().await;
     assert_eq!(status.code(), Some(0), "{}", client.stderr_text());
+}
+
+/// A server killed with SIGKILL (an OOM kill, an editor that gives up) mid-command: its guard
+/// ends the command's whole group, and a marker the command would write later never appears.
+#[tokio::test]
+async fn a_killed_server_leaves_no_process_of_its_turn_behind() {
+    let server = Server::start(Dialect::Anthropic, "claude-test").await;
+    let marker = server.root.join("late-marker");
+    let pgid = running_command(&server, &format!("(sleep 2; touch {}) & sleep 60", marker.display())).await;
+    let pid = nix::unistd::Pid::from_raw(server.client.pid() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).expect("kill the server");
+    wait_group_gone(pgid, "the command outlived the server").await;
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    assert!(!marker.exists(), "a process of the turn ran on after the server died");
 }

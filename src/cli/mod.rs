@@ -56,6 +56,9 @@ pub enum Command {
     /// Play a recorded session through the real server and tools on a sample project (no key,
     /// no network).
     Demo(DemoArgs),
+    /// The process guard (`exec::guard`): started by agentls itself, never by hand.
+    #[command(name = "__guard", hide = true)]
+    Guard,
 }
 
 /// Flags shared by commands that talk to a model.
@@ -273,6 +276,10 @@ pub fn main() -> ExitCode {
         Cli::parse().command.unwrap_or(Command::Serve { stdio: true })
     };
     let env = Env::from_process();
+    // Whatever this process starts ends with it, even when it is killed.
+    if let Ok(program) = std::env::current_exe() {
+        crate::exec::guard::enable(program);
+    }
     let result = match command {
         Command::Serve { stdio: _ } => serve(env),
         Command::Exec(args) => Ok(exec::run(&env, args)),
@@ -281,6 +288,10 @@ pub fn main() -> ExitCode {
         Command::Trust(args) => trust::run(&env, args),
         Command::Sessions { action } => sessions::run(&env, action),
         Command::Demo(args) => demo::run(args),
+        Command::Guard => {
+            crate::exec::guard::run();
+            Ok(ExitCode::SUCCESS)
+        }
     };
     match result {
         Ok(code) => code,

@@ -13,6 +13,7 @@
 //!   attributes); `create_file` never replaces anything, not even a dangling symlink.
 
 mod env_filter;
+pub mod guard;
 mod local;
 mod paths;
 mod process;

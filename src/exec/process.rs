@@ -38,20 +38,30 @@ const STREAM_LIMIT: usize = 1024 * 1024;
 pub(crate) struct LiveGroups(Arc<Mutex<BTreeSet<i32>>>);
 
 impl LiveGroups {
+    /// A group started: the guard hears of it too, so it ends with a server that dies.
     fn insert(&self, pgid: i32) {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).insert(pgid);
+        super::guard::watch(pgid);
     }
     fn remove(&self, pgid: i32) {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).remove(&pgid);
+        if self.0.lock().unwrap_or_else(|e| e.into_inner()).remove(&pgid) {
+            super::guard::forget(pgid);
+        }
     }
+    /// Every group, no longer tracked (the caller ends them); the guard forgets them once they
+    /// are gone.
     fn take_all(&self) -> Vec<i32> {
         std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner())).into_iter().collect()
     }
 
     /// Ends every group still alive: SIGTERM, grace period, SIGKILL.
     pub(crate) async fn terminate_all(&self) {
-        let groups: Vec<i32> = self.take_all().into_iter().filter(|g| group_alive(*g)).collect();
+        let taken = self.take_all();
+        let groups: Vec<i32> = taken.iter().copied().filter(|g| group_alive(*g)).collect();
+        // The guard keeps them until they are ended: a stop cut short leaves them to it.
+        let forget = || taken.iter().for_each(|&g| super::guard::forget(g));
         if groups.is_empty() {
+            forget();
             return;
         }
         for &pgid in &groups {
@@ -65,12 +75,14 @@ impl LiveGroups {
             let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
             wait_group_gone(pgid, POST_KILL_WAIT).await;
         }
+        forget();
     }
 
     /// Kills every group at once (no grace): used when the environment is dropped.
     pub(crate) fn kill_all_now(&self) {
         for pgid in self.take_all() {
             let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+            super::guard::forget(pgid);
         }
     }
 }

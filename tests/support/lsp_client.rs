@@ -247,6 +247,11 @@ impl LspClient {
         self.inbox.lock().unwrap().wire_problems.clone()
     }
 
+    /// The spawned binary's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.lock().unwrap().as_ref().and_then(|c| c.id()).expect("a running spawned binary")
+    }
+
     /// Waits for the child process to exit (within the hang guard) and returns its status.
     pub async fn exit_status(&self) -> std::process::ExitStatus {
         let mut child = self.child.lock().unwrap().take().expect("a spawned binary");
