@@ -786,7 +786,7 @@ async fn running_command(server: &Server, command: &str) -> i32 {
     server.mock.push(Turn::new().tool_call("c1", "shell", json!({"command": command})));
     let created = client.command("agentls.newSession", json!({})).await.expect("newSession");
     let id = created["sessionId"].as_str().unwrap().to_string();
-    prompt(&server, &id).await;
+    prompt(server, &id).await;
     let asked = client.next_notification("agentls/permission").await;
     client
         .command(
