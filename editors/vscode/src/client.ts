@@ -17,6 +17,7 @@ import {
 } from 'vscode-languageclient/node';
 import { serverLayer, SETTING_KEYS, type UserSettings } from './config';
 import { CLIENT_CAPABILITY } from './lsp_ext';
+import { RestartBudget, type Limit } from './recovery';
 
 /** Reads the settings the user set (defaults are left to the server's own configuration). */
 export function userSettings(): UserSettings {
@@ -70,13 +71,13 @@ export function createClient(
   return client;
 }
 
-/** Restarts a dead server at most `max` times in `windowMs`, and says what happened. */
+/** Restarts a dead server within its budget (3 times in 3 minutes). `onClosed` hears each death
+ *  with the restart that follows (n of max) or none, and tells the user; when the budget is spent
+ *  the client's own error message is not shown (the extension's offers Restart Server and Show Log). */
 export class RestartPolicy implements ErrorHandler {
-  private readonly restarts: number[] = [];
   constructor(
-    private readonly onClosed: (willRestart: boolean) => void,
-    private readonly max = 3,
-    private readonly windowMs = 3 * 60_000,
+    private readonly onClosed: (restart: { n: number; max: number } | undefined, limit: Limit) => void,
+    private readonly budget = new RestartBudget(),
   ) {}
 
   error(): ErrorHandlerResult {
@@ -84,17 +85,17 @@ export class RestartPolicy implements ErrorHandler {
   }
 
   closed(): CloseHandlerResult {
-    const now = Date.now();
-    while (this.restarts.length && now - this.restarts[0] > this.windowMs) this.restarts.shift();
-    if (this.restarts.length >= this.max) {
-      this.onClosed(false);
+    const n = this.budget.take(Date.now());
+    const limit: Limit = { stops: this.budget.max + 1, minutes: this.budget.windowMs / 60_000 };
+    if (n === undefined) {
+      this.onClosed(undefined, limit);
       return {
         action: CloseAction.DoNotRestart,
-        message: `agentls: the server stopped ${this.max + 1} times within ${this.windowMs / 60_000} minutes and is not restarted. Run "agentls: Restart Server" after checking "agentls: Show Log".`,
+        handled: true,
+        message: `agentls: the server stopped ${limit.stops} times within ${limit.minutes} minutes and is not restarted.`,
       };
     }
-    this.restarts.push(now);
-    this.onClosed(true);
-    return { action: CloseAction.Restart, message: `agentls: the server stopped unexpectedly; restarting it (${this.restarts.length} of ${this.max}).` };
+    this.onClosed({ n, max: this.budget.max }, limit);
+    return { action: CloseAction.Restart, message: `agentls: the server stopped unexpectedly; restarting it (${n} of ${this.budget.max}).` };
   }
 }

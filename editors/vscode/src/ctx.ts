@@ -1,6 +1,7 @@
-// The extension's state, in one owner: the language client's lifetime (start, restart, stop),
-// the chat store, the review queue, the permission prompter, folder trust and the status bar, and the session
-// operations the commands and the chat view share.
+// The extension's state, in one owner: the language client's lifetime (start, restart, stop, and
+// carrying on when the server dies: the session that was open is reopened on the next one), the
+// chat store, the review queue, the permission prompter, folder trust and the status bar, and the
+// session operations the commands and the chat view share.
 
 import * as vscode from 'vscode';
 import { ExecuteCommandRequest, State, type LanguageClient } from 'vscode-languageclient/node';
@@ -21,6 +22,7 @@ import {
   type ConfigureParams,
   type ContextInfo,
   type DiagnosticsParams,
+  type HistoryEntry,
   type HistoryResult,
   type ListSessionsResult,
   type NewSessionResult,
@@ -38,6 +40,7 @@ import { PermissionPrompter } from './permission';
 import { ReviewController } from './review/controller';
 import { ProposalFs, REVIEW_SCHEME } from './review/memfs';
 import { PendingChangesTree } from './review/tree';
+import { lossNotice, mergeLoss, reopenNotice, sessionLabel, type Limit, type Loss } from './recovery';
 import { findServer, INSTALL_COMMAND } from './server_path';
 import { diagnostics, saveDocuments } from './server_requests';
 import { StatusDisplay, type StatusFacts } from './status';
@@ -59,6 +62,14 @@ export class Ctx implements ChatActions, vscode.Disposable {
   private readonly activatedAt = Date.now();
   /** The settings problem last shown, so an unchanged one is not shown again. */
   private shownSettingsProblem: string | undefined;
+  /** The session to reopen once the next server is up, and what went down with the last one.
+   *  `failed`: a server died while reopening it, so it is not tried again. */
+  private reopen: { sessionId: string; loss: Loss; failed?: boolean } | undefined;
+  /** The session being reopened, and the reopening (a message sent meanwhile waits for it). */
+  private reopeningId: string | undefined;
+  private reopening: Promise<void> | undefined;
+  /** The client restarts the server that just died (its passing Stopped state is not shown). */
+  private restartPending = false;
 
   constructor(extension: vscode.ExtensionContext) {
     const fs = new ProposalFs();
@@ -114,7 +125,7 @@ export class Ctx implements ChatActions, vscode.Disposable {
     }
     this.reportSettingProblems();
     this.output.info(`starting ${found.path} serve --stdio`);
-    const policy = new RestartPolicy((willRestart) => this.onServerClosed(willRestart));
+    const policy = new RestartPolicy((restart, limit) => this.onServerDied(restart, limit));
     const client = createClient(found.path, process.env, this.output, policy);
     this.client = client;
     client.onNotification(EventNotification, (e: AgentEvent) => this.store.apply(e.sessionId, e));
@@ -127,9 +138,14 @@ export class Ctx implements ChatActions, vscode.Disposable {
     client.onRequest(DiagnosticsRequest, (p: DiagnosticsParams) => diagnostics(p));
     this.disposables.push(
       client.onDidChangeState((e) => {
-        if (e.newState === State.Running) this.setServer('running');
-        else if (e.newState === State.Starting) this.setServer('starting');
-        else this.setServer('stopped');
+        if (e.newState === State.Running) {
+          this.setServer('running');
+          // start() settles once the client's handlers are attached and `initialized` is sent
+          this.reopening = client.start().then(() => this.reopenSession(), () => undefined);
+        } else if (e.newState === State.Starting) {
+          this.restartPending = false;
+          this.setServer('starting');
+        } else if (!this.restartPending) this.setServer('stopped');
       }),
     );
     this.setServer('starting');
@@ -147,7 +163,8 @@ export class Ctx implements ChatActions, vscode.Disposable {
     const client = this.client;
     this.client = undefined;
     if (client) {
-      await this.reviews.abandonAll('the server was restarted; its pending reviews were closed.');
+      // a server that died has already told the chat, and its session waits to be reopened
+      if (this.server === 'running' || this.server === 'starting') this.loseServer('restart');
       try {
         await client.stop(5000);
       } catch {
@@ -155,16 +172,78 @@ export class Ctx implements ChatActions, vscode.Disposable {
       }
       await client.dispose();
     }
-    this.store.clear();
     await this.start();
   }
 
-  private onServerClosed(willRestart: boolean): void {
-    this.setServer(willRestart ? 'starting' : 'stopped');
-    void this.reviews.abandonAll('the agentls server stopped; the changes it proposed were not applied and their reviews were closed.');
+  /** The server died by itself; `restart`: the client restarts it (n of max), else the budget is spent. */
+  private onServerDied(restart: Loss['restart'], limit: Limit): void {
+    this.output.warn(`the server stopped unexpectedly; ${restart ? `restarting it (${restart.n} of ${restart.max})` : `not restarted: it stopped ${limit.stops} times within ${limit.minutes} minutes`}`);
+    this.restartPending = restart !== undefined;
+    this.setServer(restart ? 'starting' : 'stopped');
+    this.loseServer('crash', restart, limit);
+    if (restart) return;
+    const again = 'Restart Server';
+    const log = 'Show Log';
+    void vscode.window
+      .showErrorMessage(`agentls: the server stopped ${limit.stops} times within ${limit.minutes} minutes and was not restarted. "Show Log" shows why; "Restart Server" starts it again and reopens your session.`, again, log)
+      .then((choice) => {
+        if (choice === again) void this.restart();
+        else if (choice === log) this.output.show();
+      });
+  }
+
+  /** Closes what the server that went down left open (nothing of it is answered to the next
+   *  one), tells the chat, and remembers the active session to reopen on the next server. */
+  private loseServer(cause: Loss['cause'], restart?: Loss['restart'], limit?: Limit): void {
     const active = this.store.activeId;
-    if (active) this.store.apply(active, { kind: 'interrupted', text: willRestart ? 'The agentls server stopped and was restarted; the running turn was lost. Your next message starts a new session.' : 'The agentls server stopped. Run "agentls: Restart Server" to start it again.' });
+    const dropped = this.permissions.dropAll();
+    for (const p of dropped) this.output.info(`permission question ${p.requestId} ("${p.command}") dropped: its server went down; no answer will be sent`);
+    const loss: Loss = {
+      cause,
+      restart,
+      turnRunning: active ? this.store.model(active).header.busy : false,
+      reviews: this.reviews.abandonAll(
+        cause === 'crash'
+          ? 'the agentls server stopped; the changes it proposed were not applied and their reviews were closed.'
+          : 'the server was restarted; its pending reviews were closed.',
+      ),
+      permissions: dropped.map((p) => p.command),
+    };
     this.store.clear();
+    if (!active) return;
+    const earlier = this.reopen?.sessionId === active ? this.reopen : undefined;
+    this.reopen = { sessionId: active, loss: earlier ? mergeLoss(earlier.loss, loss) : loss, failed: earlier?.failed || this.reopeningId === active };
+    const text = lossNotice(loss, limit);
+    this.store.apply(active, cause === 'crash' || loss.turnRunning ? { kind: 'interrupted', text } : { kind: 'notice', level: 'info', text });
+  }
+
+  /** Reopens, on the server that just started, the session that was active when the last one went
+   *  down: its history as the server has it replaces the chat's, and the chat says what happened. */
+  private async reopenSession(): Promise<void> {
+    const pending = this.reopen;
+    if (!pending) return;
+    this.reopen = undefined;
+    const { sessionId, loss } = pending;
+    const label = sessionLabel(sessionId, this.store.firstPrompt(sessionId));
+    const notReopened = (reason: string): void => {
+      this.output.warn(`session ${sessionId} was not reopened: ${reason}`);
+      this.store.apply(sessionId, { kind: 'notice', level: 'warning', text: reopenNotice(loss, label, { reopened: false, reason }) });
+    };
+    if (pending.failed) return notReopened('the server stopped while reopening it');
+    this.reopeningId = sessionId;
+    try {
+      const { result, history } = await this.resume(sessionId);
+      this.store.apply(sessionId, { kind: 'notice', level: 'info', text: reopenNotice(loss, label, { reopened: true, historyEntries: history?.length }) });
+      this.store.describe({ sessionId, model: result.model });
+      this.output.info(`reopened session ${sessionId} (${history ? `${history.length} history entries` : 'its history was not sent'})`);
+      await this.refreshHeader(sessionId).catch(() => undefined);
+    } catch (e) {
+      // the new server died too: its death remembered the session (as failed)
+      if (this.server !== 'running') return;
+      notReopened(e instanceof Error ? e.message : String(e));
+    } finally {
+      this.reopeningId = undefined;
+    }
   }
 
   private setServer(state: StatusFacts['server']): void {
@@ -273,6 +352,7 @@ export class Ctx implements ChatActions, vscode.Disposable {
   }
 
   private async activeSession(): Promise<string> {
+    await this.reopening;
     if (!this.store.activeId) await this.newSession();
     return this.store.activeId as string;
   }
@@ -337,19 +417,22 @@ export class Ctx implements ChatActions, vscode.Disposable {
       this.store.setActive(s.sessionId);
       return;
     }
-    const r = await this.exec<ResumeSessionResult>(ServerCommand.resumeSession, { sessionId: s.sessionId });
-    if (r.resumed) {
-      // The stored transcript is the truth: show it as the server has it.
-      this.store.reset(r.sessionId);
-      if (this.supports(ServerCommand.history)) {
-        const h = await this.exec<HistoryResult>(ServerCommand.history, { sessionId: r.sessionId });
-        this.store.apply(r.sessionId, { kind: 'history', entries: h.entries });
-      }
-      this.store.apply(r.sessionId, { kind: 'notice', level: 'info', text: `Resumed a stored session${r.turns !== undefined ? ` (${r.turns} history entries)` : ''}.` });
-    }
+    const { result: r } = await this.resume(s.sessionId);
+    if (r.resumed) this.store.apply(r.sessionId, { kind: 'notice', level: 'info', text: `Resumed a stored session${r.turns !== undefined ? ` (${r.turns} history entries)` : ''}.` });
     this.store.describe({ ...s, sessionId: r.sessionId, model: r.model });
     this.store.setActive(r.sessionId);
     await this.refreshHeader(r.sessionId).catch(() => undefined);
+  }
+
+  /** Opens a stored session on the server; when it was not open, its history as the server has it
+   *  (the stored transcript is the truth) replaces what the chat held of it. */
+  private async resume(sessionId: string): Promise<{ result: ResumeSessionResult; history?: HistoryEntry[] }> {
+    const result = await this.exec<ResumeSessionResult>(ServerCommand.resumeSession, { sessionId });
+    if (!result.resumed || !this.supports(ServerCommand.history)) return { result };
+    const { entries } = await this.exec<HistoryResult>(ServerCommand.history, { sessionId: result.sessionId });
+    this.store.reset(result.sessionId);
+    this.store.apply(result.sessionId, { kind: 'history', entries });
+    return { result, history: entries };
   }
 
   async selectModel(): Promise<void> {

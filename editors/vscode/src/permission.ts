@@ -1,5 +1,7 @@
 // `agentls/permission`: a modal prompt naming the command and its folder, answered with
-// `agentls.resolvePermission`. Questions are asked one at a time, in arrival order.
+// `agentls.resolvePermission`. Questions are asked one at a time, in arrival order. When their
+// server dies they are dropped: the queued ones are never shown, and the answer to one already
+// on screen (an extension cannot close a modal dialog) is not sent to the next server.
 
 import * as vscode from 'vscode';
 import type { PermissionDecision, PermissionParams, ResolvePermissionParams } from './lsp_ext';
@@ -11,7 +13,10 @@ export function alwaysRule(command: string): string {
 
 export class PermissionPrompter implements vscode.Disposable {
   private chain: Promise<unknown> = Promise.resolve();
-  private waiting = 0;
+  /** Questions asked and not yet answered, by request id. */
+  private readonly open = new Map<string, PermissionParams>();
+  /** Counts the servers whose questions were dropped: a question of an older one is stale. */
+  private epoch = 0;
   private readonly changed = new vscode.EventEmitter<number>();
   /** Fires with the number of questions waiting for an answer. */
   readonly onDidChange = this.changed.event;
@@ -19,22 +24,32 @@ export class PermissionPrompter implements vscode.Disposable {
   constructor(private readonly resolve: (p: ResolvePermissionParams) => Promise<void>) {}
 
   get pending(): number {
-    return this.waiting;
+    return this.open.size;
   }
 
   ask(p: PermissionParams): void {
-    this.waiting++;
-    this.changed.fire(this.waiting);
+    const epoch = this.epoch;
+    this.open.set(p.requestId, p);
+    this.changed.fire(this.open.size);
     this.chain = this.chain
-      .then(() => this.askOne(p))
+      .then(() => (epoch === this.epoch ? this.askOne(p, epoch) : undefined))
       .catch((e: unknown) => void vscode.window.showErrorMessage(`agentls: ${e instanceof Error ? e.message : String(e)}`))
       .finally(() => {
-        this.waiting--;
-        this.changed.fire(this.waiting);
+        if (this.open.get(p.requestId) === p) this.open.delete(p.requestId);
+        this.changed.fire(this.open.size);
       });
   }
 
-  private async askOne(p: PermissionParams): Promise<void> {
+  /** Drops every question (their server is gone); returns them. None of them is answered. */
+  dropAll(): PermissionParams[] {
+    this.epoch++;
+    const dropped = [...this.open.values()];
+    this.open.clear();
+    this.changed.fire(0);
+    return dropped;
+  }
+
+  private async askOne(p: PermissionParams, epoch: number): Promise<void> {
     const rule = alwaysRule(p.command);
     const once = 'Allow once';
     const always = `Always allow "${rule}"`;
@@ -63,6 +78,10 @@ export class PermissionPrompter implements vscode.Disposable {
         });
         feedback = reason?.trim() || undefined;
       }
+    }
+    if (epoch !== this.epoch) {
+      void vscode.window.showInformationMessage(`agentls: the question about "${p.command}" came from a server that has stopped: your answer was not sent, and the command did not run.`);
+      return;
     }
     await this.resolve({ requestId: p.requestId, decision, ...(feedback ? { feedback } : {}) });
   }

@@ -33,12 +33,14 @@ export class ChatStore {
     return e?.kind === 'user' ? e.text.split('\n')[0] : undefined;
   }
 
-  /** Starts a session's transcript over (before loading its stored history). */
+  /** Starts a session's transcript over (before loading its stored history); the views showing
+   *  it start over too. */
   reset(sessionId: string): ChatModel {
     const old = this.models.get(sessionId);
     const m = new ChatModel();
     m.header = { ...(old?.header ?? {}), sessionId, busy: false, currentTool: undefined };
     this.models.set(sessionId, m);
+    if (sessionId === this.active) for (const l of this.activeListeners) l(this.active);
     return m;
   }
 

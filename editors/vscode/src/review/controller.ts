@@ -48,6 +48,8 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
   });
   private readonly disposables: vscode.Disposable[] = [];
   private busy: Promise<unknown> = Promise.resolve();
+  /** Counts the servers whose reviews were abandoned: a review arriving from an older one is dropped. */
+  private epoch = 0;
 
   constructor(
     private readonly fs: ProposalFs,
@@ -72,6 +74,7 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
   }
 
   async add(review: ReviewParams): Promise<void> {
+    const epoch = this.epoch;
     const key = `proposal-${review.reviewId.replace(/[^A-Za-z0-9]/g, '').slice(0, 8) || 'review'}`;
     const bases: string[] = [];
     const left: vscode.Uri[] = [];
@@ -89,6 +92,11 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
         left.push(original);
       }
       right.push(vscode.Uri.from({ scheme: REVIEW_SCHEME, path: `/${key}/${f.op === 'delete' ? 'deleted/' : ''}${rel}` }));
+    }
+    // its server died while the base texts were read
+    if (epoch !== this.epoch) {
+      for (const u of left) if (u.scheme === REVIEW_SCHEME) this.fs.delete(u);
+      return;
     }
     const pending: Pending = { state: new ReviewState(review, bases), left, right };
     pending.state.files.forEach((_, i) => this.fs.set(right[i], pending.state.proposedText(i)));
@@ -144,7 +152,7 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
       const p = this.queue[0];
       if (!p) return void vscode.window.showInformationMessage('agentls: no changes to review.');
       const reason = await askReason('Reject all proposed changes');
-      if (reason === undefined) return;
+      if (reason === undefined || !this.queue.includes(p)) return;
       p.state.rejectAll(reason);
       await this.advance(p);
     });
@@ -160,11 +168,18 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
     void vscode.window.showInformationMessage(`agentls: ${message}`);
   }
 
-  /** Closes every review (their server is gone). */
-  async abandonAll(message: string): Promise<void> {
-    if (!this.queue.length) return;
-    for (const p of [...this.queue]) await this.drop(p);
+  /** Closes every review at once (their server is gone): none of them is resolved, even one the
+   *  user is deciding right now. Returns how many there were; their editors close afterwards. */
+  abandonAll(message: string): number {
+    this.epoch++;
+    const abandoned = this.queue.splice(0);
+    if (!abandoned.length) return 0;
+    void (async () => {
+      for (const p of abandoned) await this.close(p);
+      await this.refresh();
+    })().catch(() => undefined);
     void vscode.window.showWarningMessage(`agentls: ${message}`);
+    return abandoned.length;
   }
 
   // ---- CodeLens ----
@@ -268,7 +283,7 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
     let reason: string | undefined;
     if (decision === 'rejected') {
       reason = await askReason(`Reject hunk ${ref.hunk + 1} of ${f.file.path}`);
-      if (reason === undefined) return;
+      if (reason === undefined || !this.queue.includes(p)) return;
     }
     const before = p.state.proposedRanges(ref.file)[ref.hunk];
     p.state.decideHunk(ref.file, ref.hunk, decision, reason);
@@ -290,7 +305,7 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
     const f = p.state.files[ref.file];
     if (decision === 'rejected') {
       const reason = await askReason(`Reject the changes to ${f.file.path}`);
-      if (reason === undefined) return;
+      if (reason === undefined || !this.queue.includes(p)) return;
       p.state.decideFile(ref.file, 'rejected', { reason });
       this.fs.set(p.right[ref.file], f.file.op === 'delete' ? f.base : p.state.proposedText(ref.file));
       await this.reloadClean(p.right[ref.file]);
@@ -302,6 +317,8 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
 
   /** After a decision: the next undecided file opens, or the review is resolved. */
   private async advance(p: Pending, lastFile?: number): Promise<void> {
+    // abandoned meanwhile (its server died): nothing is sent for it
+    if (!this.queue.includes(p)) return;
     await this.refresh();
     if (!p.state.complete()) {
       if (lastFile !== undefined && p.state.fileDecided(lastFile)) {
@@ -310,6 +327,7 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
       }
       return;
     }
+    if (!this.queue.includes(p)) return;
     const params = p.state.resolveParams();
     try {
       await this.host.resolve(params);
@@ -325,6 +343,13 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
     if (i < 0) return;
     const wasShown = i === 0;
     this.queue.splice(i, 1);
+    await this.close(p);
+    await this.refresh();
+    if (wasShown && this.queue[0]) await this.open(this.queue[0], 0);
+  }
+
+  /** Closes a review's diff editors and forgets its proposal documents. */
+  private async close(p: Pending): Promise<void> {
     const right = new Set(p.right.map((u) => u.toString()));
     for (const doc of vscode.workspace.textDocuments) {
       if (right.has(doc.uri.toString()) && doc.isDirty) await doc.save();
@@ -335,8 +360,6 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
     });
     if (tabs.length) await vscode.window.tabGroups.close(tabs, true);
     for (const u of [...p.right, ...p.left]) if (u.scheme === REVIEW_SCHEME) this.fs.delete(u);
-    await this.refresh();
-    if (wasShown && this.queue[0]) await this.open(this.queue[0], 0);
   }
 
   private async refresh(): Promise<void> {
