@@ -146,7 +146,8 @@ export class CodeServer {
     return files.map((f) => readFileSync(f, 'utf8')).join('');
   }
 
-  /** Pids of the processes running `binary` under this code-server (the extension's server). */
+  /** Pids of the `binary serve` processes under this code-server: the extension's server (its
+   *  process guard, `binary __guard`, is not counted). */
   childrenRunning(binary) {
     const parent = (pid) => {
       try {
@@ -161,11 +162,19 @@ export class CodeServer {
     };
     return readdirSync('/proc').filter((d) => /^\d+$/.test(d)).map(Number).filter((pid) => {
       try {
-        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0] === binary && underUs(pid);
+        const [program, subcommand] = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+        return program === binary && subcommand === 'serve' && underUs(pid);
       } catch {
         return false;
       }
     });
+  }
+
+  /** The ids of the sessions the server stored (`$AGENTLS_DATA_DIR/sessions/<id>.jsonl`). */
+  storedSessions() {
+    const dir = join(this.dir, 'agentls-data', 'sessions');
+    if (!existsSync(dir)) return [];
+    return readdirSync(dir).filter((f) => f.endsWith('.jsonl')).map((f) => f.slice(0, -'.jsonl'.length)).sort();
   }
 
   stop() {
@@ -176,6 +185,53 @@ export class CodeServer {
         // already gone
       }
     }
+  }
+}
+
+/** The workbench as the tests drive it: the palette, the chat view (a webview: nested iframes),
+ *  screenshots into $ARTEFACTS. */
+export class Workbench {
+  constructor(page) {
+    this.page = page;
+  }
+
+  shot(name) {
+    return this.page.screenshot({ path: join(env('ARTEFACTS'), `${name}.png`) });
+  }
+
+  async palette(command) {
+    await this.page.keyboard.press('F1');
+    const input = this.page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill(`>${command}`);
+    await this.page.locator('.quick-input-list .monaco-list-row', { hasText: command }).first().waitFor({ state: 'visible' });
+    await this.page.keyboard.press('Enter');
+  }
+
+  chatFrame() {
+    return until('the chat view', async () => {
+      for (const f of this.page.frames()) {
+        if (await f.$('#transcript').catch(() => null)) return f;
+      }
+      return undefined;
+    }, 60_000, 250);
+  }
+
+  async chatText() {
+    return (await this.chatFrame()).$eval('#transcript', (e) => e.innerText);
+  }
+
+  /** Sends `text` from the chat view's prompt box. */
+  async send(text) {
+    const f = await this.chatFrame();
+    await f.locator('#prompt').click();
+    await f.locator('#prompt').fill(text);
+    await f.locator('#prompt').press('Enter');
+  }
+
+  /** A notification toast holding `text`. */
+  toast(text) {
+    return this.page.locator('.notification-toast', { hasText: text }).first();
   }
 }
 
