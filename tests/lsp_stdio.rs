@@ -25,6 +25,8 @@ struct Server {
     root: PathBuf,
     mock: MockProvider,
     client: LspClient,
+    /// The server's environment, for a restart in the same homes.
+    env: Vec<(String, String)>,
 }
 
 impl Server {
@@ -64,10 +66,22 @@ impl Server {
             ("XDG_DATA_HOME".into(), path("share")),
         ]);
         env.extend(extra_env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        let client = LspClient::spawn_binary(&env, &root);
+        let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let client = LspClient::spawn_binary(&pairs, &root);
         let init = client.initialize(&root, capabilities, json!({"model": model})).await;
-        (Self { dir, root, mock, client }, init)
+        (Self { dir, root, mock, client, env }, init)
+    }
+
+    /// Kills the server with SIGKILL (an OOM kill, a crash) and starts another in the same
+    /// homes, as an editor restarting it would.
+    async fn kill_and_restart(&mut self) {
+        let pid = nix::unistd::Pid::from_raw(self.client.pid() as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).expect("kill the server");
+        let status = self.client.exit_status().await;
+        assert_eq!(status.code(), None, "killed");
+        let pairs: Vec<(&str, &str)> = self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        self.client = LspClient::spawn_binary(&pairs, &self.root);
+        self.client.initialize(&self.root, plugin_capabilities(), json!({"model": "claude-test"})).await;
     }
 
     fn lib(&self) -> PathBuf {
@@ -647,7 +661,7 @@ impl Cloned {
         let client = LspClient::spawn_binary(&env, &root);
         client.manual("window/showMessageRequest");
         client.initialize(&root, capabilities, json!({"model": "claude-test"})).await;
-        Self { server: Server { dir, root, mock, client }, stranger }
+        Self { server: Server { dir, root, mock, client, env: Vec::new() }, stranger }
     }
 
     fn trust_store(&self) -> String {
@@ -687,7 +701,7 @@ async fn a_plain_client_is_asked_once_to_trust_a_folder_whose_project_file_redir
             .iter()
             .filter_map(|a| a["title"].as_str())
             .collect();
-        assert_eq!(titles, ["Trust this folder", "Not now"]);
+        assert_eq!(titles, ["Not now", "Trust this folder"], "the safe answer first");
         client.respond(&question, json!({"title": answer}));
         if trusted {
             let told = client.next_notification_where("window/showMessage", |p| {
@@ -845,4 +859,97 @@ async fn a_killed_server_leaves_no_process_of_its_turn_behind() {
     wait_group_gone(pgid, "the command outlived the server").await;
     tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
     assert!(!marker.exists(), "a process of the turn ran on after the server died");
+}
+
+/// The entries `agentls.history` shows for `id`, as `kind: text` lines.
+async fn history_lines(server: &Server, id: &str) -> Vec<String> {
+    let history = server.client.command("agentls.history", json!({"sessionId": id})).await.expect("history");
+    history["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| {
+            let kind = e["kind"].as_str().unwrap_or_default();
+            let text = e["text"].as_str().or(e["output"].as_str()).unwrap_or_default();
+            format!("{kind}: {text}")
+        })
+        .collect()
+}
+
+/// The server dies (SIGKILL) while a turn waits for the user (a permission question, then a
+/// review): after a restart the session resumes with the interrupted turn (the prompt, the
+/// model's call, a result saying the call never finished), nothing of the pending edit was
+/// written, and the next request tells the model the turn was interrupted.
+#[tokio::test]
+async fn a_turn_cut_by_a_killed_server_is_found_back_and_the_model_is_told() {
+    let waits = [
+        ("shell", json!({"command": "make check"}), "agentls/permission"),
+        ("write_file", json!({"file_path": "notes.txt", "content": "half\n"}), "agentls/review"),
+    ];
+    for (tool, arguments, question) in waits {
+        let mut server = Server::start(Dialect::Anthropic, "claude-test").await;
+        server.mock.push(Turn::new().text("Let me check.").tool_call("c1", tool, arguments));
+        let created = server.client.command("agentls.newSession", json!({})).await.expect("newSession");
+        let id = created["sessionId"].as_str().unwrap().to_string();
+        let prompt = json!({"sessionId": id, "text": "run the checks"});
+        server.client.command("agentls.prompt", prompt).await.expect("prompt");
+        server.client.next_notification(question).await;
+        server.kill_and_restart().await;
+
+        let resumed =
+            server.client.command("agentls.resumeSession", json!({"sessionId": id})).await.expect("resume");
+        assert_eq!(resumed["resumed"], true);
+        let lines = history_lines(&server, &id).await;
+        assert_eq!(lines[0], "user: run the checks", "{tool}: {lines:?}");
+        assert_eq!(lines[1], "assistant: Let me check.", "{tool}: {lines:?}");
+        assert!(lines[2].starts_with("tool_result: This call never finished"), "{tool}: {lines:?}");
+        assert!(!server.root.join("notes.txt").exists(), "nothing of a pending review is written");
+
+        server.mock.push(Turn::new().text("I will wait for you."));
+        let again = json!({"sessionId": id, "text": "what happened?"});
+        server.client.command("agentls.prompt", again).await.expect("prompt");
+        server.client.next_turn_end(&id).await;
+        let sent = request_body(&server.mock, 1);
+        let named = format!("`{tool}` (c1)");
+        assert!(
+            sent.contains("The previous turn was interrupted") && sent.contains(&named),
+            "{tool}: {sent}"
+        );
+        assert!(sent.contains("run the checks") && sent.contains("what happened?"), "{tool}: {sent}");
+        server.finish().await;
+    }
+}
+
+/// Killed while the answer streams: the prompt was stored when it was accepted; a transcript
+/// torn by the kill still resumes.
+#[tokio::test]
+async fn a_prompt_is_stored_when_accepted_and_a_torn_transcript_resumes() {
+    let mut server = Server::start(Dialect::Anthropic, "claude-test").await;
+    server.mock.push(Turn::new().text("A long answer").delay(std::time::Duration::from_secs(30)));
+    let created = server.client.command("agentls.newSession", json!({})).await.expect("newSession");
+    let id = created["sessionId"].as_str().unwrap().to_string();
+    server
+        .client
+        .command("agentls.prompt", json!({"sessionId": id, "text": "explain it"}))
+        .await
+        .expect("prompt");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while server.mock.request_count() == 0 {
+        assert!(std::time::Instant::now() < deadline, "the request never left");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let transcript = server.dir.path().join("data/sessions").join(format!("{id}.jsonl"));
+    server.kill_and_restart().await;
+    // As if the kill had cut a line in half.
+    let mut file = std::fs::OpenOptions::new().append(true).open(&transcript).expect("transcript");
+    std::io::Write::write_all(&mut file, br#"{"type":"turn","turn":{"type":"assis"#).expect("tear");
+
+    server.client.command("agentls.resumeSession", json!({"sessionId": id})).await.expect("resume");
+    assert_eq!(history_lines(&server, &id).await, ["user: explain it"]);
+    server.mock.push(Turn::new().text("Short answer."));
+    server.client.command("agentls.prompt", json!({"sessionId": id, "text": "again"})).await.expect("prompt");
+    server.client.next_turn_end(&id).await;
+    let sent = request_body(&server.mock, 1);
+    assert!(sent.contains("The previous turn was interrupted") && sent.contains("had finished"), "{sent}");
+    server.finish().await;
 }

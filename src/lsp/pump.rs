@@ -36,7 +36,7 @@ use super::protocol::{
 use super::registry::LspSession;
 use super::state::ServerState;
 use crate::session::{ErrorData, Event, EventData, EventKind};
-use crate::store::TranscriptRecorder;
+use crate::store::SharedRecorder;
 
 /// A plain client's answer longer than this (lines or characters) is also opened as a document.
 const LONG_ANSWER_LINES: usize = 12;
@@ -46,7 +46,7 @@ const LONG_ANSWER_CHARS: usize = 1200;
 pub(super) struct Pump {
     state: Arc<ServerState>,
     session: Arc<LspSession>,
-    transcript: Option<TranscriptRecorder>,
+    transcript: Option<SharedRecorder>,
     turn_token: Option<String>,
     tool_tokens: HashMap<String, String>,
     turns: u64,
@@ -65,7 +65,7 @@ impl Pump {
     pub(super) fn new(
         state: Arc<ServerState>,
         session: Arc<LspSession>,
-        transcript: Option<TranscriptRecorder>,
+        transcript: Option<SharedRecorder>,
     ) -> Self {
         let delta_interval = state.profile().delta_interval;
         Self {
@@ -175,9 +175,10 @@ impl Pump {
         }
         let kind = event.kind();
         // Stored before the client hears of the end, so a client that sees `processing_end`
-        // finds the turn in the transcript (and one that sees `compaction`, the new history).
+        // finds the turn's end and its subagents in the transcript (the session wrote the turns
+        // themselves as they happened).
         if matches!(kind, EventKind::ProcessingEnd | EventKind::SessionEnd | EventKind::Compaction) {
-            self.persist();
+            self.persist(&event.data);
         }
         // Progress ends and a plain client's answer go out before the event that ends them, so
         // a client that has seen `processing_end` has seen everything of the cycle; a begin
@@ -270,7 +271,7 @@ impl Pump {
             );
             self.forward(&event).await;
             self.end_all_progress("stopped").await;
-            self.persist();
+            self.persist(&event.data);
             self.state.reviews.cancel_session(&id);
             self.state.permissions.cancel_session(&id);
         }
@@ -443,16 +444,17 @@ impl Pump {
         }
     }
 
-    /// Stores the turns added since the last flush.
-    fn persist(&mut self) {
-        let Some(recorder) = self.transcript.as_mut() else { return };
-        let handle = &self.session.handle;
-        let (history, revision) = handle.history_with_revision();
-        if let Err(e) =
-            recorder.record(&history, revision).and_then(|()| recorder.record_agents(&handle.agents()))
-        {
-            tracing::warn!(session = %self.session.id, "cannot write the transcript: {e}");
-        }
+    /// Stores the subagents' histories and, at `processing_end`, the end of the input.
+    fn persist(&mut self, data: &EventData) {
+        let Some(recorder) = &self.transcript else { return };
+        let agents = self.session.handle.agents();
+        recorder.with(|r| {
+            if let EventData::ProcessingEnd(end) = data {
+                let reason = serde_json::to_value(end.reason).ok();
+                r.end_turn(reason.as_ref().and_then(|v| v.as_str()).unwrap_or("ended"))?;
+            }
+            r.record_agents(&agents)
+        });
     }
 }
 

@@ -6,8 +6,10 @@
 //!   `initialized` or from a session starting there.
 //! - A plugin that announced `experimental.agentls.trust` gets `agentls/trustRequired` and
 //!   decides itself (its editor's trust store, or its own question); any other client gets one
-//!   `window/showMessageRequest` with [Trust this folder] [Not now]. Only an explicit grant
-//!   writes the user's trust store; a dismissed or unanswered question trusts nothing.
+//!   `window/showMessageRequest` with [Not now] [Trust this folder] (in that order: editors that
+//!   preset the first action, as eglot does, then need a deliberate choice to trust). Only an
+//!   explicit grant writes the user's trust store; a dismissed or unanswered question trusts
+//!   nothing.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -67,7 +69,7 @@ pub async fn raise(state: &Arc<ServerState>, trust: ProjectTrust) {
         return;
     }
     let question = format!("agentls: {report}");
-    match state.outbound.ask(MessageType::WARNING, question, &[TRUST, NOT_NOW]).await {
+    match state.outbound.ask(MessageType::WARNING, question, &[NOT_NOW, TRUST]).await {
         Ok(Some(answer)) if answer == TRUST => match grant(state, &trust.root) {
             Ok(dir) => {
                 let message = format!(

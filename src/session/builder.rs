@@ -27,7 +27,7 @@ use crate::config::{
 use crate::exec::{ExecutionEnvironment, LocalExecutionEnvironment, LocalOptions};
 use crate::llm::{self, LlmError};
 use crate::policy::{PermissionRules, PolicedPort, ShellPolicy};
-use crate::store::{TranscriptHeader, TranscriptRecorder, TranscriptStore};
+use crate::store::{SharedRecorder, TranscriptHeader, TranscriptRecorder, TranscriptStore};
 use crate::tools::codebase_search::CodebaseSearchTool;
 use crate::tools::{ModelAccess, Tool};
 use crate::workspace::{DocumentStore, EditorPort, Workspace};
@@ -73,8 +73,9 @@ pub struct BuiltSession {
     pub id: String,
     pub profile: ProfileKind,
     pub model: String,
-    /// `None` without a store, or when the transcript could not be opened (logged).
-    pub transcript: Option<TranscriptRecorder>,
+    /// `None` without a store, or when the transcript could not be opened (logged). The
+    /// session writes its history through it; the host adds subagents and input ends.
+    pub transcript: Option<SharedRecorder>,
 }
 
 /// A session whose configuration is loaded.
@@ -162,13 +163,19 @@ impl SessionBuilder {
         let mut session_config = SessionConfig::from_config(config, model.clone());
         session_config.approval = self.approval();
         let id = parts.id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-        let resumed = parts.history.len();
-        // A resumed session's subagents come back with it, from the same transcript.
+        let mut history = parts.history;
+        let resumed = history.len();
+        // A resumed session's subagents come back with it, from the same transcript, and a turn
+        // the server died in is closed for the model (`recovery`).
         let mut agents = Vec::new();
+        let mut interrupted = false;
         let transcript = parts.transcripts.and_then(|store| {
             if resumed > 0 {
                 match store.load(&id) {
-                    Ok(stored) => agents = crate::store::agents(&stored.records),
+                    Ok(stored) => {
+                        agents = crate::store::agents(&stored.records);
+                        interrupted = crate::store::interrupted(&stored);
+                    }
                     Err(e) => tracing::warn!("the subagents of session {id} are not restored: {e}"),
                 }
             }
@@ -181,16 +188,30 @@ impl SessionBuilder {
                     profile: profile.as_str().into(),
                     model: model.clone(),
                     created: chrono::Utc::now().to_rfc3339(),
+                    input_ends: true,
                 })
             };
             match opened {
-                Ok(writer) => Some(TranscriptRecorder::new(writer, resumed).with_agents(&agents)),
+                Ok(writer) => Some(SharedRecorder::new(TranscriptRecorder::new(writer).with_agents(&agents))),
                 Err(e) => {
                     tracing::warn!("session {id} will not be stored: {e}");
                     None
                 }
             }
         });
+        if resumed > 0 {
+            let closing = super::recovery::close_interrupted(&history, interrupted);
+            if !closing.is_empty() {
+                tracing::info!(session = %id, "the resumed session's last turn was interrupted");
+                if let Some(recorder) = &transcript {
+                    recorder.with(|r| {
+                        closing.iter().try_for_each(|turn| r.append_turn(turn))?;
+                        r.end_turn("interrupted")
+                    });
+                }
+                history.extend(closing);
+            }
+        }
         let mut tools = profile.tools();
         let native_tools = config.search().native_tools.unwrap_or(true);
         if (search.is_some() || !native_tools) && tools.iter().any(|t| t.name() == "codebase_search") {
@@ -222,9 +243,10 @@ impl SessionBuilder {
             editor: Arc::new(PolicedPort::new(parts.editor, policy)),
             config: session_config,
             cwd: root.clone(),
-            history: parts.history,
+            history,
             agents,
             tools,
+            transcript: transcript.clone().map(|r| Arc::new(r) as Arc<dyn super::HistorySink>),
         };
         Ok(BuiltSession { options, id, profile, model, transcript })
     }

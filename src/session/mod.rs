@@ -15,6 +15,7 @@ mod events;
 mod instructions;
 mod loop_detection;
 mod prune;
+pub mod recovery;
 mod runner;
 mod subagents;
 mod summary;
@@ -237,6 +238,18 @@ pub struct SessionOptions {
     /// The tools the model may call: usually the profile's set, plus custom tools (a later
     /// tool with the same name replaces an earlier one).
     pub tools: Vec<Arc<dyn Tool>>,
+    /// Where the history is written as it changes; `None` keeps it in memory only (subagents,
+    /// whose histories their parent's host stores).
+    pub transcript: Option<Arc<dyn HistorySink>>,
+}
+
+/// The host's record of a session's history, told of every change as it happens (the session
+/// does not know where it goes: the host passes it in).
+pub trait HistorySink: Send + Sync {
+    /// A turn was appended.
+    fn appended(&self, turn: &Turn);
+    /// The history was replaced (compaction, pruning); `revision` is its new revision.
+    fn rewritten(&self, history: &[Turn], revision: u64);
 }
 
 /// Work queued for the session task.

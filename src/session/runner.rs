@@ -29,7 +29,7 @@ use super::loop_detection::{detect_loop, loop_warning};
 use super::subagents::{ChildParts, Lineage, Subagents};
 use super::summary::summarize;
 use super::turn::{Turn, to_messages};
-use super::{Command, SessionConfig, SessionOptions, SessionState, Shared, lock};
+use super::{Command, HistorySink, SessionConfig, SessionOptions, SessionState, Shared, lock};
 use crate::exec::ShellLimits;
 use crate::exec::{OutputExecutionEnvironment, OutputSink};
 use crate::llm::{
@@ -91,6 +91,8 @@ struct Runner {
     /// The session's children; `None` at the depth limit.
     agents: Option<Arc<Subagents>>,
     depth: u32,
+    /// Where the history goes as it changes (the host's transcript).
+    transcript: Option<Arc<dyn HistorySink>>,
 }
 
 /// What a rendered system prompt depends on besides what is fixed for the session's life (the
@@ -177,6 +179,7 @@ pub(super) async fn run(
         agents: agents.clone().map(|a| a as Arc<dyn AgentControl>),
     };
     let mut runner = Runner {
+        transcript: opts.transcript.clone(),
         shared,
         events,
         profile: opts.profile,
@@ -260,8 +263,21 @@ impl Runner {
         *lock(&self.shared.state) = state;
     }
 
+    /// Appends a turn, and writes it to the transcript at once: a server that dies mid-turn
+    /// loses at most the message being streamed.
     fn push(&self, turn: Turn) {
+        if let Some(transcript) = &self.transcript {
+            transcript.appended(&turn);
+        }
         lock(&self.shared.history).push(turn);
+    }
+
+    /// Replaces the history (compaction, pruning): a new revision, written whole.
+    fn rewritten(&self, history: &[Turn]) {
+        let revision = self.shared.history_revision.fetch_add(1, Ordering::SeqCst) + 1;
+        if let Some(transcript) = &self.transcript {
+            transcript.rewritten(history, revision);
+        }
     }
 
     fn config(&self) -> SessionConfig {
@@ -684,10 +700,16 @@ impl Runner {
                             Err(other) => return Err(other),
                         }
                     }
-                    let pruned = super::prune::prune(&mut lock(&self.shared.history));
+                    let pruned = {
+                        let mut history = lock(&self.shared.history);
+                        let pruned = super::prune::prune(&mut history);
+                        if pruned.is_some() {
+                            self.rewritten(&history);
+                        }
+                        pruned
+                    };
                     match pruned {
                         Some(p) => {
-                            self.shared.history_revision.fetch_add(1, Ordering::SeqCst);
                             self.events.emit(EventData::Warning(Warning {
                                 message: format!(
                                     "The conversation exceeded the context window and could not be compacted; \
@@ -755,8 +777,11 @@ impl Runner {
             }
             _ => cut,
         };
-        *lock(&self.shared.history) = compacted;
-        self.shared.history_revision.fetch_add(1, Ordering::SeqCst);
+        {
+            let mut history = lock(&self.shared.history);
+            *history = compacted;
+            self.rewritten(&history);
+        }
         let after = self.refresh_context(config).estimate_tokens;
         self.events.emit(EventData::Compaction(Compaction {
             trigger,

@@ -171,6 +171,7 @@ impl Subagents {
                 history,
                 agents: Vec::new(),
                 tools: self.parts.tools.clone(),
+                transcript: None,
             };
             if let Err(e) =
                 self.start(info, options, Progress { result: Some(result), ..Progress::default() })
@@ -271,6 +272,7 @@ impl AgentControl for Subagents {
             history: Vec::new(),
             agents: Vec::new(),
             tools: self.parts.tools.clone(),
+            transcript: None,
         };
         let child = self.start(info, options, Progress { sent: 1, ..Progress::default() })?;
         child.handle.submit(request.task);

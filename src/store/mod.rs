@@ -12,7 +12,7 @@ mod transcript;
 
 use std::path::PathBuf;
 
-pub use record::{Record, TranscriptRecorder, agents, history};
+pub use record::{Record, SharedRecorder, TranscriptRecorder, agents, history, interrupted};
 pub use transcript::{Transcript, TranscriptHeader, TranscriptStore, TranscriptSummary, TranscriptWriter};
 
 use crate::config::Env;

@@ -1,18 +1,24 @@
-//! What a transcript stores after its header: the session's history, appended turn by turn.
+//! What a transcript stores after its header: the session's history, appended turn by turn as
+//! it happens.
 //!
 //! Invariants:
 //! - [`history`] of the records written by a [`TranscriptRecorder`] is the session's history at
-//!   its last flush, so a resumed session starts from exactly what the model saw.
+//!   its last flush, so a resumed session starts from exactly what the model saw. The session
+//!   writes each turn when it is added ([`SharedRecorder`], its `HistorySink`), flushed at once:
+//!   a server that dies loses at most the message being streamed.
+//! - Every input that ends is followed by a `turn_end` record; turns after the last one belong
+//!   to an input that was cut off ([`interrupted`]).
 //! - A record of a kind this version does not know is skipped when reading, never an error.
 //! - A subagent's history is stored in its parent's transcript (`agent`, `agent_turn`,
 //!   `agent_snapshot` records): [`agents`] reads each one back as [`history`] does the parent's.
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
-use super::{StoreError, TranscriptWriter};
-use crate::session::{AgentInfo, Turn};
+use super::{StoreError, Transcript, TranscriptWriter};
+use crate::session::{AgentInfo, HistorySink, Turn};
 
 /// One line of a transcript after the header.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -29,6 +35,19 @@ pub enum Record {
     AgentTurn { session_id: String, turn: Turn },
     /// A subagent's whole history after it shrank.
     AgentSnapshot { session_id: String, turns: Vec<Turn> },
+    /// An input ended (`reason`: the `processing_end` reason).
+    TurnEnd { reason: String },
+}
+
+/// Whether a transcript ends inside an input that never ended: turns were appended after the
+/// last `turn_end` (or with none at all). Transcripts written before `turn_end` existed
+/// (`TranscriptHeader::input_ends` false) say no here; their unfinished tool calls still show
+/// (`session::recovery`).
+pub fn interrupted(transcript: &Transcript) -> bool {
+    let records = &transcript.records;
+    let last_end = records.iter().rposition(|r| matches!(r, Record::TurnEnd { .. }));
+    let last_turn = records.iter().rposition(|r| matches!(r, Record::Turn { .. }));
+    transcript.header.input_ends && last_turn.is_some_and(|turn| last_end.is_none_or(|end| turn > end))
 }
 
 /// The history a transcript's records describe.
@@ -38,7 +57,10 @@ pub fn history(records: &[Record]) -> Vec<Turn> {
         match record {
             Record::Turn { turn } => turns.push(turn.clone()),
             Record::Snapshot { turns: all } => turns = all.clone(),
-            Record::Agent { .. } | Record::AgentTurn { .. } | Record::AgentSnapshot { .. } => {}
+            Record::Agent { .. }
+            | Record::AgentTurn { .. }
+            | Record::AgentSnapshot { .. }
+            | Record::TurnEnd { .. } => {}
         }
     }
     turns
@@ -63,29 +85,24 @@ pub fn agents(records: &[Record]) -> Vec<(AgentInfo, Vec<Turn>)> {
                     agents[i].1 = turns.clone();
                 }
             }
-            Record::Turn { .. } | Record::Snapshot { .. } => {}
+            Record::Turn { .. } | Record::Snapshot { .. } | Record::TurnEnd { .. } => {}
         }
     }
     agents
 }
 
-/// Keeps a transcript in step with a session's history: appends the turns added since the last
-/// call, or a snapshot when the history was rewritten (its revision changed, or it shrank).
+/// Writes a session's history to its transcript: each turn as it is appended, the whole history
+/// when it was rewritten, the end of each input, and its subagents' histories.
 #[derive(Debug)]
 pub struct TranscriptRecorder {
     writer: TranscriptWriter,
-    /// How many turns of the history are stored.
-    persisted: usize,
-    /// The history revision stored (see `SessionHandle::history_with_revision`).
-    revision: u64,
-    /// The same for each subagent, by its session id.
+    /// How many turns of each subagent's history are stored, by its session id.
     agents: HashMap<String, usize>,
 }
 
 impl TranscriptRecorder {
-    /// `persisted` is the length of the history the transcript already holds (0 for a new one).
-    pub fn new(writer: TranscriptWriter, persisted: usize) -> Self {
-        Self { writer, persisted, revision: 0, agents: HashMap::new() }
+    pub fn new(writer: TranscriptWriter) -> Self {
+        Self { writer, agents: HashMap::new() }
     }
 
     /// Notes subagents the transcript already holds (a resumed session's).
@@ -121,19 +138,51 @@ impl TranscriptRecorder {
         self.writer.flush()
     }
 
-    /// Stores what changed in `history` (at `revision`) and flushes.
-    pub fn record(&mut self, history: &[Turn], revision: u64) -> Result<(), StoreError> {
-        if history.len() < self.persisted || revision != self.revision {
-            self.writer.append(&Record::Snapshot { turns: history.to_vec() })?;
-        } else {
-            for turn in &history[self.persisted..] {
-                self.writer.append(&Record::Turn { turn: turn.clone() })?;
-            }
+    /// Stores one turn appended to the history and flushes.
+    pub fn append_turn(&mut self, turn: &Turn) -> Result<(), StoreError> {
+        self.writer.append(&Record::Turn { turn: turn.clone() })?;
+        self.writer.flush()
+    }
+
+    /// Stores a history that was rewritten (compacted, pruned), whole, and flushes.
+    pub fn rewrite(&mut self, history: &[Turn]) -> Result<(), StoreError> {
+        self.writer.append(&Record::Snapshot { turns: history.to_vec() })?;
+        self.writer.flush()
+    }
+
+    /// Marks the end of an input and flushes.
+    pub fn end_turn(&mut self, reason: &str) -> Result<(), StoreError> {
+        self.writer.append(&Record::TurnEnd { reason: reason.to_string() })?;
+        self.writer.flush()
+    }
+}
+
+/// A recorder the session writes through (its `HistorySink`) and its host shares (subagents,
+/// input ends). A write that fails is logged; the session goes on.
+#[derive(Debug, Clone)]
+pub struct SharedRecorder(Arc<Mutex<TranscriptRecorder>>);
+
+impl SharedRecorder {
+    pub fn new(recorder: TranscriptRecorder) -> Self {
+        Self(Arc::new(Mutex::new(recorder)))
+    }
+
+    /// Runs `write` on the recorder; a failure is logged.
+    pub fn with(&self, write: impl FnOnce(&mut TranscriptRecorder) -> Result<(), StoreError>) {
+        let mut recorder = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Err(e) = write(&mut recorder) {
+            tracing::warn!("cannot write the transcript: {e}");
         }
-        self.writer.flush()?;
-        self.persisted = history.len();
-        self.revision = revision;
-        Ok(())
+    }
+}
+
+impl HistorySink for SharedRecorder {
+    fn appended(&self, turn: &Turn) {
+        self.with(|r| r.append_turn(turn));
+    }
+
+    fn rewritten(&self, history: &[Turn], _revision: u64) {
+        self.with(|r| r.rewrite(history));
     }
 }
 
@@ -149,33 +198,46 @@ mod tests {
             profile: "openai".into(),
             model: "m".into(),
             created: "t".into(),
+            input_ends: true,
         }
     }
 
     #[test]
-    fn recorded_history_reads_back_through_appends_and_snapshots() {
+    fn recorded_history_reads_back_through_appends_snapshots_and_ends() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = TranscriptStore::new(dir.path());
-        let mut recorder = TranscriptRecorder::new(store.create(header("s")).expect("create"), 0);
+        let mut recorder = TranscriptRecorder::new(store.create(header("s")).expect("create"));
         let turns: Vec<Turn> = ["one", "two", "three"].into_iter().map(Turn::user).collect();
-        recorder.record(&turns[..2], 0).expect("record");
-        recorder.record(&turns, 0).expect("record");
-        assert_eq!(history(&store.load("s").expect("load").records), turns);
-        recorder.record(&turns[2..], 1).expect("record a pruned history");
-        assert_eq!(history(&store.load("s").expect("load").records), turns[2..].to_vec());
-        // A compaction can leave the history as long as it was: the revision says it changed.
+        recorder.append_turn(&turns[0]).expect("append");
+        recorder.append_turn(&turns[1]).expect("append");
+        // Each turn is on disk as soon as it is appended, before the input ends.
+        let records = store.load("s").expect("load").records;
+        assert_eq!(history(&records), turns[..2].to_vec());
+        recorder.end_turn("completed").expect("end");
+        recorder.append_turn(&turns[2]).expect("append");
+        let transcript = store.load("s").expect("load");
+        assert_eq!(history(&transcript.records), turns);
+        assert!(interrupted(&transcript), "a turn after the last end is an input that never ended");
+        let older = Transcript {
+            header: TranscriptHeader { input_ends: false, ..transcript.header.clone() },
+            ..transcript
+        };
+        assert!(!interrupted(&older), "a transcript that records no ends cannot say");
+        recorder.end_turn("completed").expect("end");
+        assert!(!interrupted(&store.load("s").expect("load")));
+        // A rewritten history replaces everything before it.
         let rewritten: Vec<Turn> = ["summary", "four"].into_iter().map(Turn::user).collect();
-        recorder.record(&turns[2..], 1).expect("nothing new");
-        recorder.record(&rewritten[..1], 2).expect("record a compacted history");
-        recorder.record(&rewritten, 2).expect("record");
-        assert_eq!(history(&store.load("s").expect("load").records), rewritten);
+        recorder.rewrite(&rewritten).expect("rewrite");
+        let transcript = store.load("s").expect("load");
+        assert_eq!(history(&transcript.records), rewritten);
+        assert!(!interrupted(&transcript), "a compaction between inputs is not an input");
     }
 
     #[test]
     fn subagents_are_stored_with_their_parent_and_read_back_apart() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = TranscriptStore::new(dir.path());
-        let mut recorder = TranscriptRecorder::new(store.create(header("p")).expect("create"), 0);
+        let mut recorder = TranscriptRecorder::new(store.create(header("p")).expect("create"));
         let agent = AgentInfo {
             path: crate::session::AgentPath {
                 agent_id: "agent-1".into(),
@@ -189,7 +251,7 @@ mod tests {
         };
         let parent = vec![Turn::user("delegate")];
         let child: Vec<Turn> = ["write tests", "more"].into_iter().map(Turn::user).collect();
-        recorder.record(&parent, 0).expect("record");
+        recorder.append_turn(&parent[0]).expect("append");
         recorder.record_agents(&[(agent.clone(), child[..1].to_vec())]).expect("record agents");
         recorder.record_agents(&[(agent.clone(), child.clone())]).expect("record agents");
         let records = store.load("p").expect("load").records;
@@ -197,7 +259,7 @@ mod tests {
         assert_eq!(agents(&records), vec![(agent.clone(), child.clone())]);
         // Reopened for a resumed session, only what is new is appended.
         let mut again =
-            TranscriptRecorder::new(store.reopen("p").expect("reopen"), 1).with_agents(&agents(&records));
+            TranscriptRecorder::new(store.reopen("p").expect("reopen")).with_agents(&agents(&records));
         again.record_agents(&[(agent.clone(), child[1..].to_vec())]).expect("a pruned child");
         assert_eq!(agents(&store.load("p").expect("load").records), vec![(agent, child[1..].to_vec())]);
     }

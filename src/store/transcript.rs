@@ -24,6 +24,10 @@ pub struct TranscriptHeader {
     pub model: String,
     /// RFC 3339 creation time.
     pub created: String,
+    /// The transcript marks the end of every input (`turn_end` records), so turns after the last
+    /// one belong to an input the server never finished. False for older transcripts.
+    #[serde(default)]
+    pub input_ends: bool,
 }
 
 /// A transcript read back from disk.
@@ -84,10 +88,16 @@ impl TranscriptStore {
     /// Reopens an existing transcript to append more turns to it (resume).
     pub fn reopen(&self, id: &str) -> Result<TranscriptWriter, StoreError> {
         let path = self.path(id)?;
-        let file = OpenOptions::new().append(true).open(&path).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => StoreError::NotFound(id.to_string()),
-            _ => StoreError::io(&path, e),
-        })?;
+        let mut file =
+            OpenOptions::new().read(true).append(true).open(&path).map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => StoreError::NotFound(id.to_string()),
+                _ => StoreError::io(&path, e),
+            })?;
+        // A server that died mid-write left a torn last line: the next record starts on a line
+        // of its own, so only the torn one is lost.
+        if !ends_with_newline(&mut file).map_err(|e| StoreError::io(&path, e))? {
+            file.write_all(b"\n").map_err(|e| StoreError::io(&path, e))?;
+        }
         Ok(TranscriptWriter { path, out: BufWriter::new(file) })
     }
 
@@ -162,6 +172,18 @@ fn read_transcript(path: &Path, file: File) -> Result<Transcript, StoreError> {
     Ok(Transcript { header, records })
 }
 
+/// Whether a file is empty or ends with a newline.
+fn ends_with_newline(file: &mut File) -> std::io::Result<bool> {
+    use std::io::{Read, Seek, SeekFrom};
+    if file.metadata()?.len() == 0 {
+        return Ok(true);
+    }
+    file.seek(SeekFrom::End(-1))?;
+    let mut last = [0u8; 1];
+    file.read_exact(&mut last)?;
+    Ok(last[0] == b'\n')
+}
+
 /// The first user message of the stored history.
 fn first_user_text(records: &[Record]) -> Option<String> {
     super::record::history(records).into_iter().find_map(|turn| match turn {
@@ -221,6 +243,7 @@ mod tests {
             profile: "anthropic".into(),
             model: "m".into(),
             created: created.into(),
+            input_ends: true,
         }
     }
 
@@ -261,7 +284,14 @@ mod tests {
         let line = serde_json::to_string(&ok).expect("json");
         f.write_all(format!("{line}\n{{\"type\":\"later_kind\"}}\n{{\"type\":\"tu").as_bytes())
             .expect("write");
-        assert_eq!(store.load("s").expect("load").records, vec![ok]);
+        assert_eq!(store.load("s").expect("load").records, vec![ok.clone()]);
+        drop(f);
+        // Reopened after the crash, a new record gets a line of its own.
+        let next = Record::Turn { turn: Turn::user("after") };
+        let mut w = store.reopen("s").expect("reopen");
+        w.append(&next).expect("append");
+        w.flush().expect("flush");
+        assert_eq!(store.load("s").expect("load").records, vec![ok, next]);
         assert!(matches!(store.load("../etc/passwd"), Err(StoreError::BadId(_))));
         assert!(matches!(store.remove(""), Err(StoreError::BadId(_))));
     }

@@ -181,6 +181,7 @@ impl Harness {
             history: setup.history,
             agents: setup.agents,
             tools,
+            transcript: None,
         };
         let (handle, events) = session::spawn(opts);
         Self { mock, handle, events, dir, seen: Vec::new() }

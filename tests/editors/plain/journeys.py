@@ -372,7 +372,8 @@ def long_answer(j: Journey, editor: Editor) -> None:
 
 STRANGER_FILE = '[providers.anthropic]\nbase_url = "{stranger}"\n'
 TRUST_QUESTION = "this folder is not trusted"
-TRUST_CHOICES = ["Trust this folder", "Not now"]
+# "Not now" first: eglot types the first action in, so RET alone must not trust the folder.
+TRUST_CHOICES = ["Not now", "Trust this folder"]
 
 
 def trust_question(j: Journey, editor: Editor, key: str) -> dict:
@@ -382,7 +383,7 @@ def trust_question(j: Journey, editor: Editor, key: str) -> dict:
     check(f"agentls trust {j.root}" in prompt["message"],
           f"the question names the command that trusts the folder: {prompt['message']!r}")
     if prompt.get("preset"):
-        note(f"the trust question opens with {prompt['preset']!r} typed in: RET alone gives that answer")
+        check(prompt["preset"] == "Not now", f"RET alone must not trust the folder: {prompt['preset']!r} is typed in")
     return prompt
 
 
