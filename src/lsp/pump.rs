@@ -9,8 +9,9 @@
 //!   concatenation is the same); a client that asked for a pace gets at most one per interval.
 //! - A session task that dies without `session_end` (a panic) is reported as an `error` event
 //!   and removed; the server keeps serving.
-//! - Transcripts are flushed at the end of every processing cycle, before its `processing_end`
-//!   is forwarded; subagents' histories are stored with their parent's.
+//! - The session writes its own turns to the transcript as they happen; the pump adds the end of
+//!   every processing cycle (`turn_end`) and the subagents' histories before its `processing_end`
+//!   is forwarded.
 //! - A subagent's events (marked with `agent`) are forwarded as they are and get their own tool
 //!   progress, but never end the session's turn, answer or pump; a review or permission question
 //!   of a subagent's call carries its `agent`.

@@ -1,9 +1,10 @@
 //! Session transcripts on disk, under the data dir.
 //!
 //! Invariants:
-//! - A transcript is append-only JSONL: a header line, then one record per line. Lines are
-//!   flushed at the end of every turn, so a killed server loses at most the turn in flight; a
-//!   torn last line is skipped on load, never an error.
+//! - A transcript is append-only JSONL: a header line, then one record per line, each flushed
+//!   when the session adds the turn, so a killed server loses at most the message being
+//!   streamed; a torn last line is skipped on load, never an error, and a reopened transcript
+//!   starts its next record on a line of its own.
 //! - Session ids are validated before they become file names: nothing outside the sessions
 //!   directory is ever read, written or removed.
 
