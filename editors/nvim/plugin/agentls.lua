@@ -46,6 +46,7 @@ local commands = {
   AgentTranscript = { "transcript", { desc = "agentls: open the session's transcript" } },
   AgentCompact = { "compact", { desc = "agentls: summarise the conversation's older messages" } },
   AgentStatus = { "status", { desc = "agentls: the session's state and context use" } },
+  AgentRestart = { "restart", { desc = "agentls: restart the project's server and reopen its session" } },
   AgentTrust = { "trust", { desc = "agentls: trust the project's folder (all of its .agentls.toml applies)" } },
 }
 
@@ -72,6 +73,7 @@ local plugs = {
   ["agentls-transcript"] = "AgentTranscript",
   ["agentls-compact"] = "AgentCompact",
   ["agentls-status"] = "AgentStatus",
+  ["agentls-restart"] = "AgentRestart",
   ["agentls-trust"] = "AgentTrust",
 }
 for plug, command in pairs(plugs) do

@@ -14,7 +14,8 @@ local queue = {} ---@type table[]
 local flush_pending = false
 local levels = {} ---@type table<integer, string> 1-based line → foldexpr level
 local block ---@type {kind: string, key: string?}? the block streamed text goes into
-local tools = {} ---@type table<string, {row: integer, summary: string}>
+-- A tool call's line; `running` until its end, `indent` before a subagent's.
+local tools = {} ---@type table<string, {row: integer, summary: string, mark: integer, session: string?, indent: string, running: boolean?}>
 local shown_session ---@type string?
 local queued_session ---@type string? the session of the last queued event
 local agent_run ---@type string? the subagent whose fold the last lines opened
@@ -24,6 +25,7 @@ local SIGNS = {
   ok = { "✓", "AgentlsToolOk" },
   error = { "✗", "AgentlsToolError" },
   cancelled = { "⊘", "AgentlsToolCancelled" },
+  interrupted = { "⊘", "AgentlsToolCancelled" },
 }
 
 local function ensure_buf()
@@ -149,7 +151,7 @@ end
 
 function render.lines(op)
   block = nil
-  local row = append_lines(op.lines)
+  local row = append_lines(op.lines, op.fold)
   if op.group then
     for i = 0, #op.lines - 1 do
       mark(row + i, op.group)
@@ -181,6 +183,9 @@ function render.tool_start(op)
     row = row,
     summary = op.summary,
     mark = vim.api.nvim_buf_set_extmark(buf, ns, row, 0, { sign_text = sign[1], sign_hl_group = sign[2] }),
+    session = op.session,
+    indent = "",
+    running = true,
   }
 end
 
@@ -189,6 +194,7 @@ function render.tool_end(op)
   local text = tool_line(op.summary, op.status, op.duration_ms, op.status ~= "ok" and first_line(op.error) or nil)
   local sign = SIGNS[op.status] or SIGNS.error
   if tool then
+    tool.running = nil
     vim.api.nvim_buf_set_lines(buf, tool.row, tool.row + 1, false, { text })
     vim.api.nvim_buf_set_extmark(buf, ns, tool.row, 0, { id = tool.mark, sign_text = sign[1], sign_hl_group = sign[2] })
   else
@@ -220,6 +226,9 @@ function render.agent_lines(op)
       row = row,
       summary = op.summary,
       mark = vim.api.nvim_buf_set_extmark(buf, ns, row, 0, { sign_text = sign[1], sign_hl_group = sign[2] }),
+      session = op.session,
+      indent = op.indent,
+      running = true,
     }
   end
   agent_run = op.key
@@ -233,8 +242,21 @@ function render.agent_tool_end(op)
   end
   local detail = op.status ~= "ok" and first_line(op.error) or nil
   local sign = SIGNS[op.status] or SIGNS.error
+  tool.running = nil
   vim.api.nvim_buf_set_lines(buf, tool.row, tool.row + 1, false, { op.indent .. tool_line(op.summary, op.status, op.duration_ms, detail) })
   vim.api.nvim_buf_set_extmark(buf, ns, tool.row, 0, { id = tool.mark, sign_text = sign[1], sign_hl_group = sign[2] })
+end
+
+-- The server of a session stopped: its calls still running never end.
+function render.interrupted(op)
+  local sign = SIGNS.interrupted
+  for _, tool in pairs(tools) do
+    if tool.running and tool.session == op.session then
+      tool.running = nil
+      vim.api.nvim_buf_set_lines(buf, tool.row, tool.row + 1, false, { tool.indent .. tool_line(tool.summary, "interrupted") })
+      vim.api.nvim_buf_set_extmark(buf, ns, tool.row, 0, { id = tool.mark, sign_text = sign[1], sign_hl_group = sign[2] })
+    end
+  end
 end
 
 local function follow_windows(old_last)
@@ -322,6 +344,47 @@ function M.note(lines, group)
   push({ op = "lines", lines = type(lines) == "table" and lines or { lines }, group = group })
 end
 
+--- The server of `session_id` stopped: the session's calls shown as running are marked interrupted.
+function M.interrupted(session_id)
+  push({ op = "interrupted", session = session_id })
+end
+
+--- Shows a session's conversation (`entries` of `agentls.history`); `folded`: in a closed fold
+--- under its header line (after a restart, when the chat above already shows it).
+function M.history(session_id, entries, folded)
+  local lines = { "", ("── history of session %s ──"):format(session_id:sub(1, 8)) }
+  for _, e in ipairs(entries) do
+    if e.kind == "user" then
+      vim.list_extend(lines, { "", "## You", "" })
+      vim.list_extend(lines, vim.split(e.text or "", "\n", { plain = true }))
+    elseif e.kind == "assistant" then
+      if e.text and e.text ~= "" and e.text ~= vim.NIL then
+        vim.list_extend(lines, { "", "## agentls", "" })
+        vim.list_extend(lines, vim.split(e.text, "\n", { plain = true }))
+      end
+      for _, call in ipairs(e.toolCalls or {}) do
+        table.insert(lines, "- " .. (call.summary or call.toolName or "tool"))
+      end
+    elseif e.kind == "tool_result" and e.isError then
+      table.insert(lines, ("  ✗ %s failed"):format(e.toolName or "tool"))
+    elseif e.kind == "steering" then
+      table.insert(lines, "> steered: " .. (e.text or ""))
+    elseif e.kind == "summary" then
+      table.insert(lines, ("⟲ earlier conversation (%d messages), as summarised for the model:"):format(e.turnsSummarized or 0))
+      vim.list_extend(lines, vim.split(e.text or "", "\n", { plain = true }))
+    end
+  end
+  table.insert(lines, "")
+  local fold
+  if folded then
+    fold = { [2] = ">1" }
+    for i = 3, #lines - 1 do
+      fold[i] = "1"
+    end
+  end
+  push({ op = "lines", lines = lines, fold = fold })
+end
+
 local E = require("agentls.protocol").event
 
 local on = {}
@@ -337,8 +400,8 @@ end
 on[E.reasoning_delta] = function(d)
   push_stream("reasoning", d.delta or "")
 end
-on[E.tool_start] = function(d)
-  push({ op = "tool_start", call_id = d.call_id, summary = d.summary or d.tool_name })
+on[E.tool_start] = function(d, session)
+  push({ op = "tool_start", call_id = d.call_id, summary = d.summary or d.tool_name, session = session })
 end
 on[E.tool_output] = function(d)
   push_stream("output", d.delta or "", d.call_id)
@@ -420,7 +483,7 @@ end
 
 -- A subagent's event as indented lines ("  " per level: its session id is its parent's plus
 -- `-agent-N`).
-local function on_agent(agent, kind, d)
+local function on_agent(agent, kind, d, session)
   local indent = ("  "):rep(1 + select(2, tostring(agent.parentSessionId or ""):gsub("%-agent%-", "")))
   local id, key = agent.agentId or "agent", agent.sessionId or agent.agentId or "agent"
   local function lines(list, group)
@@ -435,6 +498,8 @@ local function on_agent(agent, kind, d)
       key = key,
       call_id = d.call_id,
       summary = summary,
+      indent = indent .. "  ",
+      session = session,
       lines = { indent .. "  " .. tool_line(summary, "running") },
     })
   elseif kind == E.tool_end then
@@ -470,7 +535,7 @@ function M.on_event(event)
       queued_session = event.sessionId
       push({ op = "session", session = event.sessionId })
     end
-    return on_agent(event.agent, event.kind, event.data or {})
+    return on_agent(event.agent, event.kind, event.data or {}, event.sessionId)
   end
   local handler = on[event.kind]
   if handler then
@@ -478,7 +543,7 @@ function M.on_event(event)
       queued_session = event.sessionId
       push({ op = "session", session = event.sessionId })
     end
-    handler(event.data or {})
+    handler(event.data or {}, event.sessionId)
   end
 end
 

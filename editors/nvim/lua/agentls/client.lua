@@ -1,6 +1,7 @@
 -- The language client's lifetime: one client per project root (vim.lsp.config/enable on 0.11,
 -- vim.lsp.start on 0.10), attached to every normal buffer under it, with the handlers of the
--- agentls extension. Also the one place commands are sent from (`exec`).
+-- agentls extension; a server that stops without being asked to is started again (a few times
+-- a while) and its session reopened. Also the one place commands are sent from (`exec`).
 local config = require("agentls.config")
 local protocol = require("agentls.protocol")
 local state = require("agentls.state")
@@ -16,6 +17,17 @@ function M.root_for(bufnr)
   local root = name ~= "" and vim.fs.root(bufnr, config.get().root_markers) or nil
   return root or vim.fn.getcwd()
 end
+
+-- A crashed server is restarted at most RESTARTS times within RESTART_WINDOW_MS per root
+-- (as in the VS Code extension); after that it stays stopped until :AgentRestart.
+local RESTARTS, RESTART_WINDOW_MS = 3, 3 * 60 * 1000
+local restarts = {} ---@type table<string, number[]> root → when its server was restarted after a crash (ms)
+-- A started client → the session to reopen once it is up, and what the chat says befell the
+-- server ("was restarted"); kept until the session is reopened.
+local reopen = {} ---@type table<integer, {session: string?, what: string, active: boolean}>
+local restart_asked = {} ---@type table<integer, boolean> clients :AgentRestart is stopping
+local left_stopped = {} ---@type table<string, string|false> root → the session open when its server was left stopped
+local leaving = false -- Neovim is quitting: its servers stop, none is restarted
 
 local function dict(t)
   return (t == nil or next(t) == nil) and vim.empty_dict() or t
@@ -95,12 +107,13 @@ local function client_config()
     handlers = handlers(),
     on_init = function(client)
       state.client_started(client.id, client.root_dir)
-    end,
-    on_exit = function(_, _, client_id)
-      state.client_stopped(client_id)
-      if package.loaded["agentls.review"] then
-        require("agentls.review").on_client_exit(client_id)
+      local r = reopen[client.id]
+      if r then
+        M.after_restart(client, r)
       end
+    end,
+    on_exit = function(code, signal, client_id)
+      M.on_exit(code, signal, client_id)
     end,
   }
 end
@@ -132,6 +145,180 @@ local function attachable(bufnr)
     and not vim.api.nvim_buf_get_name(bufnr):match("^%a+://")
 end
 
+--- Starts a client for `root` attached to `bufs`; returns its id (nil when it could not start).
+local function start_client(root, bufs)
+  local cfg = client_config()
+  cfg.root_dir = root
+  local id = has_011 and vim.lsp.start(cfg, { attach = false }) or vim.lsp.start_client(cfg)
+  for _, bufnr in ipairs(id and bufs or {}) do
+    if vim.api.nvim_buf_is_loaded(bufnr) then
+      vim.lsp.buf_attach_client(bufnr, id)
+    end
+  end
+  if not id then
+    vim.notify("agentls: could not start " .. table.concat(config.get().cmd, " "), vim.log.levels.ERROR)
+  end
+  return id
+end
+
+-- Starts the server of `root` again (for `bufs`); once it is up, `session` is reopened and the
+-- chat says `what` happened.
+local function start_again(root, bufs, session, what, active)
+  local id = start_client(root, bufs)
+  if id then
+    reopen[id] = { session = session, what = what, active = active }
+    left_stopped[root] = nil
+  end
+end
+
+local function minutes(ms)
+  return ("%d minutes"):format(ms / 60000)
+end
+
+-- A server stopped without being asked to: its session's running calls are marked interrupted
+-- and it is started again, unless it crashed too often lately.
+local function crashed(root, bufs, session, active, how)
+  local chat = require("agentls.chat")
+  local short = session and session:sub(1, 8)
+  if session then
+    chat.interrupted(session)
+  end
+  local now = vim.uv.now()
+  local recent = vim.tbl_filter(function(t)
+    return now - t < RESTART_WINDOW_MS
+  end, restarts[root] or {})
+  restarts[root] = recent
+  if #recent >= RESTARTS then
+    left_stopped[root] = session or false
+    local msg = ("agentls stopped unexpectedly (%s) after %d restarts within %s and is left stopped; :AgentRestart starts it again%s"):format(
+      how,
+      #recent,
+      minutes(RESTART_WINDOW_MS),
+      short and (" and reopens session " .. short) or ""
+    )
+    chat.note({ "", "✗ " .. msg }, "AgentlsError")
+    vim.notify(("agentls: %s (:checkhealth agentls names the server's log)"):format(msg), vim.log.levels.ERROR)
+    return
+  end
+  table.insert(recent, now)
+  chat.note({
+    "",
+    ("⚠ agentls stopped unexpectedly (%s)%s; restarting it (%d of %d within %s)"):format(
+      how,
+      short and (" with session " .. short .. " open") or "",
+      #recent,
+      RESTARTS,
+      minutes(RESTART_WINDOW_MS)
+    ),
+  }, "AgentlsWarning")
+  start_again(root, bufs, session, "stopped unexpectedly and was restarted", active)
+end
+
+--- A client's server exited: its questions are dropped, and unless the client stopped it
+--- (vim.lsp's stop, :LspStop, quitting Neovim) it is restarted.
+function M.on_exit(code, signal, client_id)
+  local c = vim.lsp.get_client_by_id(client_id)
+  local root = (c and c.root_dir) or state.root(client_id)
+  local open, active = state.client_stopped(client_id)
+  -- A restarted server that died before its session was reopened still owes it.
+  local pending = reopen[client_id]
+  reopen[client_id] = nil
+  local session = (open and open.id) or (pending and pending.session)
+  active = active or (pending and pending.active) or false
+  -- Nothing of a question the dead server asked can be answered any more.
+  if package.loaded["agentls.review"] then
+    require("agentls.review").on_client_exit(client_id)
+  end
+  if package.loaded["agentls.permission"] then
+    require("agentls.permission").on_client_exit(client_id)
+  end
+  local again = restart_asked[client_id]
+  restart_asked[client_id] = nil
+  local asked = c and c.rpc.stop_asked and c.rpc.stop_asked()
+  if leaving or not root or (asked and not again) then
+    return
+  end
+  local bufs = {}
+  for bufnr in pairs(c and c.attached_buffers or {}) do
+    table.insert(bufs, bufnr)
+  end
+  if again then
+    start_again(root, bufs, session, "was restarted", active)
+  else
+    local how = signal ~= 0 and ("signal %d"):format(signal) or ("exit code %d"):format(code)
+    crashed(root, bufs, session, active, how)
+  end
+end
+
+--- A restarted server is up: the session that was open is reopened with its history.
+function M.after_restart(c, r)
+  local chat = require("agentls.chat")
+  if r.active then
+    state.set_active(c.id)
+  end
+  if not r.session then
+    reopen[c.id] = nil
+    chat.note({ "", ("── agentls %s ──"):format(r.what) })
+    vim.notify("agentls: the server " .. r.what, vim.log.levels.INFO)
+    return
+  end
+  local reopened = ("; session %s reopened"):format(r.session:sub(1, 8))
+  require("agentls.resume").reopen(c, r.session, {
+    header = function(res)
+      reopen[c.id] = nil
+      vim.notify(("agentls: the server %s%s"):format(r.what, reopened), vim.log.levels.INFO)
+      return { "", ("── agentls %s%s (%s) ──"):format(r.what, reopened, res.model or "?") }
+    end,
+    on_error = function(err)
+      reopen[c.id] = nil
+      local msg = ("agentls %s, but session %s could not be reopened: %s; :Agent starts a new session"):format(
+        r.what,
+        r.session:sub(1, 8),
+        err.message or vim.inspect(err)
+      )
+      chat.note({ "", "✗ " .. msg }, "AgentlsError")
+      vim.notify(msg, vim.log.levels.WARN)
+      return true
+    end,
+    fold_history = true,
+  })
+end
+
+--- :AgentRestart: stops the server of the current project (or starts the one left stopped after
+--- crashes) and starts it again; the session that was open is reopened.
+function M.restart()
+  local c = vim.lsp.get_clients({ name = M.name, bufnr = 0 })[1]
+  local id = not c and state.active_client_id()
+  c = c or (id and vim.lsp.get_client_by_id(id)) or nil
+  if c then
+    restart_asked[c.id] = true
+    if has_011 then
+      c:stop()
+    else
+      c.stop()
+    end
+    -- A server that does not answer `shutdown` is ended.
+    vim.defer_fn(function()
+      if vim.lsp.get_client_by_id(c.id) then
+        c.rpc.terminate()
+      end
+    end, 3000)
+    return
+  end
+  if not server_found() then
+    return
+  end
+  local root = M.root_for(0)
+  local bufs = {}
+  for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(bufnr) and attachable(bufnr) and M.root_for(bufnr) == root then
+      table.insert(bufs, bufnr)
+    end
+  end
+  start_again(root, bufs, left_stopped[root] or nil, "was restarted", true)
+  restarts[root] = nil
+end
+
 --- Attaches `bufnr` to the client of its root (starting it when needed).
 function M.attach(bufnr)
   if not attachable(bufnr) then
@@ -141,6 +328,13 @@ function M.attach(bufnr)
   cfg.root_dir = M.root_for(bufnr)
   return vim.lsp.start(cfg, { bufnr = bufnr })
 end
+
+vim.api.nvim_create_autocmd("VimLeavePre", {
+  group = vim.api.nvim_create_augroup("agentls.leave", { clear = true }),
+  callback = function()
+    leaving = true
+  end,
+})
 
 local group
 
@@ -209,14 +403,8 @@ function M.current()
   if not server_found() then
     return nil
   end
-  local cfg = client_config()
-  cfg.root_dir = vim.fn.getcwd()
-  id = has_011 and vim.lsp.start(cfg, { attach = false }) or vim.lsp.start_client(cfg)
-  c = id and vim.lsp.get_client_by_id(id)
-  if not c then
-    vim.notify("agentls: could not start " .. table.concat(config.get().cmd, " "), vim.log.levels.ERROR)
-  end
-  return c
+  id = start_client(vim.fn.getcwd(), {})
+  return id and vim.lsp.get_client_by_id(id)
 end
 
 --- Sends `agentls.<command>` with one object argument; `callback(err, result)` on the answer.

@@ -188,38 +188,6 @@ function M.new()
   end
 end
 
-local function show_history(c, session_id)
-  client.exec(c, C.history, { sessionId = session_id }, function(err, res)
-    if err or not res then
-      return
-    end
-    local lines = { "", ("── history of session %s ──"):format(session_id:sub(1, 8)) }
-    for _, e in ipairs(res.entries or {}) do
-      if e.kind == "user" then
-        vim.list_extend(lines, { "", "## You", "" })
-        vim.list_extend(lines, vim.split(e.text or "", "\n", { plain = true }))
-      elseif e.kind == "assistant" then
-        if e.text and e.text ~= "" and e.text ~= vim.NIL then
-          vim.list_extend(lines, { "", "## agentls", "" })
-          vim.list_extend(lines, vim.split(e.text, "\n", { plain = true }))
-        end
-        for _, call in ipairs(e.toolCalls or {}) do
-          table.insert(lines, "- " .. (call.summary or call.toolName or "tool"))
-        end
-      elseif e.kind == "tool_result" and e.isError then
-        table.insert(lines, ("  ✗ %s failed"):format(e.toolName or "tool"))
-      elseif e.kind == "steering" then
-        table.insert(lines, "> steered: " .. (e.text or ""))
-      elseif e.kind == "summary" then
-        table.insert(lines, ("⟲ earlier conversation (%d messages), as summarised for the model:"):format(e.turnsSummarized or 0))
-        vim.list_extend(lines, vim.split(e.text or "", "\n", { plain = true }))
-      end
-    end
-    table.insert(lines, "")
-    chat.note(lines)
-  end)
-end
-
 --- :AgentSessions: pick an open or stored session and make it the current one.
 function M.sessions()
   local c = client.current()
@@ -251,19 +219,14 @@ function M.sessions()
       if not choice then
         return
       end
-      client.exec(c, C.resume_session, { sessionId = choice.sessionId }, function(e, r)
-        if e or not r then
-          return
-        end
-        state.set_session(c.id, { id = r.sessionId, model = r.model, profile = r.profile, state = "idle" })
-        chat.note({ "", ("── resumed session %s (%s) ──"):format(r.sessionId:sub(1, 8), r.model or "?") })
-        if r.resumed then
-          show_history(c, r.sessionId)
-        end
-        if config.get().chat.auto_open then
-          chat.open(false)
-        end
-      end)
+      require("agentls.resume").reopen(c, choice.sessionId, {
+        header = function(r)
+          if config.get().chat.auto_open then
+            chat.open(false)
+          end
+          return { "", ("── resumed session %s (%s) ──"):format(r.sessionId:sub(1, 8), r.model or "?") }
+        end,
+      })
     end)
   end)
 end
@@ -334,6 +297,11 @@ end
 
 function M.reject_hunk(opts)
   require("agentls.review").reject_hunk(opts.args ~= "" and opts.args or nil)
+end
+
+--- :AgentRestart: restarts the current project's server and reopens its session.
+function M.restart()
+  client.restart()
 end
 
 --- :AgentTrust: trusts the current project's folder (its .agentls.toml applies in full).

@@ -524,11 +524,22 @@ function M.on_call_end(session_id, call_id, agent_session)
   end
 end
 
---- The server of some reviews stopped: they can no longer be answered.
+--- The server of some reviews stopped: they can no longer be answered (a restarted server never
+--- gets an answer to them). Nothing of them was applied; the chat says so.
 function M.on_client_exit(client_id)
   for _, review in ipairs(state.reviews()) do
     if review.client_id == client_id then
-      require("agentls.chat").note({ "review closed: the server stopped before it was answered" }, "AgentlsWarning")
+      local paths = table.concat(
+        vim.tbl_map(function(f)
+          return f.path
+        end, review.files),
+        ", "
+      )
+      require("agentls.chat").note(
+        { ("review closed: the server stopped before it was answered; nothing of it was applied (%s)"):format(paths) },
+        "AgentlsWarning"
+      )
+      state.remove_review(review.id)
       vim.schedule(function()
         forget(review)
       end)

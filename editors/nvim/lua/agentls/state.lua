@@ -15,7 +15,7 @@ local clients = {} ---@type table<integer, {root: string, session: agentls.Sessi
 local active_client ---@type integer?
 local reviews = {} ---@type table<string, table>
 local review_order = {} ---@type string[]
-local permissions = {} ---@type table<string, table>
+local permissions = {} ---@type table<string, {request: table, client_id: integer}>
 
 ---@class agentls.Trust
 ---@field file string? the project file whose keys need trust
@@ -44,11 +44,20 @@ function M.client_started(client_id, root)
   active_client = active_client or client_id
 end
 
+--- Forgets a client that stopped; returns the session it had open and whether it was the
+--- active client.
+---@return agentls.Session?, boolean
 function M.client_stopped(client_id)
+  local c = clients[client_id]
   clients[client_id] = nil
-  if active_client == client_id then
+  local was_active = active_client == client_id
+  if was_active then
     active_client = next(clients)
   end
+  if c and c.session then
+    status_changed()
+  end
+  return c and c.session, was_active
 end
 
 function M.set_active(client_id)
@@ -161,9 +170,15 @@ function M.review_of_call(session_id, call_id, agent_session)
   end
 end
 
-function M.add_permission(p)
-  permissions[p.requestId] = p
+--- Records a permission question (`agentls/permission`) of client `client_id` the user is asked.
+function M.add_permission(request, client_id)
+  permissions[request.requestId] = { request = request, client_id = client_id }
   status_changed()
+end
+
+--- Whether the question `id` still waits for the user's answer.
+function M.permission_pending(id)
+  return permissions[id] ~= nil
 end
 
 function M.remove_permission(id)
@@ -174,14 +189,27 @@ end
 --- Forgets the questions of a tool call that ended (the server denied them on a cancel).
 function M.remove_permissions_of_call(session_id, call_id, agent_session)
   for id, p in pairs(permissions) do
-    if p.sessionId == session_id and p.callId == call_id and (p.agent and p.agent.sessionId) == agent_session then
+    local r = p.request
+    if r.sessionId == session_id and r.callId == call_id and (r.agent and r.agent.sessionId) == agent_session then
       permissions[id] = nil
+      status_changed()
     end
   end
 end
 
-function M.permissions()
-  return vim.tbl_values(permissions)
+--- Forgets the questions of a client that stopped; returns them (the requests).
+function M.remove_permissions_of_client(client_id)
+  local removed = {}
+  for id, p in pairs(permissions) do
+    if p.client_id == client_id then
+      permissions[id] = nil
+      table.insert(removed, p.request)
+    end
+  end
+  if #removed > 0 then
+    status_changed()
+  end
+  return removed
 end
 
 --- What became of the trust of the folder `root` (a path) in this Neovim session; nil: the

@@ -5,6 +5,8 @@
 -- per message instead of 1), and all messages of one read are handled in one scheduled call
 -- instead of one each, so keys typed meanwhile do not queue behind thousands of events.
 -- vim.lsp uses it through `cmd = function(dispatchers, config)` (|vim.lsp.ClientConfig|).
+-- It also knows whether the client stopped the server (`stop_asked`): an exit without that is
+-- a crash (client.lua restarts it).
 local uv = vim.uv
 
 local M = {}
@@ -82,6 +84,7 @@ end
 function M.start(argv, env, cwd, dispatchers)
   local stdin, stdout, stderr = uv.new_pipe(false), uv.new_pipe(false), uv.new_pipe(false)
   local closing = false
+  local stop_asked = false -- the client asked the server to stop (shutdown, exit or terminate)
   local next_id = 0
   local callbacks = {} ---@type table<integer, {callback: function, notify_reply: function?}>
 
@@ -117,6 +120,9 @@ function M.start(argv, env, cwd, dispatchers)
   local function send(message)
     if closing or stdin:is_closing() then
       return false
+    end
+    if message.method == "shutdown" or message.method == "exit" then
+      stop_asked = true
     end
     stdin:write(frame(message))
     return true
@@ -177,6 +183,12 @@ function M.start(argv, env, cwd, dispatchers)
   stderr:read_start(function() end)
 
   return {
+    pid = handle:get_pid(), -- the server's process (the suite kills it)
+    --- Whether the client stopped the server (vim.lsp's stop: shutdown and exit, or terminate);
+    --- an exit without it is a crash.
+    stop_asked = function()
+      return stop_asked
+    end,
     request = function(method, params, callback, notify_reply_callback)
       next_id = next_id + 1
       local id = next_id
@@ -193,6 +205,7 @@ function M.start(argv, env, cwd, dispatchers)
       return closing
     end,
     terminate = function()
+      stop_asked = true
       if not closing then
         closing = true
         handle:kill(15)
