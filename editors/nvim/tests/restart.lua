@@ -160,6 +160,7 @@ T.test("SIGKILL mid-turn: the server is restarted and the session reopened with 
   end, "the session to be idle")
   -- The server writes the transcript as the turn happens: the interrupted turn is reloaded too.
   T.contains(history, "run the slow build", "the interrupted turn's prompt in the reopened history")
+  T.contains(history, "✗ shell failed: This call never finished", "the call the kill cut, closed by the server")
   T.truthy(H.request_has(before + 1, "run the slow build"), "and in the model's next request")
 end)
 

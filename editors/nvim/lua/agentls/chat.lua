@@ -366,7 +366,9 @@ function M.history(session_id, entries, folded)
         table.insert(lines, "- " .. (call.summary or call.toolName or "tool"))
       end
     elseif e.kind == "tool_result" and e.isError then
-      table.insert(lines, ("  ✗ %s failed"):format(e.toolName or "tool"))
+      -- The first line says why (also "This call never finished: the agentls server stopped …").
+      local why = e.output ~= vim.NIL and first_line(e.output) or ""
+      table.insert(lines, ("  ✗ %s failed%s"):format(e.toolName or "tool", why ~= "" and (": " .. why) or ""))
     elseif e.kind == "steering" then
       table.insert(lines, "> steered: " .. (e.text or ""))
     elseif e.kind == "summary" then
