@@ -117,7 +117,10 @@ fn print_context(config: &Config, settings: &ProviderSettings) {
         Some(tokens) => format!("{tokens} tokens (context_window_tokens)"),
         None => format!(
             "{} tokens (known figure for {}; context_window_tokens overrides it)",
-            ProfileKind::for_provider(settings.kind).context_window(&settings.model),
+            config
+                .profile(None, Some(settings.kind))
+                .unwrap_or_else(|| ProfileKind::for_provider(settings.kind))
+                .context_window(&settings.model),
             settings.model
         ),
     };
@@ -152,10 +155,8 @@ fn print_prompt(env: &Env, config: &Config, args: &DoctorArgs) -> Result<ExitCod
     let cwd =
         cwd.canonicalize().map_err(|e| format!("working directory {} is not usable: {e}", cwd.display()))?;
     let settings = resolve_provider(config, env, local_server_listening).ok();
-    let profile = args
-        .profile
-        .or(config.layer.profile)
-        .or(settings.as_ref().map(|s| ProfileKind::for_provider(s.kind)))
+    let profile = config
+        .profile(args.profile, settings.as_ref().map(|s| s.kind))
         .ok_or("no provider is configured, so no profile follows from it: pass --profile openai|anthropic|gemini|code")?;
     let model =
         settings.map(|s| s.model).or_else(|| config.layer.model.clone()).unwrap_or_else(|| "unknown".into());

@@ -30,9 +30,9 @@ fn usage_error(message: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(USAGE_ERROR)
 }
 
-/// The profile matching the configured provider, if any.
+/// The profile a session would use: the configured `profile`, else the configured provider's.
 fn configured_profile(config: &Config) -> Option<ProfileKind> {
-    config.layer.provider.map(ProfileKind::for_provider)
+    config.profile(None, config.layer.provider)
 }
 
 /// The registry to use: the named profile, else the first profile (configured one first) that

@@ -340,6 +340,28 @@ impl ConfigLayer {
         layer.check(origin)
     }
 
+    /// Parses an editor's JSON layer key by key: every key that is valid applies, each bad one
+    /// is left out and named in an error (one bad setting must not drop the user's others). A
+    /// table with a bad key keeps its good keys the same way, however deep.
+    pub fn from_json_lenient(value: serde_json::Value, origin: &str) -> (Self, Vec<ConfigError>) {
+        match Self::from_json(value.clone(), origin) {
+            Ok(layer) => (layer, Vec::new()),
+            Err(error) => {
+                let mut layer = Self::default();
+                let mut errors = Vec::new();
+                match value {
+                    serde_json::Value::Object(map) => {
+                        for (key, value) in map {
+                            keep_valid(&mut layer, &mut errors, &[key], value, origin);
+                        }
+                    }
+                    _ => errors.push(error),
+                }
+                (layer, errors)
+            }
+        }
+    }
+
     /// The range checks a type cannot express; the error names `origin` and the key.
     fn check(self, origin: &str) -> Result<Self, ConfigError> {
         let invalid = |key: &str, expected: &str| ConfigError::Invalid {
@@ -513,6 +535,13 @@ impl Config {
         Self { layer: ConfigLayer::default(), sources: Vec::new(), user_file: None, trust: None }
     }
 
+    /// The profile of a session: the one `asked` for (a flag, a command argument), else the
+    /// configured `profile`, else the one aligned with `provider`. The one place every host
+    /// chooses it.
+    pub fn profile(&self, asked: Option<ProfileKind>, provider: Option<ProviderKind>) -> Option<ProfileKind> {
+        asked.or(self.layer.profile).or(provider.map(ProfileKind::for_provider))
+    }
+
     pub fn approval(&self, default: Approval) -> Approval {
         self.layer.approval.unwrap_or(default)
     }
@@ -547,6 +576,42 @@ impl Config {
         let mut merged = self.layer.clone();
         merged.merge(layer);
         Self { layer: merged, ..self.clone() }
+    }
+}
+
+/// Merges `value`, found at `path` of an editor's layer, into `layer` when it parses; otherwise
+/// tries each key of a table on its own and reports what does not parse.
+fn keep_valid(
+    layer: &mut ConfigLayer,
+    errors: &mut Vec<ConfigError>,
+    path: &[String],
+    value: serde_json::Value,
+    origin: &str,
+) {
+    let nested = path.iter().rev().fold(value.clone(), |inner, key| serde_json::json!({ key: inner }));
+    match ConfigLayer::from_json(nested, origin) {
+        Ok(valid) => layer.merge(valid),
+        Err(error) => match value {
+            serde_json::Value::Object(map) if !map.is_empty() => {
+                for (key, inner) in map {
+                    let mut deeper = path.to_vec();
+                    deeper.push(key);
+                    keep_valid(layer, errors, &deeper, inner, origin);
+                }
+            }
+            _ => {
+                let expected = match error {
+                    ConfigError::Parse { message, .. } => message,
+                    ConfigError::Invalid { expected, .. } => expected,
+                    other => other.to_string(),
+                };
+                errors.push(ConfigError::Invalid {
+                    origin: origin.to_string(),
+                    key: path.join("."),
+                    expected,
+                });
+            }
+        },
     }
 }
 

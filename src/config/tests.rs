@@ -479,3 +479,41 @@ fn allowed_prefixes_add_up_across_layers() {
     });
     assert_eq!(layer.shell.unwrap().allow.unwrap(), ["cargo test", "ls", "make"]);
 }
+
+#[test]
+fn the_profile_is_the_asked_one_then_the_configured_one_then_the_providers() {
+    let mut config = Config::defaults();
+    assert_eq!(config.profile(None, None), None);
+    assert_eq!(config.profile(None, Some(ProviderKind::Gemini)), Some(ProfileKind::Gemini));
+    config.layer.profile = Some(ProfileKind::Code);
+    assert_eq!(config.profile(None, Some(ProviderKind::Gemini)), Some(ProfileKind::Code));
+    assert_eq!(
+        config.profile(Some(ProfileKind::OpenAi), Some(ProviderKind::Gemini)),
+        Some(ProfileKind::OpenAi)
+    );
+}
+
+#[test]
+fn an_editor_layer_keeps_its_good_keys_and_names_each_bad_one() {
+    let (layer, errors) = ConfigLayer::from_json_lenient(
+        serde_json::json!({
+            "model": "m",
+            "approval": "sometimes",
+            "shell": {"permission": "deny", "timeout": 3},
+            "providers": {"anthropic": {"model": "claude-x", "base": "x"}},
+            "loop_detection_window": 1,
+        }),
+        "initializationOptions",
+    );
+    assert_eq!(layer.model.as_deref(), Some("m"));
+    assert_eq!(layer.shell.clone().unwrap().permission, Some(ShellPermission::Deny));
+    assert_eq!(layer.providers.unwrap()[&ProviderKind::Anthropic].model.as_deref(), Some("claude-x"));
+    assert_eq!((layer.approval, layer.loop_detection_window), (None, None));
+    let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    assert_eq!(text.len(), 4, "{text:?}");
+    for (error, key) in text.iter().zip(["approval", "loop_detection_window", "base", "timeout"]) {
+        assert!(error.contains("initializationOptions") && error.contains(key), "{error}");
+    }
+    let (whole, none) = ConfigLayer::from_json_lenient(serde_json::json!({"model": "m"}), "o");
+    assert_eq!((whole.model.as_deref(), none.len()), (Some("m"), 0));
+}

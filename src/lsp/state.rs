@@ -13,13 +13,14 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tower_lsp_server::Client;
+use tower_lsp_server::ls_types::MessageType;
 
 use super::capabilities::ClientProfile;
 use super::outbound::{Deadlines, Outbound};
 use super::permission::PermissionBroker;
 use super::registry::{LspSession, SessionRegistry};
 use super::review::ReviewBroker;
-use crate::config::{ConfigLayer, Env};
+use crate::config::{ConfigError, ConfigLayer, Env};
 use crate::policy::PermissionRules;
 use crate::store::TranscriptStore;
 use crate::tools::Tool;
@@ -119,14 +120,25 @@ impl ServerState {
     pub(super) fn initialize(&self, profile: ClientProfile, roots: Vec<PathBuf>, options: Option<Value>) {
         *self.roots.write().unwrap_or_else(|p| p.into_inner()) = roots;
         if let Some(options) = options.filter(|v| !v.is_null()) {
-            match ConfigLayer::from_json(options, "initializationOptions") {
-                Ok(layer) => {
-                    self.client_layer.write().unwrap_or_else(|p| p.into_inner()).initialization = layer
-                }
-                Err(e) => tracing::warn!("{e}; continuing with the other configuration layers"),
-            }
+            let (layer, errors) = ConfigLayer::from_json_lenient(options, "initializationOptions");
+            self.client_layer.write().unwrap_or_else(|p| p.into_inner()).initialization = layer;
+            self.report_settings_errors(errors);
         }
         let _ = self.profile.set(profile);
+    }
+
+    /// Tells the user of each editor setting that was left out (its key and what was expected);
+    /// the others apply.
+    fn report_settings_errors(&self, errors: Vec<ConfigError>) {
+        if errors.is_empty() {
+            return;
+        }
+        let list: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        let message =
+            format!("agentls ignores these editor settings (the others apply): {}", list.join("; "));
+        tracing::warn!("{message}");
+        let outbound = self.outbound.clone();
+        tokio::spawn(async move { outbound.tell(MessageType::WARNING, message).await });
     }
 
     /// Applies a `workspace/didChangeWorkspaceFolders` change.
@@ -183,13 +195,8 @@ impl ServerState {
 
     /// `path` as a person reads it: relative to the workspace folder that holds it.
     pub(super) fn shown_path(&self, path: &std::path::Path) -> String {
-        self.roots()
-            .iter()
-            .filter_map(|root| path.strip_prefix(root).ok())
-            .min_by_key(|relative| relative.components().count())
-            .filter(|relative| !relative.as_os_str().is_empty())
-            .map(|relative| relative.display().to_string())
-            .unwrap_or_else(|| path.display().to_string())
+        let roots = self.roots();
+        crate::workspace::shown_path(path, &roots.iter().map(PathBuf::as_path).collect::<Vec<_>>())
     }
 
     pub(super) fn client_layer(&self) -> ConfigLayer {
@@ -201,17 +208,15 @@ impl ServerState {
 
     /// Takes the editor's whole `agentls` settings section as its settings (a setting the user
     /// cleared is gone, not kept from before); `false` when it is invalid and was ignored.
+    /// Takes the editor's settings section: its valid keys apply, each bad one is reported and
+    /// left out; `false` when nothing of it was valid.
     pub(super) fn set_client_settings(&self, section: Value, origin: &str) -> bool {
-        match ConfigLayer::from_json(section, origin) {
-            Ok(layer) => {
-                self.client_layer.write().unwrap_or_else(|p| p.into_inner()).settings = layer;
-                true
-            }
-            Err(e) => {
-                tracing::warn!("{e}; the previous settings stay in effect");
-                false
-            }
-        }
+        let empty = section.as_object().is_some_and(|o| o.is_empty());
+        let (layer, errors) = ConfigLayer::from_json_lenient(section, origin);
+        let applied = empty || errors.is_empty() || layer != ConfigLayer::default();
+        self.client_layer.write().unwrap_or_else(|p| p.into_inner()).settings = layer;
+        self.report_settings_errors(errors);
+        applied
     }
 }
 

@@ -26,10 +26,8 @@ use tower_lsp_server::ls_types::{
 
 use super::protocol::{EventNotification, EventParams};
 use super::state::ServerState;
-use crate::profiles::project_docs::is_instruction_file;
+use crate::profiles::project_docs::{INSTRUCTION_FILES, is_instruction_file};
 use crate::session::{Event, EventData, ProjectDocsReloaded};
-
-const GLOBS: &[&str] = &["**/AGENTS.md", "**/CLAUDE.md", "**/GEMINI.md", "**/.codex/instructions.md"];
 
 /// Asks the client to watch instruction files (only when it supports dynamic registration).
 pub async fn register_with_client(state: &ServerState) {
@@ -37,9 +35,12 @@ pub async fn register_with_client(state: &ServerState) {
         return;
     }
     let options = DidChangeWatchedFilesRegistrationOptions {
-        watchers: GLOBS
+        watchers: INSTRUCTION_FILES
             .iter()
-            .map(|g| FileSystemWatcher { glob_pattern: GlobPattern::String(g.to_string()), kind: None })
+            .map(|name| FileSystemWatcher {
+                glob_pattern: GlobPattern::String(format!("**/{name}")),
+                kind: None,
+            })
             .collect(),
     };
     let registration = Registration {
@@ -61,8 +62,10 @@ pub async fn register_with_client(state: &ServerState) {
 /// Directories watched for `root`: the root, its `.codex`, and every ancestor that holds an
 /// instruction file now.
 fn watched_dirs(root: &Path) -> Vec<PathBuf> {
-    let holds_instructions =
-        |dir: &Path| ["AGENTS.md", "CLAUDE.md", "GEMINI.md"].iter().any(|name| dir.join(name).is_file());
+    // Above the root only files of the directory itself apply (`.codex/` is the root's own).
+    let holds_instructions = |dir: &Path| {
+        INSTRUCTION_FILES.iter().filter(|n| !n.contains('/')).any(|name| dir.join(name).is_file())
+    };
     let mut dirs = vec![root.to_path_buf()];
     dirs.extend(root.ancestors().skip(1).filter(|dir| holds_instructions(dir)).map(Path::to_path_buf));
     let codex = root.join(".codex");

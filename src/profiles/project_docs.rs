@@ -40,10 +40,15 @@ pub struct ProjectDocs {
     pub truncated: bool,
 }
 
+/// Every instruction file any profile loads, as a path relative to the directory it applies to:
+/// the one list file watchers and the profiles read (`instruction_files` picks from it).
+pub const INSTRUCTION_FILES: &[&str] = &["AGENTS.md", "CLAUDE.md", "GEMINI.md", CODEX_INSTRUCTIONS];
+const CODEX_INSTRUCTIONS: &str = ".codex/instructions.md";
+
 /// File names a profile loads in each directory, universal first.
 pub fn instruction_files(kind: ProfileKind) -> &'static [&'static str] {
     match kind {
-        ProfileKind::OpenAi => &["AGENTS.md", ".codex/instructions.md"],
+        ProfileKind::OpenAi => &["AGENTS.md", CODEX_INSTRUCTIONS],
         ProfileKind::Anthropic => &["AGENTS.md", "CLAUDE.md"],
         ProfileKind::Gemini => &["AGENTS.md", "GEMINI.md"],
         ProfileKind::Code => &["AGENTS.md"],
@@ -52,10 +57,11 @@ pub fn instruction_files(kind: ProfileKind) -> &'static [&'static str] {
 
 /// True when `path` names an instruction file some profile loads (for file watchers).
 pub fn is_instruction_file(path: &Path) -> bool {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-    matches!(name, "AGENTS.md" | "CLAUDE.md" | "GEMINI.md")
-        || (name == "instructions.md"
-            && path.parent().and_then(|p| p.file_name()).is_some_and(|p| p == ".codex"))
+    INSTRUCTION_FILES.iter().any(|name| {
+        let mut expected = Path::new(name).components().rev();
+        let mut actual = path.components().rev();
+        expected.all(|e| actual.next() == Some(e))
+    })
 }
 
 /// The git root containing `dir` (the nearest ancestor with a `.git` entry), if any.

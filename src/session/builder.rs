@@ -152,9 +152,8 @@ impl SessionBuilder {
             }
         };
         let model = settings.model.clone();
-        let profile = parts
-            .profile
-            .or(config.layer.profile)
+        let profile = config
+            .profile(parts.profile, Some(settings.kind))
             .unwrap_or_else(|| ProfileKind::for_provider(settings.kind));
         let search = resolve_search_provider(config, env)?;
         let client = llm::Client::from_config(config, settings).map_err(BuildError::Client)?;

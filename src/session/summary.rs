@@ -15,7 +15,7 @@ pub const MAX_SUMMARY: usize = 120;
 /// A one-line description of a tool call in the session directory `cwd`.
 pub fn summarize(tool: &str, args: &Value, cwd: &Path) -> String {
     let s = |key: &str| args.get(key).and_then(Value::as_str);
-    let shown = |path: &str| shown_path(path, cwd);
+    let shown = |path: &str| shown_path(std::path::Path::new(path), &[cwd]);
     let text = match tool {
         "shell" | "shell_command" | "exec_command" => {
             format!("shell: {}", s("command").unwrap_or_default())

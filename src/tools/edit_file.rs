@@ -131,7 +131,7 @@ pub(crate) async fn propose_string_edit(
         .read_if_exists(&*ctx.env, &path)
         .await
         .map_err(|error| ToolError::new(error.to_string()))?;
-    let shown = crate::workspace::shown_path(&request.file_path, &ctx.cwd);
+    let shown = crate::workspace::shown_path(std::path::Path::new(&request.file_path), &[&ctx.cwd]);
     let display = shown.as_str();
     let (change, replacements, created) = match snapshot {
         None if request.old_string.is_empty() => {

@@ -53,7 +53,7 @@ impl Tool for WriteFileTool {
                 .ok_or_else(|| ToolError::new(format!("missing `{name}`: it must be a string")))
         };
         let (file_path, content) = (field("file_path")?, field("content")?);
-        let shown = crate::workspace::shown_path(file_path, &ctx.cwd);
+        let shown = crate::workspace::shown_path(std::path::Path::new(file_path), &[&ctx.cwd]);
         let display = shown.as_str();
         let path = ctx.resolve(file_path)?;
         if let Ok(Some(stat)) = ctx.env.stat(&path).await

@@ -155,10 +155,7 @@ impl FileChange {
                 self.path.ancestors().nth(depth)
             })
             .flatten();
-        match root.and_then(|root| to.strip_prefix(root).ok()) {
-            Some(relative) if !relative.as_os_str().is_empty() => relative.display().to_string(),
-            _ => to.display().to_string(),
-        }
+        super::shown_path(to, root.as_slice())
     }
 
     fn validate(&self) -> Result<(), ChangeError> {

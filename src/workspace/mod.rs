@@ -84,14 +84,18 @@ impl Snapshot {
     }
 }
 
-/// `path` as a person reads it: relative to `cwd` when it is an absolute path inside it.
-pub fn shown_path(path: &str, cwd: &Path) -> String {
-    match Path::new(path).strip_prefix(cwd) {
-        Ok(relative) if Path::new(path).is_absolute() && !relative.as_os_str().is_empty() => {
-            relative.display().to_string()
-        }
-        _ => path.to_string(),
-    }
+/// `path` as a person reads it: relative to the folder among `folders` that holds it most
+/// closely; a path outside all of them (or one of them itself, or a relative path) as it is.
+/// The one way every host and tool shows a path.
+pub fn shown_path(path: &Path, folders: &[&Path]) -> String {
+    folders
+        .iter()
+        .filter(|_| path.is_absolute())
+        .filter_map(|folder| path.strip_prefix(folder).ok())
+        .min_by_key(|relative| relative.components().count())
+        .filter(|relative| !relative.as_os_str().is_empty())
+        .map(|relative| relative.display().to_string())
+        .unwrap_or_else(|| path.display().to_string())
 }
 
 /// The agent's view of files: open buffers first, the execution environment's files otherwise.

@@ -207,7 +207,8 @@ async fn replay_patch(patch: &str, files: &Files<'_>, cwd: &Path) -> Result<Repl
     let mut paths = ResolvedPaths::new(&ops, files.env, cwd);
     for op in &ops {
         let path = paths.next()?;
-        load(&mut entries, &mut order, files, &path, &shown_path(op.path(), cwd)).await?;
+        load(&mut entries, &mut order, files, &path, &shown_path(std::path::Path::new(op.path()), &[cwd]))
+            .await?;
         match op {
             PatchOp::Add { path: display, lines, .. } => {
                 let entry = entries.get_mut(&path).expect("loaded");
@@ -255,7 +256,14 @@ async fn replay_patch(patch: &str, files: &Files<'_>, cwd: &Path) -> Result<Repl
                 };
                 match destination {
                     Some((to_path, to_display)) if to_path != path => {
-                        load(&mut entries, &mut order, files, &to_path, &shown_path(to_display, cwd)).await?;
+                        load(
+                            &mut entries,
+                            &mut order,
+                            files,
+                            &to_path,
+                            &shown_path(std::path::Path::new(to_display), &[cwd]),
+                        )
+                        .await?;
                         if entries[&to_path].current.is_some() {
                             return Err(PatchError::Refused(format!(
                                 "Move to {to_display}: the file already exists; refusing to overwrite it. Delete it \
