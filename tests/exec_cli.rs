@@ -11,7 +11,8 @@ use std::time::Duration;
 use agentls::profiles::ProfileKind;
 use serde_json::{Value, json};
 use session_harness::calls::{edit_call, read_call, sent_result};
-use session_harness::{PATIENCE, dialect, group_gone, read_pid, wait_process_gone};
+use session_harness::processes::group_gone;
+use session_harness::{PATIENCE, dialect, read_pid, wait_process_gone};
 use support::exec_binary::{OTHER_SECRET, USER_CONFIG, exec_command, trust_folder};
 use support::mock_provider::{Dialect, ErrorPreset, MockProvider, Turn as Reply};
 

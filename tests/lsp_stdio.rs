@@ -10,11 +10,14 @@ mod lsp_client;
 #[allow(dead_code)]
 #[path = "support/mock_provider.rs"]
 mod mock_provider;
+#[path = "support/processes.rs"]
+mod processes;
 
 use std::path::{Path, PathBuf};
 
 use lsp_client::{LspClient, file_uri, plugin_capabilities};
 use mock_provider::{Dialect, MockProvider, Turn};
+use processes::group_gone;
 use serde_json::{Value, json};
 
 const KEY: &str = "sk-test-SECRET-4242";
@@ -778,19 +781,6 @@ async fn a_plugin_resolves_trust_and_grants_it_with_trust_folder() {
     cloned.server.finish().await;
 }
 
-/// Whether no process of the group `pgid` still runs (zombies, which an init that does not reap
-/// keeps, count as gone).
-fn group_gone(pgid: i32) -> bool {
-    let Ok(entries) = std::fs::read_dir("/proc") else { return true };
-    !entries.flatten().any(|entry| {
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { return false };
-        let Some((_, rest)) = stat.rsplit_once(')') else { return false };
-        let mut fields = rest.split_whitespace();
-        let state = fields.next().unwrap_or("Z");
-        fields.nth(1).and_then(|g| g.parse::<i32>().ok()) == Some(pgid) && state != "Z" && state != "X"
-    })
-}
-
 /// Runs `command` (which writes its shell's pid to `leader.pid`) in a new session, allowed
 /// once; returns its process group once it runs.
 async fn running_command(server: &Server, command: &str) -> i32 {
@@ -817,14 +807,14 @@ async fn running_command(server: &Server, command: &str) -> i32 {
         assert!(std::time::Instant::now() < deadline, "the command never started");
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     };
-    assert!(!group_gone(pgid));
+    assert!(!group_gone(pgid as u32));
     pgid
 }
 
 /// Waits until no process of `pgid` runs (zombies aside); fails after 15 s.
 async fn wait_group_gone(pgid: i32, what: &str) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
-    while !group_gone(pgid) {
+    while !group_gone(pgid as u32) {
         assert!(std::time::Instant::now() < deadline, "{what}");
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
