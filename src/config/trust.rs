@@ -61,9 +61,8 @@ impl ProjectTrust {
         }
         let keys: Vec<String> = self.ignored.iter().map(|k| format!("`{}` ({})", k.key, k.reason)).collect();
         Some(format!(
-            "this folder is not trusted, so {} ignores these settings of {}: {}. If you trust the \
+            "this folder is not trusted, so agentls ignores these settings of {}: {}. If you trust the \
              folder's authors, run `{}` (or trust it in your editor) and start a new session.",
-            "agentls",
             self.file.display(),
             keys.join("; "),
             self.grant_command()
