@@ -415,6 +415,38 @@ T.test("a review whose server stops is closed with a message", function()
   end, "a new server")
 end)
 
+T.test(":Agent while the project's server is starting returns at once; the prompt is sent once it is up", function()
+  local old = H.client().id
+  vim.lsp.stop_client(old)
+  T.wait(10000, function()
+    return vim.lsp.get_client_by_id(old) == nil
+  end, "the server to stop")
+  H.push({ { { text = "up and answering" } } })
+  local before = #H.requests()
+  vim.cmd("edit")
+  local started = vim.uv.hrtime()
+  vim.cmd("Agent asked while starting")
+  T.truthy((vim.uv.hrtime() - started) / 1e6 < 100, "the command returned at once")
+  -- vim.lsp lists initialized clients only.
+  T.eq(vim.lsp.get_clients({ name = "agentls", bufnr = 0 }), {}, "the project's server is not up yet (nothing waited for it)")
+  T.wait(10000, function()
+    local c = vim.lsp.get_clients({ name = "agentls", bufnr = 0 })[1]
+    return c and c.id ~= old
+  end, "the new server")
+  local roots = vim.tbl_map(function(c)
+    return c.root_dir
+  end, vim.lsp.get_clients({ name = "agentls" }))
+  T.eq(roots, { H.ws }, "one server, the project's")
+  T.wait(10000, function()
+    return #H.requests() > before
+  end, "the prompt to reach the model")
+  T.truthy(H.request_has(before + 1, "asked while starting"), "the prompt")
+  T.truthy(H.request_has(before + 1, "notes.txt"), "with the current file as its context")
+  T.wait(10000, function()
+    return H.chat_text():find("up and answering", 1, true) ~= nil
+  end, "the answer in the chat")
+end)
+
 T.test("a review of a create, a delete and a rename marks them; the file list rejects the whole review", function()
   vim.fn.writefile({ "bye" }, H.path("gone.txt"))
   vim.fn.writefile({ "alpha", "beta" }, H.path("old.txt"))

@@ -11,12 +11,12 @@ vim.o.columns, vim.o.lines = 180, 50
 local state = require("agentls.state")
 local session_id ---@type string the session every test expects back
 
--- What the plugin sends and says: every command (client.exec) and every vim.notify message.
+-- What the plugin sends and says: every command (rpc.exec) and every vim.notify message.
 local sent, notified = {}, {}
 do
-  local client = require("agentls.client")
-  local exec = client.exec
-  client.exec = function(c, command, args, callback)
+  local rpc = require("agentls.rpc")
+  local exec = rpc.exec
+  rpc.exec = function(c, command, args, callback)
     table.insert(sent, { command = command, args = args })
     return exec(c, command, args, callback)
   end

@@ -1,9 +1,11 @@
 -- The language client's lifetime: one client per project root (vim.lsp.config/enable on 0.11,
 -- vim.lsp.start on 0.10), attached to every normal buffer under it, with the handlers of the
 -- agentls extension; a server that stops without being asked to is started again (a few times
--- a while) and its session reopened. Also the one place commands are sent from (`exec`).
+-- a while) and its session reopened. Commands go through rpc.lua, which this module tells when a
+-- client is up and when it stopped.
 local config = require("agentls.config")
 local protocol = require("agentls.protocol")
+local rpc = require("agentls.rpc")
 local state = require("agentls.state")
 
 local M = {}
@@ -46,7 +48,7 @@ function M.refresh_context(client_id, session_id)
   if not client then
     return
   end
-  M.exec(client, protocol.command.list_sessions, {}, function(err, res)
+  rpc.exec(client, protocol.command.list_sessions, {}, function(err, res)
     for _, s in ipairs((not err and res and res.sessions) or {}) do
       if s.sessionId == session_id then
         state.set_context(client_id, session_id, s.context)
@@ -107,6 +109,7 @@ local function client_config()
     handlers = handlers(),
     on_init = function(client)
       state.client_started(client.id, client.root_dir)
+      rpc.ready(client)
       local r = reopen[client.id]
       if r then
         M.after_restart(client, r)
@@ -220,6 +223,7 @@ function M.on_exit(code, signal, client_id)
   local c = vim.lsp.get_client_by_id(client_id)
   local root = (c and c.root_dir) or state.root(client_id)
   local open, active = state.client_stopped(client_id)
+  rpc.stopped(client_id)
   -- A restarted server that died before its session was reopened still owes it.
   local pending = reopen[client_id]
   reopen[client_id] = nil
@@ -387,7 +391,8 @@ function M.enable()
   })
 end
 
---- The client for the current buffer, else the last one used, else a new one for the cwd.
+--- The client for the current buffer (one still starting included: commands to it wait in
+--- rpc.lua until it is up), else the last one used, else a new one for the cwd.
 ---@return vim.lsp.Client?
 function M.current()
   local c = vim.lsp.get_clients({ name = M.name, bufnr = 0 })[1]
@@ -395,7 +400,13 @@ function M.current()
     state.set_active(c.id)
     return c
   end
-  local id = state.active_client_id()
+  -- vim.lsp lists only initialized clients; vim.lsp.start finds the project's client that is
+  -- starting (or starts it).
+  local id = M.attach(vim.api.nvim_get_current_buf())
+  if id then
+    return vim.lsp.get_client_by_id(id)
+  end
+  id = state.active_client_id()
   c = id and vim.lsp.get_client_by_id(id) or vim.lsp.get_clients({ name = M.name })[1]
   if c then
     return c
@@ -405,37 +416,6 @@ function M.current()
   end
   id = start_client(vim.fn.getcwd(), {})
   return id and vim.lsp.get_client_by_id(id)
-end
-
---- Sends `agentls.<command>` with one object argument; `callback(err, result)` on the answer.
---- Errors are shown unless the callback returns true for them.
-function M.exec(client, command, args, callback)
-  local function stopped()
-    if has_011 then
-      return client:is_stopped()
-    end
-    return client.is_stopped()
-  end
-  -- A client started a moment ago (the first :Agent in a project) is still initializing.
-  local ok = client.initialized or vim.wait(10000, function()
-    return client.initialized or stopped()
-  end, 10)
-  if not ok or stopped() then
-    vim.notify("agentls: the server is not running", vim.log.levels.ERROR)
-    return
-  end
-  local params = { command = command, arguments = { dict(args) } }
-  local function handler(err, result)
-    local handled = callback and callback(err, result)
-    if err and not handled then
-      vim.notify(("agentls: %s failed: %s"):format(command, err.message or vim.inspect(err)), vim.log.levels.ERROR)
-    end
-  end
-  if has_011 then
-    client:request("workspace/executeCommand", params, handler)
-  else
-    client.request("workspace/executeCommand", params, handler)
-  end
 end
 
 return M

@@ -4,6 +4,7 @@ local chat = require("agentls.chat")
 local client = require("agentls.client")
 local config = require("agentls.config")
 local protocol = require("agentls.protocol")
+local rpc = require("agentls.rpc")
 local state = require("agentls.state")
 
 local C = protocol.command
@@ -11,7 +12,7 @@ local M = {}
 
 local function start_session(c, callback)
   local o = config.get()
-  client.exec(c, C.new_session, { profile = o.profile, rootUri = vim.uri_from_fname(c.root_dir) }, function(err, res)
+  rpc.exec(c, C.new_session, { profile = o.profile, rootUri = vim.uri_from_fname(c.root_dir) }, function(err, res)
     if err or not res then
       return
     end
@@ -100,7 +101,7 @@ end
 --- Sends `text` as a prompt with the current file (and `sel`) as context.
 function M.prompt(text, sel)
   with_session(function(c, s)
-    client.exec(c, C.prompt, { sessionId = s.id, text = text, context = context(c, sel) })
+    rpc.exec(c, C.prompt, { sessionId = s.id, text = text, context = context(c, sel) })
     if config.get().chat.auto_open then
       chat.open(false)
     end
@@ -133,7 +134,7 @@ end
 function M.steer(opts)
   local function send(text)
     with_existing_session(function(c, s)
-      client.exec(c, C.steer, { sessionId = s.id, text = text })
+      rpc.exec(c, C.steer, { sessionId = s.id, text = text })
     end)
   end
   if opts.args ~= "" then
@@ -144,14 +145,14 @@ end
 
 function M.cancel()
   with_existing_session(function(c, s)
-    client.exec(c, C.cancel, { sessionId = s.id })
+    rpc.exec(c, C.cancel, { sessionId = s.id })
   end)
 end
 
 --- :AgentCompact: summarise the session's older messages (after the running turn).
 function M.compact()
   with_existing_session(function(c, s)
-    client.exec(c, C.compact, { sessionId = s.id }, function(err)
+    rpc.exec(c, C.compact, { sessionId = s.id }, function(err)
       if not err then
         vim.notify("agentls: compacting the conversation…", vim.log.levels.INFO)
       end
@@ -194,7 +195,7 @@ function M.sessions()
   if not c then
     return
   end
-  client.exec(c, C.list_sessions, {}, function(err, res)
+  rpc.exec(c, C.list_sessions, {}, function(err, res)
     if err or not res then
       return
     end
@@ -233,7 +234,7 @@ end
 
 local function configure(key, value)
   with_session(function(c, s)
-    client.exec(c, C.configure, { sessionId = s.id, [key] = value }, function(err, res)
+    rpc.exec(c, C.configure, { sessionId = s.id, [key] = value }, function(err, res)
       if not err and res then
         state.update_session(c.id, { model = res.model or s.model })
         vim.notify(("agentls: %s set to %s"):format(key, value), vim.log.levels.INFO)

@@ -2,8 +2,8 @@
 -- user's picker (dressing, snacks, telescope-ui-select) asks them. A question whose tool call
 -- ended or whose server stopped is no longer pending: an answer given to it later is not sent
 -- (least of all to a restarted server, which never asked it).
-local client = require("agentls.client")
 local protocol = require("agentls.protocol")
+local rpc = require("agentls.rpc")
 local state = require("agentls.state")
 
 local M = {}
@@ -25,7 +25,7 @@ local function resolve(client_id, request, decision, feedback)
   state.remove_permission(request.requestId)
   local c = vim.lsp.get_client_by_id(client_id)
   if c then
-    client.exec(c, protocol.command.resolve_permission, {
+    rpc.exec(c, protocol.command.resolve_permission, {
       requestId = request.requestId,
       decision = decision,
       feedback = feedback,

@@ -2,8 +2,8 @@
 -- session, and the chat says so and shows the conversation the server reloaded
 -- (`agentls.history`). :AgentSessions and a restarted server both reopen sessions this way.
 local chat = require("agentls.chat")
-local client = require("agentls.client")
 local protocol = require("agentls.protocol")
+local rpc = require("agentls.rpc")
 local state = require("agentls.state")
 
 local M = {}
@@ -17,7 +17,7 @@ local M = {}
 --- followed by its history.
 ---@param opts agentls.ReopenOpts
 function M.reopen(c, session_id, opts)
-  client.exec(c, protocol.command.resume_session, { sessionId = session_id }, function(err, r)
+  rpc.exec(c, protocol.command.resume_session, { sessionId = session_id }, function(err, r)
     if err or not r then
       return opts.on_error and opts.on_error(err or { message = "no answer" })
     end
@@ -26,7 +26,7 @@ function M.reopen(c, session_id, opts)
     if not r.resumed then
       return -- it was open already: the chat shows it
     end
-    client.exec(c, protocol.command.history, { sessionId = r.sessionId }, function(e, res)
+    rpc.exec(c, protocol.command.history, { sessionId = r.sessionId }, function(e, res)
       if not e and res then
         chat.history(r.sessionId, res.entries or {}, opts.fold_history)
       end

@@ -3,10 +3,10 @@
 -- per file and for the whole review. Decisions live in the model (hunks.lua); this module
 -- shows it, takes the user's actions and sends `agentls.resolveReview` once all is decided.
 -- The plugin never writes the files: the accepted change comes back as workspace/applyEdit.
-local client = require("agentls.client")
 local config = require("agentls.config")
 local hunks = require("agentls.hunks")
 local protocol = require("agentls.protocol")
+local rpc = require("agentls.rpc")
 local state = require("agentls.state")
 
 local M = {}
@@ -157,7 +157,7 @@ local function finish(review, reject_all, reason)
     return false
   end
   review.resolving = true
-  client.exec(c, protocol.command.resolve_review, args, function(err)
+  rpc.exec(c, protocol.command.resolve_review, args, function(err)
     review.resolving = false
     if not err then
       require("agentls.chat").note({ outcome(review, args) })

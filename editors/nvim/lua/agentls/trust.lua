@@ -4,8 +4,8 @@
 -- granted at once; otherwise the user is asked once per root and Neovim session, through
 -- vim.ui.select. A grant is recorded in both stores: vim.secure's and the server's
 -- (`agentls.trustFolder`). Nothing here waits on the user.
-local client = require("agentls.client")
 local protocol = require("agentls.protocol")
+local rpc = require("agentls.rpc")
 local state = require("agentls.state")
 
 local M = {}
@@ -97,7 +97,7 @@ local function grant(c, root, file, why)
   if file and M.secure_state(file) ~= "allow" then
     M.secure_allow(file)
   end
-  client.exec(c, protocol.command.trust_folder, { rootUri = vim.uri_from_fname(root) }, function(err, res)
+  rpc.exec(c, protocol.command.trust_folder, { rootUri = vim.uri_from_fname(root) }, function(err, res)
     if err or not (res and res.trusted) then
       state.set_trust(root, { state = "declined" })
       return
