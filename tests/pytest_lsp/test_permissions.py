@@ -53,3 +53,21 @@ async def test_plugin_gets_a_permission_notification(start_editor, provider, wor
     end = await editor.event(session, "tool_call_end")
     assert "plugin-run" in end["data"]["output"]
     assert editor.messages("window/showMessageRequest") == []
+
+
+@pytest.mark.parametrize("name", ["neovim-0.7", "eglot"])
+async def test_the_users_deny_and_allow_decide_without_a_question(start_editor, provider, workspace, name):
+    """The one permission policy in the server: the user's ``deny`` refuses with a reason the
+    model reads, ``allow`` runs; neither asks."""
+    for mode, runs in (("deny", False), ("allow", True)):
+        editor = await start_editor(name, options={"shell": {"permission": mode}})
+        marker = workspace / f"ran-{mode}.txt"
+        provider.push(Turn().tool_call(f"p-{mode}", "shell", {"command": f"touch {marker}"}), Turn().text("done"))
+        session = (await editor.command("agentls.prompt", {"text": "run"}))["sessionId"]
+        await editor.turn_end(session)
+        result = provider.tool_result(f"p-{mode}")
+        assert marker.exists() == runs, (mode, result)
+        assert result["is_error"] != runs, (mode, result)
+        if not runs:
+            assert 'shell.permission = "deny"' in result["text"], result
+        assert editor.messages("window/showMessageRequest") == [], mode
