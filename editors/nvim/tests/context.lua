@@ -3,7 +3,7 @@
 local T = dofile(vim.env.AGENTLS_TEST_DIR .. "/runner.lua")
 vim.opt.runtimepath:prepend(vim.fn.fnamemodify(vim.env.AGENTLS_TEST_DIR, ":h"))
 local state = require("agentls.state")
-local chat = require("agentls.chat")
+local chat_model = require("agentls.chat_model")
 
 T.test("the status line shows the share of the context window once the figures are known", function()
   state.client_started(7, "/w")
@@ -21,7 +21,7 @@ end)
 
 T.test("a compaction and every limit are described", function()
   T.eq(
-    chat.compaction_text({
+    chat_model.compaction_text({
       trigger = "auto",
       tokens_before = 170000,
       tokens_after = 21000,
@@ -32,10 +32,10 @@ T.test("a compaction and every limit are described", function()
     "⟲ compacted the conversation (the context window was filling up): 40 earlier messages summarised by claude-haiku-4-5, 6 kept; ~170000 → ~21000 tokens",
     "compaction"
   )
-  T.eq(chat.limit_text({ steps = 5 }), "⚠ step limit: stopped after 5 model requests for this input", "steps")
-  T.eq(chat.limit_text({ time_limit_secs = 60 }), "⚠ time limit: stopped after 60 s for this input", "time")
-  T.eq(chat.limit_text({ round = 3 }), "⚠ turn limit: stopped after 3 tool rounds for this input", "rounds")
-  T.eq(chat.limit_text({ total_turns = 9 }), "⚠ turn limit: the session reached 9 model turns", "turns")
+  T.eq(chat_model.limit_text({ steps = 5 }), "⚠ step limit: stopped after 5 model requests for this input", "steps")
+  T.eq(chat_model.limit_text({ time_limit_secs = 60 }), "⚠ time limit: stopped after 60 s for this input", "time")
+  T.eq(chat_model.limit_text({ round = 3 }), "⚠ turn limit: stopped after 3 tool rounds for this input", "rounds")
+  T.eq(chat_model.limit_text({ total_turns = 9 }), "⚠ turn limit: the session reached 9 model turns", "turns")
 end)
 
 return T.run()

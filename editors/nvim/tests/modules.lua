@@ -74,10 +74,10 @@ T.test("lua/agentls has no import circle", function()
   T.eq(found and table.concat(found, " → "), nil, "an import circle")
 end)
 
-T.test("the review model and the protocol mirror require no editor module", function()
+T.test("the models (review, chat) and the protocol mirror require no editor module", function()
   local edges = graph()
   local allowed = { ["agentls.protocol"] = true }
-  for _, model in ipairs({ "agentls.protocol", "agentls.hunks" }) do
+  for _, model in ipairs({ "agentls.protocol", "agentls.hunks", "agentls.chat_model" }) do
     for _, required in ipairs(edges[model] or {}) do
       T.truthy(allowed[required], ("%s requires %s"):format(model, required))
     end
