@@ -112,6 +112,14 @@ T.test("streamed text, reasoning and output: the same chat however the stream is
   T.eq(rows(b), rows(a), "cut into characters")
 end)
 
+T.test("the answer after reasoning that ended with a newline is not folded into it", function()
+  local m = fold({
+    ev("assistant_reasoning_delta", { delta = "thinking\n" }),
+    ev("assistant_text_delta", { delta = "the answer" }),
+  })
+  T.eq(rows(m), { ">1|AgentlsReasoning||> _reasoning_", "1|||thinking", "|||the answer" }, "the answer")
+end)
+
 T.test("a call's line shows its outcome in place; an error's first line; an end without a start gets a line", function()
   local m = fold({
     ev("tool_call_start", { call_id = "c1", summary = "shell: make" }),

@@ -137,11 +137,16 @@ function Chat:enter_block(kind, key, header)
     return
   end
   self.block = { kind = kind, key = key }
+  local n = #self.lines
   if header then
     local l = self:append_lines({ header, "" }, { ">1", "1" })
     self:highlight(l, kind == "reasoning" and "AgentlsReasoning" or "AgentlsOutput")
-  elseif self.lines[#self.lines] ~= "" then
+  elseif self.lines[n] ~= "" then
     self:append_text("\n")
+  elseif self.levels[n] then
+    -- The empty line a folded block (reasoning, output) ended with: the text is not folded.
+    self.levels[n] = nil
+    self.changed[n] = true
   end
 end
 
