@@ -18,23 +18,15 @@ import {
   SaveDocumentsRequest,
   ServerCommand,
   TrustRequiredNotification,
-  type AgentEvent,
+  type CommandParams,
+  type CommandResult,
+  type CommandType,
   type ConfigureParams,
   type ContextInfo,
-  type DiagnosticsParams,
   type HistoryEntry,
-  type HistoryResult,
-  type ListSessionsResult,
-  type NewSessionResult,
-  type PermissionParams,
   type PromptParams,
   type ResumeSessionResult,
-  type ReviewParams,
-  type SaveDocumentsParams,
-  type SessionIdResult,
   type SessionInfo,
-  type TrustFolderResult,
-  type TrustRequiredParams,
 } from './lsp_ext';
 import { PermissionPrompter } from './permission';
 import { ReviewController } from './review/controller';
@@ -85,7 +77,7 @@ export class Ctx implements ChatActions, vscode.Disposable {
         this.output.info(`resolvePermission: ${e instanceof Error ? e.message : String(e)}`);
       }
     });
-    this.trust = new TrustBroker((params) => this.exec<TrustFolderResult>(ServerCommand.trustFolder, params), this.output);
+    this.trust = new TrustBroker((params) => this.exec(ServerCommand.trustFolder, params), this.output);
     this.chat = new ChatView(extension.extensionUri, this.store, this);
     this.disposables.push(
       this.output,
@@ -128,14 +120,14 @@ export class Ctx implements ChatActions, vscode.Disposable {
     const policy = new RestartPolicy((restart, limit) => this.onServerDied(restart, limit));
     const client = createClient(found.path, process.env, this.output, policy);
     this.client = client;
-    client.onNotification(EventNotification, (e: AgentEvent) => this.store.apply(e.sessionId, e));
-    client.onNotification(ReviewNotification, (r: ReviewParams) => {
+    client.onNotification(EventNotification, (e) => this.store.apply(e.sessionId, e));
+    client.onNotification(ReviewNotification, (r) => {
       void this.reviews.add(r).catch((e: unknown) => this.output.error(`review: ${String(e)}`));
     });
-    client.onNotification(PermissionNotification, (p: PermissionParams) => this.permissions.ask(p));
-    client.onNotification(TrustRequiredNotification, (p: TrustRequiredParams) => this.trust.required(p));
-    client.onRequest(SaveDocumentsRequest, (p: SaveDocumentsParams) => saveDocuments(p));
-    client.onRequest(DiagnosticsRequest, (p: DiagnosticsParams) => diagnostics(p));
+    client.onNotification(PermissionNotification, (p) => this.permissions.ask(p));
+    client.onNotification(TrustRequiredNotification, (p) => this.trust.required(p));
+    client.onRequest(SaveDocumentsRequest, (p) => saveDocuments(p));
+    client.onRequest(DiagnosticsRequest, (p) => diagnostics(p));
     this.disposables.push(
       client.onDidChangeState((e) => {
         if (e.newState === State.Running) {
@@ -326,16 +318,20 @@ export class Ctx implements ChatActions, vscode.Disposable {
     return this.client;
   }
 
-  exec<T>(command: string, arg: object): Promise<T> {
-    return this.requireClient().sendRequest(ExecuteCommandRequest.type, { command, arguments: [arg] }) as Promise<T>;
+  /** Runs a server command: its one argument and its result are the command's types (the
+   *  server's answer is trusted to be what docs/protocol.md says; test/protocol.test.ts checks
+   *  the types against its examples). */
+  async exec<C extends CommandType<never, unknown>>(command: C, params: CommandParams<C>): Promise<CommandResult<C>> {
+    const result: CommandResult<C> = await this.requireClient().sendRequest(ExecuteCommandRequest.type, { command: command.command, arguments: [params] });
+    return result;
   }
 
-  supports(command: string): boolean {
-    return this.client?.initializeResult?.capabilities.executeCommandProvider?.commands.includes(command) ?? false;
+  supports(command: CommandType<never, unknown>): boolean {
+    return this.client?.initializeResult?.capabilities.executeCommandProvider?.commands.includes(command.command) ?? false;
   }
 
   async listSessions(): Promise<SessionInfo[]> {
-    return (await this.exec<ListSessionsResult>(ServerCommand.listSessions, {})).sessions;
+    return (await this.exec(ServerCommand.listSessions, {})).sessions;
   }
 
   private async refreshHeader(sessionId: string): Promise<void> {
@@ -345,7 +341,7 @@ export class Ctx implements ChatActions, vscode.Disposable {
 
   async newSession(): Promise<void> {
     const root = vscode.workspace.workspaceFolders?.[0]?.uri.toString();
-    const r = await this.exec<NewSessionResult>(ServerCommand.newSession, root ? { rootUri: root } : {});
+    const r = await this.exec(ServerCommand.newSession, root ? { rootUri: root } : {});
     this.store.describe({ sessionId: r.sessionId, model: r.model });
     this.store.setActive(r.sessionId);
     await this.refreshHeader(r.sessionId).catch(() => undefined);
@@ -361,7 +357,7 @@ export class Ctx implements ChatActions, vscode.Disposable {
   async send(text: string): Promise<void> {
     const sessionId = await this.activeSession();
     if (this.store.model(sessionId).header.busy) {
-      await this.exec<SessionIdResult>(ServerCommand.steer, { sessionId, text });
+      await this.exec(ServerCommand.steer, { sessionId, text });
       return;
     }
     await this.prompt({ sessionId, text });
@@ -370,12 +366,12 @@ export class Ctx implements ChatActions, vscode.Disposable {
   async prompt(params: PromptParams): Promise<void> {
     const sessionId = params.sessionId ?? (await this.activeSession());
     try {
-      await this.exec<SessionIdResult>(ServerCommand.prompt, { ...params, sessionId });
+      await this.exec(ServerCommand.prompt, { ...params, sessionId });
     } catch (e) {
       // The session is gone (closed, or its server restarted): start a new one once.
       if ((e as { data?: unknown }).data !== 'sessionId') throw e;
       await this.newSession();
-      await this.exec<SessionIdResult>(ServerCommand.prompt, { ...params, sessionId: this.store.activeId });
+      await this.exec(ServerCommand.prompt, { ...params, sessionId: this.store.activeId });
     }
   }
 
@@ -392,7 +388,7 @@ export class Ctx implements ChatActions, vscode.Disposable {
 
   async configure(params: Omit<ConfigureParams, 'sessionId'>): Promise<void> {
     const sessionId = await this.activeSession();
-    const info = await this.exec<SessionInfo>(ServerCommand.configure, { sessionId, ...params });
+    const info = await this.exec(ServerCommand.configure, { sessionId, ...params });
     this.store.describe(info);
   }
 
@@ -427,9 +423,9 @@ export class Ctx implements ChatActions, vscode.Disposable {
   /** Opens a stored session on the server; when it was not open, its history as the server has it
    *  (the stored transcript is the truth) replaces what the chat held of it. */
   private async resume(sessionId: string): Promise<{ result: ResumeSessionResult; history?: HistoryEntry[] }> {
-    const result = await this.exec<ResumeSessionResult>(ServerCommand.resumeSession, { sessionId });
+    const result = await this.exec(ServerCommand.resumeSession, { sessionId });
     if (!result.resumed || !this.supports(ServerCommand.history)) return { result };
-    const { entries } = await this.exec<HistoryResult>(ServerCommand.history, { sessionId: result.sessionId });
+    const { entries } = await this.exec(ServerCommand.history, { sessionId: result.sessionId });
     this.store.reset(result.sessionId);
     this.store.apply(result.sessionId, { kind: 'history', entries });
     return { result, history: entries };

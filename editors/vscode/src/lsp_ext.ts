@@ -1,6 +1,15 @@
 // The agentls extension of LSP, as docs/protocol.md defines it: every payload the extension sends
-// or receives, typed once. Plain data only (no `vscode` import), so the pure modules and their
-// unit tests share it.
+// or receives typed once, and every method as a typed object: the notifications and requests as
+// vscode-languageserver-protocol types, the server commands as `CommandType`s in one table
+// (`ServerCommand`), so neither a handler nor a call site names a method or casts a payload.
+// No `vscode` import, so the pure modules and their unit tests share it.
+//
+// Invariant: these types mirror the server's (src/lsp/protocol.rs, src/session/events.rs) and
+// fit docs/protocol.md's examples; test/protocol.test.ts checks every example, and every message
+// of the recorded server session, against them (test/protocol_schema.ts holds a schema per type,
+// which tsc keeps equal to the type).
+
+import { NotificationType, RequestType } from 'vscode-languageserver-protocol';
 
 export const PROTOCOL_VERSION = 1;
 /** At most one streamed delta per animation frame: the server merges the ones in between. */
@@ -15,38 +24,49 @@ export interface AgentlsClientCapability {
 }
 export const CLIENT_CAPABILITY: AgentlsClientCapability = { protocolVersion: PROTOCOL_VERSION, deltaIntervalMs: DELTA_INTERVAL_MS, trust: true };
 
-/** Server commands (workspace/executeCommand). The extension's own command IDs never use these. */
-export const ServerCommand = {
-  newSession: 'agentls.newSession',
-  prompt: 'agentls.prompt',
-  steer: 'agentls.steer',
-  followUp: 'agentls.followUp',
-  cancel: 'agentls.cancel',
-  closeSession: 'agentls.closeSession',
-  listSessions: 'agentls.listSessions',
-  resumeSession: 'agentls.resumeSession',
-  configure: 'agentls.configure',
-  resolveReview: 'agentls.resolveReview',
-  resolvePermission: 'agentls.resolvePermission',
-  history: 'agentls.history',
-  compact: 'agentls.compact',
-  trustFolder: 'agentls.trustFolder',
-} as const;
+// ---- commands (workspace/executeCommand) ----
+
+/**
+ * A server command: `workspace/executeCommand` with `command` and one argument of type `P`,
+ * answered with `R`. `Ctx.exec` takes one and returns its result typed, so a call site cannot
+ * pass the wrong argument or read the wrong result.
+ */
+export interface CommandType<P, R> {
+  readonly command: string;
+  /** Types only, never set (it makes `P` and `R` part of the command's type). */
+  readonly types?: (params: P) => R;
+}
+export type CommandParams<C> = C extends CommandType<infer P, unknown> ? P : never;
+export type CommandResult<C> = C extends CommandType<never, infer R> ? R : never;
+
+function command<P, R>(name: string): CommandType<P, R> {
+  return { command: name };
+}
 
 export interface Position { line: number; character: number }
 export interface Range { start: Position; end: Position }
 
-export interface NewSessionParams { profile?: string; model?: string; rootUri?: string }
+/** The argument of a command that takes none (`{}`). */
+export type NoParams = Record<string, never>;
+export interface SessionIdParams { sessionId: string }
+export interface SessionIdResult { sessionId: string }
+
+export type ProfileName = 'openai' | 'anthropic' | 'gemini' | 'code';
+export interface NewSessionParams { profile?: ProfileName; model?: string; rootUri?: string }
 export interface NewSessionResult { sessionId: string; profile: string; model: string }
 
 export interface PromptParams { sessionId?: string; text: string; context?: { uri: string; range?: Range } }
-export interface SessionIdResult { sessionId: string }
 export interface SteerParams { sessionId: string; text: string }
+export interface CancelResult { sessionId: string; cancelled: true }
+export interface CloseSessionResult { sessionId: string; closed: true }
+export interface CompactResult { sessionId: string; queued: true }
 
 export type SessionState = 'idle' | 'processing' | 'awaiting_input' | 'closed';
 export type ReasoningEffort = 'minimal' | 'low' | 'medium' | 'high';
 export type Approval = 'review' | 'auto' | 'deny';
 
+/** An entry of `agentls.listSessions` (and the result of `agentls.configure`): open sessions
+ *  have `reasoningEffort`, `approval`, `state` and `context`; stored ones `created` and `title`. */
 export interface SessionInfo {
   sessionId: string;
   rootUri: string;
@@ -64,6 +84,7 @@ export interface SessionInfo {
 /** The calibrated estimate of the next request, the calibration factor and the window (tokens). */
 export interface ContextInfo { estimateTokens: number; calibration: number; contextWindow: number }
 export interface ListSessionsResult { sessions: SessionInfo[] }
+/** `resumed: false` (and no `turns`) when the session was already open. */
 export interface ResumeSessionResult { sessionId: string; profile: string; model: string; resumed: boolean; turns?: number }
 
 export interface ConfigureParams {
@@ -75,24 +96,25 @@ export interface ConfigureParams {
 
 /** `agentls.history`: the conversation of an open or stored session. */
 export type HistoryEntry =
-  | { kind: 'user'; text: string; timestamp?: string }
-  | { kind: 'steering'; text: string; timestamp?: string }
-  | {
-      kind: 'assistant';
-      text: string;
-      reasoning?: string | null;
-      timestamp?: string;
-      toolCalls?: { callId: string; toolName: string; summary: string; arguments?: unknown }[];
-    }
-  | { kind: 'tool_result'; callId: string; toolName: string; output: string; isError: boolean; timestamp?: string }
-  | { kind: 'summary'; text: string; turnsSummarized: number; timestamp?: string };
+  | { kind: 'user'; text: string; timestamp: string }
+  | { kind: 'steering'; text: string; timestamp: string }
+  | { kind: 'assistant'; text: string; reasoning: string | null; timestamp: string; toolCalls: HistoryCall[] }
+  | { kind: 'tool_result'; callId: string; toolName: string; output: string; isError: boolean; timestamp: string }
+  | { kind: 'summary'; text: string; turnsSummarized: number; timestamp: string };
+/** A tool call of an assistant entry; `arguments` is the JSON value the model sent. */
+export interface HistoryCall { callId: string; toolName: string; summary: string; arguments: unknown }
 export interface HistoryResult { sessionId: string; entries: HistoryEntry[] }
 
 // ---- events (agentls/event) ----
 
-export const EventNotification = 'agentls/event';
-
-export interface Usage { input_tokens?: number; output_tokens?: number; [k: string]: unknown }
+/** Token counts of one response (`usage`) or of the session so far (`totals`). */
+export interface Usage {
+  input_tokens: number;
+  output_tokens: number;
+  reasoning_tokens: number;
+  cache_read_tokens: number;
+  cache_write_tokens: number;
+}
 
 export interface EventDataByKind {
   session_start: { profile: string; model: string; cwd: string; resumed: boolean; tools: string[]; project_docs: string[] };
@@ -102,14 +124,17 @@ export interface EventDataByKind {
   assistant_reasoning_delta: { delta: string };
   assistant_text_end: {
     text: string;
-    reasoning?: string | null;
-    tool_calls?: { call_id: string; tool_name: string; summary: string }[];
-    usage?: Usage | null;
-    totals?: Usage | null;
-    response_id?: string | null;
+    reasoning: string | null;
+    tool_calls: { call_id: string; tool_name: string; summary: string }[];
+    usage: Usage;
+    totals: Usage;
+    response_id: string;
+    model: string;
   };
-  tool_call_start: { tool_name: string; call_id: string; summary: string; arguments: string };
+  /** `arguments`: the JSON value the model sent. */
+  tool_call_start: { tool_name: string; call_id: string; summary: string; arguments: unknown };
   tool_call_output_delta: { call_id: string; delta: string };
+  /** `output` and `truncated`, or `error`. */
   tool_call_end: {
     tool_name: string;
     call_id: string;
@@ -121,6 +146,7 @@ export interface EventDataByKind {
     error?: string;
   };
   steering_injected: { content: string };
+  /** One of the four. */
   turn_limit: { round?: number; total_turns?: number; steps?: number; time_limit_secs?: number };
   loop_detection: { message: string };
   warning: { message: string; approx_tokens?: number; context_window?: number; turns_removed?: number; dropped?: string };
@@ -132,13 +158,24 @@ export interface EventDataByKind {
     messages_kept: number;
     model: string;
   };
-  error: { message: string; fatal?: boolean; error?: unknown };
-  processing_end: { state: string; reason: string; text?: string; totals?: Usage | null };
-  session_end: { state: string; totals?: Usage | null };
-  config_changed: { model: string; reasoning_effort?: string | null; approval: string };
+  /** `error`: the provider's error, when it came from the model call. */
+  error: { message: string; fatal: boolean; error?: unknown };
+  processing_end: { state: SessionState; reason: EndReason; text: string; totals: Usage };
+  session_end: { state: SessionState; totals: Usage };
+  config_changed: { model: string; reasoning_effort: ReasoningEffort | null; approval: Approval };
   project_docs_reloaded: { path: string; message: string };
 }
 export type EventKind = keyof EventDataByKind;
+export type EndReason =
+  | 'completed'
+  | 'submitted'
+  | 'turn_limit'
+  | 'round_limit'
+  | 'step_limit'
+  | 'time_limit'
+  | 'cancelled'
+  | 'error'
+  | 'fatal_error';
 
 /** The subagent an event, review or permission comes from (absent for the session's own). */
 export interface SubagentRef { agentId: string; sessionId: string; parentSessionId: string; parentCallId: string }
@@ -147,9 +184,9 @@ export type AgentEvent = {
   [K in EventKind]: { sessionId: string; kind: K; timestamp: string; data: EventDataByKind[K]; agent?: SubagentRef };
 }[EventKind];
 
-// ---- review ----
+export const EventNotification = new NotificationType<AgentEvent>('agentls/event');
 
-export const ReviewNotification = 'agentls/review';
+// ---- review ----
 
 export type FileOp = 'create' | 'modify' | 'delete' | 'rename';
 
@@ -174,7 +211,10 @@ export interface ReviewFile {
   hunks: ReviewHunk[];
 }
 
-export interface ReviewParams { reviewId: string; sessionId: string; callId: string; files: ReviewFile[]; agent?: SubagentRef }
+/** `callId`: the tool call that proposed the change; `null` when the server could not tell which. */
+export interface ReviewParams { reviewId: string; sessionId: string; callId: string | null; files: ReviewFile[]; agent?: SubagentRef }
+
+export const ReviewNotification = new NotificationType<ReviewParams>('agentls/review');
 
 export interface ResolveReviewFile { uri: string; acceptedHunks?: number[]; finalText?: string }
 export interface ResolveReviewParams {
@@ -183,10 +223,9 @@ export interface ResolveReviewParams {
   files?: ResolveReviewFile[];
   feedback?: string;
 }
+export interface ResolveReviewResult { reviewId: string; decision: 'accept' | 'reject' }
 
 // ---- permission ----
-
-export const PermissionNotification = 'agentls/permission';
 
 export type PermissionDecision = 'allow_once' | 'allow_always' | 'deny';
 export interface PermissionParams {
@@ -199,23 +238,28 @@ export interface PermissionParams {
   options: PermissionDecision[];
   agent?: SubagentRef;
 }
+
+export const PermissionNotification = new NotificationType<PermissionParams>('agentls/permission');
+
 export interface ResolvePermissionParams { requestId: string; decision: PermissionDecision; feedback?: string }
+export interface ResolvePermissionResult { requestId: string; decision: PermissionDecision }
 
 // ---- requests to the plugin client ----
 
-export const SaveDocumentsRequest = 'agentls/saveDocuments';
 export interface SaveDocumentsParams { uris: string[] }
+/** Any result means saved; the extension names the documents it saved. */
+export interface SaveDocumentsResult { saved: string[] }
+export const SaveDocumentsRequest = new RequestType<SaveDocumentsParams, SaveDocumentsResult, void>('agentls/saveDocuments');
 
-export const DiagnosticsRequest = 'agentls/diagnostics';
 export interface DiagnosticsParams { uri: string | null }
 export interface WireDiagnostic { range: Range; severity?: number; message: string; source?: string; code?: string | number }
 export interface DiagnosticsResult { files: { uri: string; diagnostics: WireDiagnostic[] }[] }
+export const DiagnosticsRequest = new RequestType<DiagnosticsParams, DiagnosticsResult, void>('agentls/diagnostics');
 
 // ---- workspace trust ----
 
-/** An untrusted root's project file sets keys that need trust; they are ignored until it is trusted. */
-export const TrustRequiredNotification = 'agentls/trustRequired';
 export interface IgnoredKey { key: string; reason: string }
+/** An untrusted root's project file sets keys that need trust; they are ignored until it is trusted. */
 export interface TrustRequiredParams {
   rootUri: string;
   /** The project file's absolute path (`<root>/.agentls.toml`). */
@@ -224,5 +268,27 @@ export interface TrustRequiredParams {
   /** The shell command that trusts the folder (`agentls trust /abs/path`). */
   command: string;
 }
+export const TrustRequiredNotification = new NotificationType<TrustRequiredParams>('agentls/trustRequired');
+
 export interface TrustFolderParams { rootUri: string }
 export interface TrustFolderResult { rootUri: string; trusted: boolean }
+
+// ---- the commands, each name written once ----
+
+/** Every server command. The extension's own command IDs (`agentls.vscode.*`) never use these. */
+export const ServerCommand = {
+  newSession: command<NewSessionParams, NewSessionResult>('agentls.newSession'),
+  prompt: command<PromptParams, SessionIdResult>('agentls.prompt'),
+  steer: command<SteerParams, SessionIdResult>('agentls.steer'),
+  followUp: command<SteerParams, SessionIdResult>('agentls.followUp'),
+  cancel: command<SessionIdParams, CancelResult>('agentls.cancel'),
+  closeSession: command<SessionIdParams, CloseSessionResult>('agentls.closeSession'),
+  listSessions: command<NoParams, ListSessionsResult>('agentls.listSessions'),
+  resumeSession: command<SessionIdParams, ResumeSessionResult>('agentls.resumeSession'),
+  history: command<SessionIdParams, HistoryResult>('agentls.history'),
+  configure: command<ConfigureParams, SessionInfo>('agentls.configure'),
+  compact: command<SessionIdParams, CompactResult>('agentls.compact'),
+  resolveReview: command<ResolveReviewParams, ResolveReviewResult>('agentls.resolveReview'),
+  resolvePermission: command<ResolvePermissionParams, ResolvePermissionResult>('agentls.resolvePermission'),
+  trustFolder: command<TrustFolderParams, TrustFolderResult>('agentls.trustFolder'),
+} as const;

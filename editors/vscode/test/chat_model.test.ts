@@ -136,11 +136,11 @@ test('a snapshot rebuilds the same model (the webview starts from one)', () => {
 test('history entries of a resumed session become entries (agentls.history)', () => {
   const m = fold([{ kind: 'history', entries: [
     { kind: 'user', text: 'add a flag', timestamp: '2026-11-20T10:02:11+00:00' },
-    { kind: 'assistant', text: 'I will read the CLI first.', reasoning: null, toolCalls: [{ callId: 'toolu_01', toolName: 'read_file', summary: 'read_file src/cli.py', arguments: { file_path: 'src/cli.py' } }] },
-    { kind: 'tool_result', callId: 'toolu_01', toolName: 'read_file', output: 'def main(): ...', isError: false },
-    { kind: 'steering', text: 'only the CLI' },
-    { kind: 'assistant', text: 'Added `--verbose`.', toolCalls: [{ callId: 'toolu_02', toolName: 'shell', summary: 'shell: false' }] },
-    { kind: 'tool_result', callId: 'toolu_02', toolName: 'shell', output: 'Exit code: 1', isError: true },
+    { kind: 'assistant', text: 'I will read the CLI first.', reasoning: null, timestamp: '…', toolCalls: [{ callId: 'toolu_01', toolName: 'read_file', summary: 'read_file src/cli.py', arguments: { file_path: 'src/cli.py' } }] },
+    { kind: 'tool_result', callId: 'toolu_01', toolName: 'read_file', output: 'def main(): ...', isError: false, timestamp: '…' },
+    { kind: 'steering', text: 'only the CLI', timestamp: '…' },
+    { kind: 'assistant', text: 'Added `--verbose`.', reasoning: null, timestamp: '…', toolCalls: [{ callId: 'toolu_02', toolName: 'shell', summary: 'shell: false', arguments: { command: 'false' } }] },
+    { kind: 'tool_result', callId: 'toolu_02', toolName: 'shell', output: 'Exit code: 1', isError: true, timestamp: '…' },
   ] }]);
   assert.deepEqual(visible(m.entries), [
     { user: 'add a flag', steering: false },
@@ -184,7 +184,7 @@ test('a compaction, a pruning warning, the new limits and a stored summary are s
   m.apply(event('warning', { message: 'dropped the 4 oldest turns (2 model responses and 2 tool results (shell ×2), 900 characters)', turns_removed: 4, dropped: '2 model responses and 2 tool results (shell ×2)' }));
   m.apply(event('turn_limit', { steps: 5 }));
   m.apply(event('turn_limit', { time_limit_secs: 60 }));
-  m.apply({ kind: 'history', entries: [{ kind: 'summary', text: 'We fixed the parser.', turnsSummarized: 12 }] });
+  m.apply({ kind: 'history', entries: [{ kind: 'summary', text: 'We fixed the parser.', turnsSummarized: 12, timestamp: '…' }] });
   assert.deepEqual(visible(m.entries), [
     { notice: 'info', text: 'Compacted the conversation (it was filling the context window): 40 earlier messages were replaced by a summary written by claude-haiku-4-5; 6 recent ones are kept as they were. Context ~170000 → ~21000 tokens.' },
     { notice: 'warning', text: 'dropped the 4 oldest turns (2 model responses and 2 tool results (shell ×2), 900 characters)' },

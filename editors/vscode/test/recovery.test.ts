@@ -95,10 +95,10 @@ test('reopening: the chat is interrupted at once, then the server\'s history rep
   store.onActive((id) => viewResets.push(id));
   store.reset('s1');
   store.apply('s1', { kind: 'history', entries: [
-    { kind: 'user', text: 'Remember the word pelican.' },
-    { kind: 'assistant', text: 'Noted.' },
-    { kind: 'user', text: 'Run the slow build please.' },
-    { kind: 'assistant', text: 'Starting the slow build.', toolCalls: [{ callId: 'c1', toolName: 'shell', summary: 'shell: sleep 120' }] },
+    { kind: 'user', text: 'Remember the word pelican.', timestamp: '…' },
+    { kind: 'assistant', text: 'Noted.', reasoning: null, timestamp: '…', toolCalls: [] },
+    { kind: 'user', text: 'Run the slow build please.', timestamp: '…' },
+    { kind: 'assistant', text: 'Starting the slow build.', reasoning: null, timestamp: '…', toolCalls: [{ callId: 'c1', toolName: 'shell', summary: 'shell: sleep 120', arguments: { command: 'sleep 120' } }] },
   ] });
   const notice = reopenNotice(crash, '"Remember the word pelican."', { reopened: true, historyEntries: 4 });
   store.apply('s1', { kind: 'notice', level: 'info', text: notice });

@@ -328,10 +328,11 @@ export function describeCompaction(d: EventDataByKind['compaction']): string {
   return `Compacted the conversation (${why}): ${d.messages_summarized} earlier messages were replaced by a summary written by ${d.model}; ${d.messages_kept} recent ones are kept as they were. Context ~${d.tokens_before} → ~${d.tokens_after} tokens.`;
 }
 
-function addUsage(acc: { input: number; output: number }, usage: Usage | null | undefined): void {
-  if (!usage) return;
-  acc.input += Number(usage.input_tokens ?? 0) + Number(usage.cache_read_input_tokens ?? 0) + Number(usage.cache_creation_input_tokens ?? 0);
-  acc.output += Number(usage.output_tokens ?? 0);
+/** Adds a response's tokens to the turn's (the server's `input_tokens` already counts cached
+ *  ones). A payload without them adds nothing: the reducer never fails on what a server sends. */
+function addUsage(acc: { input: number; output: number }, usage: Partial<Usage> | undefined): void {
+  acc.input += usage?.input_tokens ?? 0;
+  acc.output += usage?.output_tokens ?? 0;
 }
 
 function describeConfig(d: { model: string; reasoning_effort?: string | null; approval: string }): string {

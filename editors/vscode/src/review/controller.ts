@@ -331,7 +331,9 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
     const params = p.state.resolveParams();
     try {
       await this.host.resolve(params);
-      this.host.reported(p.state.review.sessionId, p.state.review.callId, outcome(p.state));
+      const { sessionId, callId } = p.state.review;
+      // a review the server could not tie to a call has no call in the chat to report on
+      if (callId !== null) this.host.reported(sessionId, callId, outcome(p.state));
     } catch (e) {
       void vscode.window.showErrorMessage(`agentls: the review could not be sent: ${e instanceof Error ? e.message : String(e)}`);
     }
