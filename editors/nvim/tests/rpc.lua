@@ -11,7 +11,7 @@ vim.notify = function(msg, level)
 end
 
 local next_id = 900
--- A client as vim.lsp has it, answering every command with {echo = <its command>}.
+-- A client as vim.lsp has it, answering every command with {sessionId = <the command>, extra = 1}.
 local function fake_client(initialized)
   next_id = next_id + 1
   local c = { id = next_id, initialized = initialized, sent = {}, stopped = false }
@@ -20,7 +20,7 @@ local function fake_client(initialized)
   end
   function c:request(method, params, handler)
     table.insert(self.sent, { method = method, command = params.command, arguments = params.arguments })
-    handler(nil, { echo = params.command })
+    handler(nil, { sessionId = params.command, extra = 1 })
   end
   return c
 end
@@ -34,26 +34,38 @@ end
 T.test("a command to a client that is up is sent at once, as workspace/executeCommand with one object", function()
   local c = fake_client(true)
   local answers = {}
-  rpc.exec(c, "agentls.listSessions", {}, function(err, res)
+  rpc.exec(c, "agentls.newSession", { rootUri = "file:///w" }, function(err, res)
     table.insert(answers, { err = err, res = res })
   end)
-  rpc.exec(c, "agentls.cancel", { sessionId = "s1" })
+  rpc.exec(c, "agentls.listSessions", {})
   T.eq(c.sent, {
+    { method = "workspace/executeCommand", command = "agentls.newSession", arguments = { { rootUri = "file:///w" } } },
     { method = "workspace/executeCommand", command = "agentls.listSessions", arguments = { vim.empty_dict() } },
-    { method = "workspace/executeCommand", command = "agentls.cancel", arguments = { { sessionId = "s1" } } },
   }, "sent")
-  T.eq(answers, { { res = { echo = "agentls.listSessions" } } }, "the answer reaches the callback")
+  T.eq(answers, { { res = { sessionId = "agentls.newSession" } } }, "the answer, with the fields protocol.lua declares")
+end)
+
+T.test("an argument protocol.lua does not declare is a programming error, and nothing is sent", function()
+  local c = fake_client(true)
+  local ok, err = pcall(rpc.exec, c, "agentls.prompt", { sessionId = "s1", text = "hi", context = { uri = "file:///w/a", line = 3 } })
+  T.eq(ok, false, "an error")
+  T.contains(err, "protocol.lua declares no argument `context.line` of agentls.prompt")
+  ok, err = pcall(rpc.exec, c, "agentls.resolveReview", { reviewId = "r", decision = "accept", files = { { uri = "u", hunks = {} } } })
+  T.contains(err, "`files[0].hunks`", "inside a list")
+  ok, err = pcall(rpc.exec, c, "agentls.unknown", {})
+  T.contains(err, "agentls.unknown is not a command of protocol.lua")
+  T.eq(c.sent, {}, "nothing sent")
 end)
 
 T.test("a command to a client still initializing returns at once and is sent, in order, once it is up", function()
   local c = fake_client(false)
   local answered = {}
   local started = vim.uv.hrtime()
-  rpc.exec(c, "agentls.newSession", { rootUri = "file:///w" }, function(_, res)
-    table.insert(answered, res.echo)
+  rpc.exec(c, "agentls.newSession", { rootUri = "file:///w" }, function()
+    table.insert(answered, "agentls.newSession")
   end)
-  rpc.exec(c, "agentls.prompt", { text = "hello" }, function(_, res)
-    table.insert(answered, res.echo)
+  rpc.exec(c, "agentls.prompt", { text = "hello" }, function()
+    table.insert(answered, "agentls.prompt")
   end)
   T.truthy((vim.uv.hrtime() - started) / 1e6 < 50, "exec returned at once")
   T.eq(c.sent, {}, "nothing sent before the client is up")

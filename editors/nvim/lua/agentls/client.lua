@@ -58,10 +58,15 @@ function M.refresh_context(client_id, session_id)
   end)
 end
 
+-- The handlers of the server's agentls/* methods; each reads its params through protocol.lua.
 local function handlers()
   local M_ = protocol.method
+  local function params(method, raw)
+    return protocol.decode(protocol.params[method], raw) or {}
+  end
   return {
-    [M_.event] = function(_, event, ctx)
+    [M_.event] = function(_, raw, ctx)
+      local event = protocol.decode_event(raw)
       state.note_event(ctx.client_id, event)
       require("agentls.chat").on_event(event)
       -- A subagent's events (marked `agent`) change nothing of the session's context.
@@ -69,27 +74,27 @@ local function handlers()
         M.refresh_context(ctx.client_id, event.sessionId)
       end
       if event.kind == protocol.event.tool_end then
-        local call_id = (event.data or {}).call_id
+        local call_id = event.data.call_id
         -- A subagent's call ids are its own session's (marked `agent`).
         local agent_session = event.agent and event.agent.sessionId or nil
         state.remove_permissions_of_call(event.sessionId, call_id, agent_session)
         require("agentls.review").on_call_end(event.sessionId, call_id, agent_session)
       end
     end,
-    [M_.review] = function(_, params, ctx)
-      require("agentls.review").receive(ctx.client_id, params)
+    [M_.review] = function(_, raw, ctx)
+      require("agentls.review").receive(ctx.client_id, params(M_.review, raw))
     end,
-    [M_.permission] = function(_, params, ctx)
-      require("agentls.permission").ask(ctx.client_id, params)
+    [M_.permission] = function(_, raw, ctx)
+      require("agentls.permission").ask(ctx.client_id, params(M_.permission, raw))
     end,
-    [M_.save_documents] = function(_, params)
-      return require("agentls.server_requests").save_documents(params)
+    [M_.save_documents] = function(_, raw)
+      return require("agentls.server_requests").save_documents(params(M_.save_documents, raw))
     end,
-    [M_.diagnostics] = function(_, params, ctx)
-      return require("agentls.server_requests").diagnostics(params, ctx.client_id)
+    [M_.diagnostics] = function(_, raw, ctx)
+      return require("agentls.server_requests").diagnostics(params(M_.diagnostics, raw), ctx.client_id)
     end,
-    [M_.trust_required] = function(_, params, ctx)
-      require("agentls.trust").required(ctx.client_id, params)
+    [M_.trust_required] = function(_, raw, ctx)
+      require("agentls.trust").required(ctx.client_id, params(M_.trust_required, raw))
     end,
   }
 end

@@ -102,7 +102,6 @@ function M.review(client_id, params, read)
       path = f.path,
       op = f.op,
       new_uri = f.newUri,
-      diff = f.diff,
       hunks = hunks,
       current = current,
       proposed = proposed,

@@ -1,60 +1,188 @@
--- The agentls extension of LSP as this plugin uses it: every method, command, event kind and
--- payload field name in one place, mirroring docs/protocol.md. Other modules never spell a
--- wire name themselves.
+-- The agentls extension of LSP as this plugin uses it: every method, command and event kind,
+-- and every field the plugin reads of a payload or sends in a command's argument, in one place,
+-- mirroring docs/protocol.md (tests/protocol.lua finds each of them in its examples). Other
+-- modules never spell a method, command or event name themselves, and read payloads only
+-- through decode(), which keeps exactly the fields declared here.
 local M = {}
 
 M.protocol_version = 1
 
--- Server → client notifications and requests.
+-- Server → client notifications and requests (their params: M.params).
 M.method = {
   event = "agentls/event",
   review = "agentls/review",
   permission = "agentls/permission",
-  save_documents = "agentls/saveDocuments", -- request {uris} → any result means saved
-  diagnostics = "agentls/diagnostics", -- request {uri|nil} → {files = [{uri, diagnostics}]}
-  trust_required = "agentls/trustRequired", -- {rootUri, file, ignored = [{key, reason}], command}
+  save_documents = "agentls/saveDocuments", -- request; any result means saved
+  diagnostics = "agentls/diagnostics", -- request → {files = [{uri, diagnostics}]}
+  trust_required = "agentls/trustRequired",
 }
 
--- workspace/executeCommand names (one object argument, one object result).
+-- workspace/executeCommand names: one object argument, one object result (M.command_args,
+-- M.command_result).
 M.command = {
-  new_session = "agentls.newSession", -- {profile?, model?, rootUri?} → {sessionId, profile, model}
-  prompt = "agentls.prompt", -- {sessionId?, text, context?: {uri, range?}} → {sessionId}
-  steer = "agentls.steer", -- {sessionId, text}
-  follow_up = "agentls.followUp", -- {sessionId, text}
-  cancel = "agentls.cancel", -- {sessionId}
-  close_session = "agentls.closeSession", -- {sessionId}
-  list_sessions = "agentls.listSessions", -- {} → {sessions = [...]}
-  resume_session = "agentls.resumeSession", -- {sessionId} → {sessionId, profile, model, resumed, turns?}
-  history = "agentls.history", -- {sessionId} → {sessionId, entries = [...]}
-  configure = "agentls.configure", -- {sessionId, model?, reasoningEffort?, approval?}
-  compact = "agentls.compact", -- {sessionId} → {sessionId, queued}; the outcome is a `compaction` event
-  resolve_review = "agentls.resolveReview", -- {reviewId, decision, files?, feedback?}
-  resolve_permission = "agentls.resolvePermission", -- {requestId, decision, feedback?}
-  trust_folder = "agentls.trustFolder", -- {rootUri} → {rootUri, trusted}
+  new_session = "agentls.newSession",
+  prompt = "agentls.prompt",
+  steer = "agentls.steer",
+  cancel = "agentls.cancel",
+  list_sessions = "agentls.listSessions",
+  resume_session = "agentls.resumeSession",
+  history = "agentls.history",
+  configure = "agentls.configure",
+  compact = "agentls.compact", -- the outcome is a `compaction` event
+  resolve_review = "agentls.resolveReview",
+  resolve_permission = "agentls.resolvePermission",
+  trust_folder = "agentls.trustFolder",
 }
 
--- `agentls/event` kinds (data fields in the comments).
+-- `agentls/event` kinds.
 M.event = {
-  session_start = "session_start", -- profile, model, cwd, resumed, tools, project_docs
-  user_input = "user_input", -- content
-  text_start = "assistant_text_start", -- model
-  text_delta = "assistant_text_delta", -- delta
-  reasoning_delta = "assistant_reasoning_delta", -- delta
-  text_end = "assistant_text_end", -- text, reasoning, tool_calls, usage, totals
-  tool_start = "tool_call_start", -- tool_name, call_id, summary, arguments
-  tool_output = "tool_call_output_delta", -- call_id, delta
-  tool_end = "tool_call_end", -- tool_name, call_id, summary, status, duration_ms, output|error
-  steering = "steering_injected", -- content
-  turn_limit = "turn_limit", -- round | total_turns | steps | time_limit_secs
-  loop_detection = "loop_detection", -- message
-  warning = "warning", -- message (pruning adds turns_removed, dropped)
-  compaction = "compaction", -- trigger, tokens_before, tokens_after, messages_summarized, messages_kept, model
-  error = "error", -- message, fatal
-  processing_end = "processing_end", -- state, reason, text, totals
-  session_end = "session_end", -- state, totals
-  config_changed = "config_changed", -- model, reasoning_effort, approval
-  project_docs_reloaded = "project_docs_reloaded", -- path, message
+  session_start = "session_start",
+  user_input = "user_input",
+  text_start = "assistant_text_start",
+  text_delta = "assistant_text_delta",
+  reasoning_delta = "assistant_reasoning_delta",
+  text_end = "assistant_text_end",
+  tool_start = "tool_call_start",
+  tool_output = "tool_call_output_delta",
+  tool_end = "tool_call_end",
+  steering = "steering_injected",
+  turn_limit = "turn_limit",
+  loop_detection = "loop_detection",
+  warning = "warning",
+  compaction = "compaction",
+  error = "error",
+  processing_end = "processing_end",
+  session_end = "session_end",
+  config_changed = "config_changed",
+  project_docs_reloaded = "project_docs_reloaded",
 }
+
+-- Shapes: what the plugin reads of a payload (or sends in an argument). A field is `true` (a
+-- value, kept as it is), a shape (an object) or `{ shape }` (a list of such objects).
+
+local function fields(...)
+  local shape = {}
+  for _, name in ipairs({ ... }) do
+    shape[name] = true
+  end
+  return shape
+end
+
+local function with(shape, more)
+  return vim.tbl_extend("error", shape, more)
+end
+
+-- The subagent an event, review or permission question comes from.
+local agent = fields("agentId", "sessionId", "parentSessionId")
+
+--- The params of each server → client method.
+M.params = {
+  [M.method.event] = with(fields("sessionId", "kind"), { agent = agent }), -- `data`: M.event_data[kind]
+  [M.method.review] = with(fields("reviewId", "sessionId", "callId"), {
+    agent = fields("sessionId"),
+    files = {
+      with(fields("uri", "path", "op", "newUri"), {
+        hunks = { fields("index", "oldStart", "oldLines", "newStart", "newLines", "oldText", "newText") },
+      }),
+    },
+  }),
+  [M.method.permission] = with(fields("requestId", "sessionId", "callId", "toolName", "command", "cwd"), {
+    agent = fields("sessionId"),
+  }),
+  [M.method.trust_required] = with(fields("rootUri", "file"), { ignored = { fields("key", "reason") } }),
+  [M.method.save_documents] = fields("uris"),
+  [M.method.diagnostics] = fields("uri"),
+}
+
+--- The `data` of each `agentls/event` kind.
+M.event_data = {
+  [M.event.session_start] = fields("model"),
+  [M.event.user_input] = fields("content"),
+  [M.event.text_start] = fields("model"),
+  [M.event.text_delta] = fields("delta"),
+  [M.event.reasoning_delta] = fields("delta"),
+  [M.event.text_end] = fields("text"),
+  [M.event.tool_start] = fields("tool_name", "call_id", "summary"),
+  [M.event.tool_output] = fields("call_id", "delta"),
+  [M.event.tool_end] = fields("tool_name", "call_id", "summary", "status", "duration_ms", "error"),
+  [M.event.steering] = fields("content"),
+  [M.event.turn_limit] = fields("round", "total_turns", "steps", "time_limit_secs"),
+  [M.event.loop_detection] = fields("message"),
+  [M.event.warning] = fields("message"),
+  [M.event.compaction] = fields("trigger", "tokens_before", "tokens_after", "messages_summarized", "messages_kept", "model"),
+  [M.event.error] = fields("message"),
+  [M.event.processing_end] = fields("state", "reason"),
+  [M.event.session_end] = fields("state"),
+  [M.event.config_changed] = fields("model", "reasoning_effort", "approval"),
+  [M.event.project_docs_reloaded] = fields("message"),
+}
+
+local session_entry = with(fields("sessionId", "model", "state", "open", "created", "title"), {
+  context = fields("estimateTokens", "calibration", "contextWindow"),
+})
+
+local C = M.command
+
+--- Each command's argument (what the plugin sends) and result (what it reads of the answer).
+M.command_args = {
+  [C.new_session] = fields("profile", "rootUri"),
+  [C.prompt] = with(fields("sessionId", "text"), { context = fields("uri", "range") }),
+  [C.steer] = fields("sessionId", "text"),
+  [C.cancel] = fields("sessionId"),
+  [C.list_sessions] = {},
+  [C.resume_session] = fields("sessionId"),
+  [C.history] = fields("sessionId"),
+  [C.configure] = fields("sessionId", "model", "reasoningEffort", "approval"),
+  [C.compact] = fields("sessionId"),
+  [C.resolve_review] = with(fields("reviewId", "decision", "feedback"), {
+    files = { fields("uri", "acceptedHunks", "finalText") },
+  }),
+  [C.resolve_permission] = fields("requestId", "decision", "feedback"),
+  [C.trust_folder] = fields("rootUri"),
+}
+M.command_result = {
+  [C.new_session] = fields("sessionId", "profile", "model"),
+  [C.list_sessions] = { sessions = { session_entry } },
+  [C.resume_session] = fields("sessionId", "profile", "model", "resumed"),
+  [C.history] = {
+    entries = {
+      with(fields("kind", "text", "toolName", "isError", "output", "turnsSummarized"), {
+        toolCalls = { fields("summary", "toolName") },
+      }),
+    },
+  },
+  [C.configure] = fields("model"), -- the session's listSessions entry
+  [C.trust_folder] = fields("trusted"),
+}
+
+--- `value` as `shape` sees it: the declared fields only (a list shape maps its items); a value
+--- that is not an object where one is declared is nil.
+function M.decode(shape, value)
+  if type(value) ~= "table" then
+    return nil
+  end
+  local out = {}
+  for name, field in pairs(shape) do
+    local v = value[name]
+    if field == true then
+      out[name] = v
+    elseif field[1] then
+      out[name] = type(v) == "table" and vim.tbl_map(function(item)
+        return M.decode(field[1], item)
+      end, v) or nil
+    else
+      out[name] = M.decode(field, v)
+    end
+  end
+  return out
+end
+
+--- An `agentls/event` as the plugin reads it (`data` by its kind).
+function M.decode_event(params)
+  local event = M.decode(M.params[M.method.event], params) or {}
+  event.data = M.decode(M.event_data[event.kind] or {}, params.data) or {}
+  return event
+end
 
 M.review_decision = { accept = "accept", reject = "reject" }
 M.file_op = { create = "create", modify = "modify", delete = "delete", rename = "rename" }

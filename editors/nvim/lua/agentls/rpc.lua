@@ -2,7 +2,9 @@
 -- here waits: a command for a client that is still initializing (the first :Agent in a project
 -- starts its server) is queued and sent, in order, once the client is up; the answer always
 -- comes back through a callback. A client that stops, or is not up within `start_timeout_ms`,
--- drops its queue with a message.
+-- drops its queue with a message. Arguments and answers are protocol.lua's shapes.
+local protocol = require("agentls.protocol")
+
 local M = {}
 
 -- How long a command waits for its client to be up (ms).
@@ -27,9 +29,34 @@ local function stopped(client)
   return client.is_stopped()
 end
 
+-- Every field of `args` is one protocol.lua declares for `command` (a programming error else).
+local function check_args(command, args, shape, path)
+  shape = shape or protocol.command_args[command]
+  if not shape then
+    error(("agentls: %s is not a command of protocol.lua"):format(command), 3)
+  end
+  for name, value in pairs(args or {}) do
+    local field = shape[name]
+    local where = (path or "") .. name
+    if field == nil then
+      error(("agentls: protocol.lua declares no argument `%s` of %s"):format(where, command), 3)
+    elseif type(field) == "table" and type(value) == "table" then
+      if field[1] then
+        for i, item in ipairs(value) do
+          check_args(command, item, field[1], ("%s[%d]."):format(where, i - 1))
+        end
+      else
+        check_args(command, value, field, where .. ".")
+      end
+    end
+  end
+end
+
 local function send(client, command, args, callback)
   local params = { command = command, arguments = { dict(args) } }
   local function handler(err, result)
+    -- The answer as protocol.lua declares it (a command whose answer the plugin ignores: {}).
+    result = protocol.decode(protocol.command_result[command] or {}, result)
     local handled = callback and callback(err, result)
     if err and not handled then
       vim.notify(("agentls: %s failed: %s"):format(command, err.message or vim.inspect(err)), vim.log.levels.ERROR)
@@ -53,14 +80,16 @@ local function drop(client_id, why)
   end
 end
 
---- Sends `agentls.<command>` with one object argument; `callback(err, result)` on the answer.
---- Errors are shown unless the callback returns true for them. Returns at once, also for a
---- client still initializing.
+--- Sends `agentls.<command>` with one object argument (fields protocol.command_args declares);
+--- `callback(err, result)` on the answer (the fields protocol.command_result declares; nil
+--- when there is none). Errors are shown unless the callback returns true for them. Returns
+--- at once, also for a client still initializing.
 ---@param client vim.lsp.Client
 ---@param command string a protocol.command value
 ---@param args table?
 ---@param callback (fun(err: table?, result: table?): boolean?)?
 function M.exec(client, command, args, callback)
+  check_args(command, args)
   if stopped(client) then
     vim.notify("agentls: the server is not running", vim.log.levels.ERROR)
     return
