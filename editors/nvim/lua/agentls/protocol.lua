@@ -155,23 +155,52 @@ M.command_result = {
   [C.trust_folder] = fields("trusted"),
 }
 
+-- A shape's fields as lists (walked with a numeric loop: decode runs for every streamed delta).
+local compiled = setmetatable({}, { __mode = "k" })
+
+local function compile(shape)
+  local c = compiled[shape]
+  if not c then
+    c = { values = {}, objects = {}, lists = {} }
+    for name, field in pairs(shape) do
+      if field == true then
+        table.insert(c.values, name)
+      elseif field[1] then
+        table.insert(c.lists, { name, field[1] })
+      else
+        table.insert(c.objects, { name, field })
+      end
+    end
+    compiled[shape] = c
+  end
+  return c
+end
+
 --- `value` as `shape` sees it: the declared fields only (a list shape maps its items); a value
 --- that is not an object where one is declared is nil.
 function M.decode(shape, value)
   if type(value) ~= "table" then
     return nil
   end
-  local out = {}
-  for name, field in pairs(shape) do
+  local c, out = compile(shape), {}
+  local values, objects, lists = c.values, c.objects, c.lists
+  for i = 1, #values do
+    local name = values[i]
+    out[name] = value[name]
+  end
+  for i = 1, #objects do
+    local name, field = objects[i][1], objects[i][2]
+    out[name] = M.decode(field, value[name])
+  end
+  for i = 1, #lists do
+    local name, field = lists[i][1], lists[i][2]
     local v = value[name]
-    if field == true then
-      out[name] = v
-    elseif field[1] then
-      out[name] = type(v) == "table" and vim.tbl_map(function(item)
-        return M.decode(field[1], item)
-      end, v) or nil
-    else
-      out[name] = M.decode(field, v)
+    if type(v) == "table" then
+      local items = {}
+      for k, item in ipairs(v) do
+        items[k] = M.decode(field, item)
+      end
+      out[name] = items
     end
   end
   return out
