@@ -1,12 +1,11 @@
 // The extension's settings, read in one place, and their translation into the server's
 // configuration layer (the `agentls` section served by workspace/configuration and sent as
-// initializationOptions). Only values the user set are sent, so the server's own configuration
-// files keep applying to everything else; the server parses the layer strictly, so only its
-// known snake_case keys appear.
+// initializationOptions): camelCase settings become the server's snake_case keys. Only values the
+// user set are sent, so the server's own configuration files keep applying to everything else.
 //
-// Invariant: a number, switch or limit the server would refuse is left out of the layer and
-// reported as a `SettingProblem`. The server refuses a whole layer for one bad value, so sending
-// it would silently drop every other setting too.
+// Invariant: a set value is sent as it is; the server checks it. It checks the layer key by key:
+// a bad value is left out and named in a `window/showMessage` warning, and the other settings
+// apply (docs/configuration.md), so the extension does not check values a second time.
 
 export interface UserSettings {
   provider?: string;
@@ -61,23 +60,6 @@ export interface ServerLayer {
   shell?: { permission?: string; allow?: string[] };
 }
 
-/** A set value the server would refuse, left out of the layer. */
-export interface SettingProblem {
-  /** The full setting name (`agentls.loopDetection.window`). */
-  setting: string;
-  /** The entry of a map setting that is wrong (the tool name of `agentls.toolLineLimits`). */
-  entry?: string;
-  /** The value as it is set, as JSON. */
-  value: string;
-  /** What the server accepts there. */
-  expected: string;
-}
-
-export interface Translation {
-  layer: ServerLayer;
-  problems: SettingProblem[];
-}
-
 /** The setting keys under `agentls.` and the field each fills. */
 export const SETTING_KEYS: readonly (readonly [string, keyof UserSettings])[] = [
   ['provider', 'provider'],
@@ -105,118 +87,66 @@ export const SETTING_KEYS: readonly (readonly [string, keyof UserSettings])[] = 
   ['context.compactionModel', 'compactionModel'],
 ];
 
-/** The largest value of the server's 32-bit counters (`max_turns`, `max_tool_rounds_per_input`). */
-const U32_MAX = 4_294_967_295;
+// The helpers are typed as package.json declares the settings; a value of another type (the
+// settings file can hold anything) goes through them unchanged, for the server to name.
 
-function settingName(field: keyof UserSettings): string {
-  return `agentls.${SETTING_KEYS.find(([, f]) => f === field)?.[0] ?? field}`;
+/** A string setting: trimmed; blank is unset (the settings UI's empty choice). */
+function text(v: string | undefined): string | undefined {
+  return typeof v === 'string' ? v.trim() || undefined : v;
 }
 
-/** Translates the settings into the server's layer, leaving out (and reporting) what it would refuse. */
-export function translateSettings(s: UserSettings): Translation {
-  const layer: ServerLayer = {};
-  const problems: SettingProblem[] = [];
-  const refuse = (setting: string, value: unknown, expected: string, entry?: string): undefined => {
-    problems.push({ setting, ...(entry === undefined ? {} : { entry }), value: JSON.stringify(value) ?? String(value), expected });
-    return undefined;
-  };
-  const str = (v: string | undefined): string | undefined => (typeof v === 'string' && v.trim() ? v.trim() : undefined);
-  // null is what an unset nullable setting reads as: "the server's configuration".
-  const whole = (setting: string, v: unknown, min: number, max: number, expected: string, entry?: string): number | undefined => {
-    if (v === undefined || v === null) return undefined;
-    return typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max ? v : refuse(setting, v, expected, entry);
-  };
-  const flag = (field: keyof UserSettings): boolean | undefined => {
-    const v: unknown = s[field];
-    if (v === undefined || v === null) return undefined;
-    return typeof v === 'boolean' ? v : refuse(settingName(field), v, 'true, false, or null for the server configuration');
-  };
-  const limits = (field: 'toolLineLimits' | 'toolOutputLimits', unit: string, expected: string): Record<string, number> | undefined => {
-    const v: unknown = s[field];
-    const name = settingName(field);
-    if (v === undefined || v === null) return undefined;
-    if (typeof v !== 'object' || Array.isArray(v)) return refuse(name, v, `an object mapping tool names to ${unit}, e.g. { "shell": 100 }`);
-    const out: Record<string, number> = {};
-    for (const [tool, limit] of Object.entries(v as Record<string, unknown>)) {
-      const n = whole(name, limit, 0, Number.MAX_SAFE_INTEGER, expected, tool);
-      if (n !== undefined) out[tool] = n;
-    }
-    return Object.keys(out).length ? out : undefined;
-  };
-
-  const provider = str(s.provider);
-  const profile = str(s.profile);
-  const model = str(s.model);
-  const approval = str(s.approval);
-  const effort = str(s.reasoningEffort);
-  if (provider) layer.provider = provider;
-  if (profile) layer.profile = profile;
-  if (model) layer.model = model;
-  if (approval) layer.approval = approval;
-  if (effort) layer.reasoning_effort = effort;
-
-  const turns = whole(settingName('maxTurns'), s.maxTurns, 0, U32_MAX, 'a whole number of model turns, 0 for unlimited');
-  const rounds = whole(settingName('maxToolRoundsPerInput'), s.maxToolRoundsPerInput, 0, U32_MAX, 'a whole number of tool rounds, 0 for unlimited');
-  const detect = flag('loopDetectionEnabled');
-  const window = whole(
-    settingName('loopDetectionWindow'),
-    s.loopDetectionWindow,
-    2,
-    Number.MAX_SAFE_INTEGER,
-    `a whole number of tool calls, at least 2 (to turn loop detection off, set ${settingName('loopDetectionEnabled')} to false)`,
-  );
-  const oneCall = flag('oneCallPerStep');
-  const contextWindow = whole(settingName('contextWindowTokens'), s.contextWindowTokens, 1, Number.MAX_SAFE_INTEGER, 'a whole number of tokens, greater than 0');
-  const lineLimits = limits('toolLineLimits', 'line counts', 'a whole number of lines, 0 for no line limit');
-  const outputLimits = limits('toolOutputLimits', 'character counts', 'a whole number of characters, 0 or more');
-  if (turns !== undefined) layer.max_turns = turns;
-  if (rounds !== undefined) layer.max_tool_rounds_per_input = rounds;
-  if (detect !== undefined) layer.enable_loop_detection = detect;
-  if (window !== undefined) layer.loop_detection_window = window;
-  if (oneCall !== undefined) layer.one_call_per_step = oneCall;
-  if (contextWindow !== undefined) layer.context_window_tokens = contextWindow;
-  if (lineLimits) layer.tool_line_limits = lineLimits;
-  if (outputLimits) layer.tool_output_limits = outputLimits;
-
-  const submit = flag('submitMode');
-  const steps = whole(settingName('maxSteps'), s.maxSteps, 0, U32_MAX, 'a whole number of model requests, 0 for unlimited');
-  const seconds = whole(settingName('timeLimitSecs'), s.timeLimitSecs, 0, Number.MAX_SAFE_INTEGER, 'a whole number of seconds, 0 for unlimited');
-  if (submit !== undefined) layer.submit_mode = submit;
-  if (steps !== undefined) layer.max_steps = steps;
-  if (seconds !== undefined) layer.time_limit_secs = seconds;
-
-  const context: NonNullable<ServerLayer['context']> = {};
-  const autoCompact = flag('autoCompact');
-  const percent = whole(settingName('autoCompactPercent'), s.autoCompactPercent, 1, 100, `a percentage from 1 to 100 (to turn compaction off, set ${settingName('autoCompact')} to false)`);
-  const keep = whole(settingName('keepExchanges'), s.keepExchanges, 1, Number.MAX_SAFE_INTEGER, 'a whole number of exchanges, at least 1');
-  const cpt = whole(settingName('charsPerToken'), s.charsPerToken, 1, 32, 'a whole number of characters from 1 to 32');
-  const compactionModel = str(s.compactionModel);
-  if (autoCompact !== undefined) context.auto_compact = autoCompact;
-  if (percent !== undefined) context.auto_compact_percent = percent;
-  if (keep !== undefined) context.keep_exchanges = keep;
-  if (cpt !== undefined) context.chars_per_token = cpt;
-  if (compactionModel) context.compaction_model = compactionModel;
-  if (Object.keys(context).length) layer.context = context;
-
-  const shell: NonNullable<ServerLayer['shell']> = {};
-  const permission = str(s.shellPermission);
-  if (permission) shell.permission = permission;
-  if (Array.isArray(s.shellAllow)) {
-    const allow = s.shellAllow.filter((a) => typeof a === 'string' && a.trim()).map((a) => a.trim());
-    if (allow.length || s.shellAllow.length === 0) shell.allow = allow;
-  }
-  if (Object.keys(shell).length) layer.shell = shell;
-  return { layer, problems };
+/** `null` is the settings UI's "server configuration": unset. */
+function value<T>(v: T | null | undefined): T | undefined {
+  return v ?? undefined;
 }
 
-/** The layer the server receives for these settings. */
+/** A map of tool limits: an empty one is unset. */
+function limits(v: Record<string, number> | null | undefined): Record<string, number> | undefined {
+  if (v !== null && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length === 0) return undefined;
+  return value(v);
+}
+
+/** An allow list: entries trimmed, blank ones dropped (a list of blanks is unset); an explicitly
+ *  empty list is sent. */
+function allowList(v: string[] | undefined): string[] | undefined {
+  if (!Array.isArray(v)) return v;
+  const allow = v.filter((a) => typeof a !== 'string' || a.trim()).map((a) => (typeof a === 'string' ? a.trim() : a));
+  return allow.length || v.length === 0 ? allow : undefined;
+}
+
+/** The fields of `o` that are set; `undefined` when none is. */
+function defined<T extends object>(o: T): T | undefined {
+  const set = Object.entries(o).filter(([, v]) => v !== undefined);
+  return set.length ? (Object.fromEntries(set) as T) : undefined;
+}
+
+/** The layer the server receives for these settings: each one set, under its server key. */
 export function serverLayer(s: UserSettings): ServerLayer {
-  return translateSettings(s).layer;
-}
-
-/** One message for the user naming every setting that was left out and what it takes instead. */
-export function problemsMessage(problems: readonly SettingProblem[]): string | undefined {
-  if (!problems.length) return undefined;
-  const each = problems.map((p) => `${p.setting}${p.entry === undefined ? '' : `[${JSON.stringify(p.entry)}]`} is ${p.value}, expected ${p.expected}`);
-  return `agentls: ${problems.length === 1 ? 'this setting was' : 'these settings were'} not sent to the server (the rest were): ${each.join('; ')}.`;
+  const layer: ServerLayer = {
+    provider: text(s.provider),
+    profile: text(s.profile),
+    model: text(s.model),
+    approval: text(s.approval),
+    reasoning_effort: text(s.reasoningEffort),
+    max_turns: value(s.maxTurns),
+    max_tool_rounds_per_input: value(s.maxToolRoundsPerInput),
+    enable_loop_detection: value(s.loopDetectionEnabled),
+    loop_detection_window: value(s.loopDetectionWindow),
+    one_call_per_step: value(s.oneCallPerStep),
+    context_window_tokens: value(s.contextWindowTokens),
+    tool_line_limits: limits(s.toolLineLimits),
+    tool_output_limits: limits(s.toolOutputLimits),
+    submit_mode: value(s.submitMode),
+    max_steps: value(s.maxSteps),
+    time_limit_secs: value(s.timeLimitSecs),
+    context: defined({
+      auto_compact: value(s.autoCompact),
+      auto_compact_percent: value(s.autoCompactPercent),
+      keep_exchanges: value(s.keepExchanges),
+      chars_per_token: value(s.charsPerToken),
+      compaction_model: text(s.compactionModel),
+    }),
+    shell: defined({ permission: text(s.shellPermission), allow: allowList(s.shellAllow) }),
+  };
+  return defined(layer) ?? {};
 }

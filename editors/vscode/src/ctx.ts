@@ -8,8 +8,7 @@ import { ExecuteCommandRequest, State, type LanguageClient } from 'vscode-langua
 import { ChatView, type ChatActions } from './chat/view';
 import { ChatStore } from './chat/store';
 import type { ChatOp } from './chat/model';
-import { createClient, RestartPolicy, userSettings } from './client';
-import { problemsMessage, translateSettings } from './config';
+import { createClient, RestartPolicy } from './client';
 import {
   DiagnosticsRequest,
   EventNotification,
@@ -52,8 +51,6 @@ export class Ctx implements ChatActions, vscode.Disposable {
   private readonly contexts = new Map<string, ContextInfo>();
   private readonly disposables: vscode.Disposable[] = [];
   private readonly activatedAt = Date.now();
-  /** The settings problem last shown, so an unchanged one is not shown again. */
-  private shownSettingsProblem: string | undefined;
   /** The session to reopen once the next server is up, and what went down with the last one.
    *  `failed`: a server died while reopening it, so it is not tried again. */
   private reopen: { sessionId: string; loss: Loss; failed?: boolean } | undefined;
@@ -115,7 +112,6 @@ export class Ctx implements ChatActions, vscode.Disposable {
         });
       return;
     }
-    this.reportSettingProblems();
     this.output.info(`starting ${found.path} serve --stdio`);
     const policy = new RestartPolicy((restart, limit) => this.onServerDied(restart, limit));
     const client = createClient(found.path, process.env, this.output, policy);
@@ -292,23 +288,9 @@ export class Ctx implements ChatActions, vscode.Disposable {
       void vscode.window.showInformationMessage('agentls: the server path changed.', 'Restart Server').then((c) => c && this.restart());
       return;
     }
-    this.reportSettingProblems();
-    // The server pulls the `agentls` section again (its pull model); applies to new sessions.
+    // The server pulls the `agentls` section again (its pull model) and names any bad value in a
+    // warning; applies to new sessions.
     void this.client?.sendNotification('workspace/didChangeConfiguration', { settings: null });
-  }
-
-  /** Tells the user about settings left out of the server's layer (once per distinct problem). */
-  private reportSettingProblems(): void {
-    const { problems } = translateSettings(userSettings());
-    const message = problemsMessage(problems);
-    if (message === this.shownSettingsProblem) return;
-    this.shownSettingsProblem = message;
-    if (!message) return;
-    this.output.warn(message);
-    const open = 'Open Setting';
-    void vscode.window.showWarningMessage(message, open).then((choice) => {
-      if (choice === open) void vscode.commands.executeCommand('workbench.action.openSettings', problems[0].setting);
-    });
   }
 
   // ---- server commands ----

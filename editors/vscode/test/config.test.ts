@@ -1,12 +1,14 @@
-// Settings → the `agentls` configuration section the server parses (strictly, snake_case).
+// Settings → the `agentls` configuration section the server parses (snake_case, key by key).
+// The server checks the values: a bad one reaches it as set (test/e2e/settings.test.mjs shows
+// its warning naming it, with the other settings applied).
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { problemsMessage, serverLayer, SETTING_KEYS, translateSettings, type UserSettings } from '../src/config';
+import { serverLayer, SETTING_KEYS, type UserSettings } from '../src/config';
 
 test('nothing set: an empty layer (the server keeps its own configuration)', () => {
-  assert.deepEqual(translateSettings({}), { layer: {}, problems: [] });
+  assert.deepEqual(serverLayer({}), {});
 });
 
 /** One value for every setting (Required: a new setting cannot be left out here). */
@@ -37,47 +39,40 @@ const everySetting: Required<UserSettings> = {
 };
 
 test('every setting maps to the server key', () => {
-  assert.deepEqual(translateSettings(everySetting), {
-    layer: {
-      provider: 'anthropic',
-      profile: 'code',
-      model: 'claude-test',
-      approval: 'auto',
-      reasoning_effort: 'low',
-      max_turns: 40,
-      max_tool_rounds_per_input: 12,
-      enable_loop_detection: true,
-      loop_detection_window: 6,
-      one_call_per_step: true,
-      context_window_tokens: 32768,
-      tool_line_limits: { shell: 20, grep: 0 },
-      tool_output_limits: { read_file: 8000 },
-      submit_mode: true,
-      max_steps: 30,
-      time_limit_secs: 600,
-      context: { auto_compact: false, auto_compact_percent: 70, keep_exchanges: 2, chars_per_token: 3, compaction_model: 'claude-haiku-4-5' },
-      shell: { permission: 'ask', allow: ['cargo test', 'git status'] },
-    },
-    problems: [],
+  assert.deepEqual(serverLayer(everySetting), {
+    provider: 'anthropic',
+    profile: 'code',
+    model: 'claude-test',
+    approval: 'auto',
+    reasoning_effort: 'low',
+    max_turns: 40,
+    max_tool_rounds_per_input: 12,
+    enable_loop_detection: true,
+    loop_detection_window: 6,
+    one_call_per_step: true,
+    context_window_tokens: 32768,
+    tool_line_limits: { shell: 20, grep: 0 },
+    tool_output_limits: { read_file: 8000 },
+    submit_mode: true,
+    max_steps: 30,
+    time_limit_secs: 600,
+    context: { auto_compact: false, auto_compact_percent: 70, keep_exchanges: 2, chars_per_token: 3, compaction_model: 'claude-haiku-4-5' },
+    shell: { permission: 'ask', allow: ['cargo test', 'git status'] },
   });
-});
-
-test('context settings the server would refuse are left out and named', () => {
-  const { layer, problems } = translateSettings({ autoCompactPercent: 0, charsPerToken: 40, keepExchanges: 2 });
-  assert.deepEqual(layer, { context: { keep_exchanges: 2 } });
-  assert.deepEqual(
-    problems.map((p) => p.setting),
-    ['agentls.context.autoCompactPercent', 'agentls.context.charsPerToken'],
-  );
 });
 
 test('empty strings are not sent; an explicitly empty allow list is', () => {
   assert.deepEqual(serverLayer({ provider: '', model: '  ', reasoningEffort: '', shellAllow: [] }), { shell: { allow: [] } });
 });
 
+test('allow list entries are trimmed and blank ones dropped; a list of blanks is not sent', () => {
+  assert.deepEqual(serverLayer({ shellAllow: [' cargo test ', '', '  '] }), { shell: { allow: ['cargo test'] } });
+  assert.deepEqual(serverLayer({ shellAllow: ['', ' '] }), {});
+});
+
 test('null (the settings UI\'s "server configuration") and empty maps are not sent', () => {
   assert.deepEqual(
-    translateSettings({
+    serverLayer({
       maxTurns: null,
       maxToolRoundsPerInput: null,
       loopDetectionEnabled: null,
@@ -86,8 +81,11 @@ test('null (the settings UI\'s "server configuration") and empty maps are not se
       contextWindowTokens: null,
       toolLineLimits: {},
       toolOutputLimits: null,
+      submitMode: null,
+      autoCompact: null,
+      charsPerToken: null,
     }),
-    { layer: {}, problems: [] },
+    {},
   );
 });
 
@@ -100,7 +98,7 @@ test('off and zero are values of their own: false switches and 0 (unlimited) cou
   });
 });
 
-test('a value the server would refuse is left out and reported; the other settings are still sent', () => {
+test('a value the server refuses is sent as it is set, for the server to name; the others are sent beside it', () => {
   // settings.json can hold anything, whatever the schema says
   const settings = {
     model: 'claude-test',
@@ -110,57 +108,31 @@ test('a value the server would refuse is left out and reported; the other settin
     loopDetectionWindow: 1,
     oneCallPerStep: true,
     contextWindowTokens: 0,
-  } as unknown as UserSettings;
-  assert.deepEqual(translateSettings(settings), {
-    layer: { model: 'claude-test', one_call_per_step: true },
-    problems: [
-      { setting: 'agentls.maxTurns', value: '-1', expected: 'a whole number of model turns, 0 for unlimited' },
-      { setting: 'agentls.maxToolRoundsPerInput', value: '2.5', expected: 'a whole number of tool rounds, 0 for unlimited' },
-      { setting: 'agentls.loopDetection.enabled', value: '"yes"', expected: 'true, false, or null for the server configuration' },
-      {
-        setting: 'agentls.loopDetection.window',
-        value: '1',
-        expected: 'a whole number of tool calls, at least 2 (to turn loop detection off, set agentls.loopDetection.enabled to false)',
-      },
-      { setting: 'agentls.contextWindowTokens', value: '0', expected: 'a whole number of tokens, greater than 0' },
-    ],
-  });
-});
-
-test('counts beyond what the server holds are refused (max_turns is 32-bit)', () => {
-  assert.deepEqual(translateSettings({ maxTurns: 4_294_967_296, contextWindowTokens: 1e20 }).problems.map((p) => p.setting), [
-    'agentls.maxTurns',
-    'agentls.contextWindowTokens',
-  ]);
-  assert.deepEqual(serverLayer({ maxTurns: 4_294_967_295 }), { max_turns: 4_294_967_295 });
-});
-
-test('tool limits: bad entries are left out one by one, the good ones are sent', () => {
-  const settings = {
     toolLineLimits: { shell: 20, grep: -5, glob: '100' },
     toolOutputLimits: ['shell', 100],
+    autoCompactPercent: 0,
+    charsPerToken: 40,
+    keepExchanges: 2,
+    maxSteps: 4_294_967_296,
+    reasoningEffort: 7,
+    shellPermission: 'sometimes',
+    shellAllow: 'cargo test',
   } as unknown as UserSettings;
-  assert.deepEqual(translateSettings(settings), {
-    layer: { tool_line_limits: { shell: 20 } },
-    problems: [
-      { setting: 'agentls.toolLineLimits', entry: 'grep', value: '-5', expected: 'a whole number of lines, 0 for no line limit' },
-      { setting: 'agentls.toolLineLimits', entry: 'glob', value: '"100"', expected: 'a whole number of lines, 0 for no line limit' },
-      { setting: 'agentls.toolOutputLimits', value: '["shell",100]', expected: 'an object mapping tool names to character counts, e.g. { "shell": 100 }' },
-    ],
+  assert.deepEqual(serverLayer(settings), {
+    model: 'claude-test',
+    reasoning_effort: 7,
+    max_turns: -1,
+    max_tool_rounds_per_input: 2.5,
+    enable_loop_detection: 'yes',
+    loop_detection_window: 1,
+    one_call_per_step: true,
+    context_window_tokens: 0,
+    tool_line_limits: { shell: 20, grep: -5, glob: '100' },
+    tool_output_limits: ['shell', 100],
+    max_steps: 4_294_967_296,
+    context: { auto_compact_percent: 0, keep_exchanges: 2, chars_per_token: 40 },
+    shell: { permission: 'sometimes', allow: 'cargo test' },
   });
-});
-
-test('the problems are told in one message naming each setting and what it takes', () => {
-  assert.equal(problemsMessage([]), undefined);
-  const { problems } = translateSettings({ loopDetectionWindow: 1, toolLineLimits: { shell: -1 } });
-  assert.equal(
-    problemsMessage(problems),
-    'agentls: these settings were not sent to the server (the rest were): agentls.loopDetection.window is 1, expected a whole number of tool calls, at least 2 (to turn loop detection off, set agentls.loopDetection.enabled to false); agentls.toolLineLimits["shell"] is -1, expected a whole number of lines, 0 for no line limit.',
-  );
-  assert.equal(
-    problemsMessage(translateSettings({ contextWindowTokens: 0 }).problems),
-    'agentls: this setting was not sent to the server (the rest were): agentls.contextWindowTokens is 0, expected a whole number of tokens, greater than 0.',
-  );
 });
 
 // The compiled tests run from out/test/; the manifest and the server's source are files of the repository.
