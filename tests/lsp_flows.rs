@@ -522,6 +522,37 @@ async fn settings_are_pulled_with_workspace_configuration_and_win_over_initializ
     assert_eq!(created["model"], "from-init-options");
 }
 
+/// A bad editor setting is left out and named once, in a warning, however many layers and
+/// changes carry it; the good keys beside it apply.
+#[tokio::test]
+async fn a_bad_editor_setting_is_named_once_and_the_others_apply() {
+    let bad = json!({"model": "from-the-editor", "loop_detection_window": 1});
+    let fx = Fixture::build(plugin_capabilities(), bad.clone(), |client| {
+        client.auto_answer("workspace/configuration", json!([bad]));
+    })
+    .await;
+    let pulled = |p: &serde_json::Value| {
+        p["message"].as_str().unwrap_or_default().contains("the editor's `agentls` settings")
+    };
+    fx.client.next_notification_where("window/logMessage", pulled).await;
+    fx.client.notify("workspace/didChangeConfiguration", json!({"settings": null}));
+    let pulled_again = |p: &serde_json::Value| {
+        p["message"].as_str().unwrap_or_default().contains("the editor's `agentls` settings")
+    };
+    fx.client.next_notification_where("window/logMessage", pulled_again).await;
+    let created = fx.client.command("agentls.newSession", json!({})).await.expect("newSession");
+    assert_eq!(created["model"], "from-the-editor", "the good key applies");
+    let warnings: Vec<String> = fx
+        .client
+        .notifications("window/showMessage")
+        .iter()
+        .filter_map(|p| p["message"].as_str().map(str::to_string))
+        .filter(|m| m.contains("loop_detection_window"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("ignores these editor settings (the others apply)"), "{warnings:?}");
+}
+
 #[tokio::test]
 async fn an_instruction_file_edited_just_before_a_prompt_is_in_that_prompts_request() {
     let fx = Fixture::new(plugin_capabilities()).await;

@@ -93,6 +93,9 @@ pub struct ServerState {
     pub(super) shutdown_requested: AtomicBool,
     /// Folders whose trust was raised with the user (`trust.rs`): once per folder.
     trust_raised: std::sync::Mutex<std::collections::HashSet<PathBuf>>,
+    /// Editor settings already reported as left out (by key and reason): each is told once,
+    /// whichever layer or change carried it again.
+    settings_reported: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 impl ServerState {
@@ -112,6 +115,7 @@ impl ServerState {
             documents,
             permissions: PermissionBroker::default(),
             trust_raised: Default::default(),
+            settings_reported: Default::default(),
             rules,
         }
     }
@@ -130,10 +134,22 @@ impl ServerState {
     /// Tells the user of each editor setting that was left out (its key and what was expected);
     /// the others apply.
     fn report_settings_errors(&self, errors: Vec<ConfigError>) {
-        if errors.is_empty() {
+        let new: Vec<ConfigError> = {
+            let mut reported = self.settings_reported.lock().unwrap_or_else(|p| p.into_inner());
+            errors
+                .into_iter()
+                .filter(|e| match e {
+                    ConfigError::Invalid { key, expected, .. } => {
+                        reported.insert(format!("{key}: {expected}"))
+                    }
+                    other => reported.insert(other.to_string()),
+                })
+                .collect()
+        };
+        if new.is_empty() {
             return;
         }
-        let list: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        let list: Vec<String> = new.iter().map(ToString::to_string).collect();
         let message =
             format!("agentls ignores these editor settings (the others apply): {}", list.join("; "));
         tracing::warn!("{message}");
