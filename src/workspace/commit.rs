@@ -4,8 +4,8 @@
 //! and it reaches files only through an [`ExecutionEnvironment`].
 //!
 //! Invariants:
-//! - A commit is validated completely (existence, overwrite refusals, changes since the base
-//!   snapshot, rebase) before the first write.
+//! - A commit is planned completely against the files (`plan.rs`: existence, overwrite
+//!   refusals, changes since the base snapshot, rebase) before the first write.
 //! - A failed write rolls back what was already written: all files or none. When the rollback
 //!   itself fails, the error names the files left changed; it never says nothing was changed.
 //! - An undo (a rollback, or [`Committed::undo`]) puts a file back only while it still holds what
@@ -17,21 +17,15 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::change::{FileOp, ResolvedChangeSet, ResolvedFile};
-use super::rebase::{RebaseConflict, rebase};
+use super::plan::{Action, Current, CurrentText, Plan, PlanError, Step, plan};
 use super::{Snapshot, WorkspaceError, read_text};
 use crate::exec::{ExecError, ExecutionEnvironment, FileKind};
 
 /// Why a commit did not happen (or, for [`CommitError::NotRolledBack`], did not fully undo).
 #[derive(Debug, Clone, PartialEq)]
 pub enum CommitError {
-    Conflict {
-        path: PathBuf,
-        conflict: RebaseConflict,
-    },
-    ChangedBeforeDelete(PathBuf),
-    AlreadyExists(PathBuf),
-    Vanished(PathBuf),
-    Workspace(WorkspaceError),
+    /// The plan refused the change; nothing was written.
+    Plan(PlanError),
     Io {
         path: PathBuf,
         message: String,
@@ -43,9 +37,9 @@ pub enum CommitError {
     },
 }
 
-impl From<WorkspaceError> for CommitError {
-    fn from(error: WorkspaceError) -> Self {
-        Self::Workspace(error)
+impl From<PlanError> for CommitError {
+    fn from(error: PlanError) -> Self {
+        Self::Plan(error)
     }
 }
 
@@ -54,30 +48,9 @@ impl CommitError {
     /// things before committing).
     pub fn reason(&self) -> String {
         match self {
-            Self::Conflict { path, conflict } => format!(
-                "{} changed since you read it and your edit overlaps the change ({conflict})",
-                path.display()
-            ),
-            Self::ChangedBeforeDelete(path) => format!("{} changed since you read it", path.display()),
-            Self::AlreadyExists(path) => {
-                format!("{} already exists; refusing to overwrite it", path.display())
-            }
-            Self::Vanished(path) => {
-                format!("{} no longer exists (it was deleted since you read it)", path.display())
-            }
-            Self::Workspace(error) => error.to_string(),
+            Self::Plan(error) => error.reason(),
             Self::Io { path, message } => format!("could not write {}: {message}", path.display()),
             Self::NotRolledBack { error, .. } => error.reason(),
-        }
-    }
-
-    /// What the model should do next.
-    fn advice(&self) -> &'static str {
-        match self {
-            Self::Conflict { .. } => "Read the file again and redo the edit against its current text",
-            Self::ChangedBeforeDelete(_) => "Read it again before deleting it",
-            Self::AlreadyExists(_) => "Edit it instead, or delete it first",
-            _ => "",
         }
     }
 }
@@ -90,13 +63,8 @@ impl std::fmt::Display for CommitError {
                 "{}; the files written before it could not all be put back: {left}. Read them before editing them further",
                 error.reason()
             ),
-            _ => {
-                write!(f, "{}; nothing was changed", self.reason())?;
-                match self.advice() {
-                    "" => Ok(()),
-                    advice => write!(f, ". {advice}"),
-                }
-            }
+            Self::Plan(error) => write!(f, "{error}"),
+            Self::Io { .. } => write!(f, "{}; nothing was changed", self.reason()),
         }
     }
 }
@@ -267,9 +235,9 @@ impl Committed {
     }
 }
 
-/// One planned operation, computed and checked before anything is written. Each carries the
-/// file's verified current content, so undoing it needs no second read.
-enum Action {
+/// One disk operation of a plan, checked before anything is written. Each carries the file's
+/// verified current content, so undoing it needs no second read.
+enum DiskOp {
     Remove {
         path: PathBuf,
         previous: Arc<str>,
@@ -303,107 +271,57 @@ impl DiskCommitter {
     /// Commits like [`Committer::commit`] and keeps what is needed to undo the commit (for a
     /// caller with more to do that may fail: the language server's editor edit).
     pub async fn commit_undoable(&self, change: ResolvedChangeSet) -> Result<Committed, CommitError> {
-        let (actions, files) = self.plan(&change).await?;
-        let undo = self.perform(actions).await?;
-        Ok(Committed { files, undo, env: Arc::clone(&self.env) })
+        let Plan { steps, outcomes } = plan(&change, &Files(&*self.env)).await?;
+        let undo = self.perform(Self::disk_ops(steps)).await?;
+        Ok(Committed { files: outcomes, undo, env: Arc::clone(&self.env) })
     }
 
-    async fn plan(&self, change: &ResolvedChangeSet) -> Result<(Vec<Action>, Vec<FileOutcome>), CommitError> {
-        let env = &*self.env;
-        let vacated: Vec<&Path> = change
-            .files
-            .iter()
-            .filter(|file| file.accepted && matches!(file.change.op, FileOp::Delete | FileOp::Rename { .. }))
-            .map(|file| file.change.path.as_path())
-            .collect();
-        let refuse_existing = async |target: &Path| -> Result<(), CommitError> {
-            let taken = env.stat(target).await.map_err(|error| exec_error(target, error))?.is_some();
-            if taken && !vacated.contains(&target) {
-                return Err(CommitError::AlreadyExists(target.to_path_buf()));
-            }
-            Ok(())
-        };
+    /// The plan's steps as disk operations: every removal first (so a path the change vacates
+    /// is free for the file that takes it), then every write, each in the change set's order.
+    fn disk_ops(steps: Vec<Step<'_, Option<u32>>>) -> Vec<DiskOp> {
         let mut removes = Vec::new();
         let mut writes = Vec::new();
-        let mut outcomes = Vec::new();
-        for file in &change.files {
-            if !file.accepted {
-                outcomes.push(FileOutcome::rejected(file));
-                continue;
-            }
-            let change = &file.change;
-            match &change.op {
-                FileOp::Create => {
-                    refuse_existing(&change.path).await?;
-                    let text = file.final_text.clone().unwrap_or_else(|| Arc::from(""));
-                    writes.push(Action::Write {
-                        path: change.path.clone(),
-                        text: text.clone(),
-                        mode: None,
-                        previous: None,
-                    });
-                    outcomes.push(FileOutcome::committed(file, Some(text), false));
+        for step in steps {
+            let change = &step.file.change;
+            match step.action {
+                Action::Create { text } => {
+                    writes.push(DiskOp::Write { path: change.path.clone(), text, mode: None, previous: None })
                 }
-                FileOp::Delete => {
-                    let current = current_state(env, &change.path, change.base.as_ref(), true).await?;
-                    if !current.is_base {
-                        return Err(CommitError::ChangedBeforeDelete(change.path.clone()));
-                    }
-                    removes.push(Action::Remove {
+                Action::Delete { current } => removes.push(DiskOp::Remove {
+                    path: change.path.clone(),
+                    previous: current.text,
+                    mode: current.detail,
+                }),
+                Action::Modify { current, text } => writes.push(DiskOp::Write {
+                    path: change.path.clone(),
+                    text,
+                    mode: None,
+                    previous: Some(current.text),
+                }),
+                Action::Move { current, text } => {
+                    removes.push(DiskOp::Remove {
                         path: change.path.clone(),
                         previous: current.text,
-                        mode: current.mode,
+                        mode: current.detail,
                     });
-                    outcomes.push(FileOutcome::committed(file, None, false));
-                }
-                FileOp::Modify | FileOp::Rename { .. } => {
-                    let target = change.target_path().to_path_buf();
-                    let moved = target != change.path;
-                    let current = current_state(env, &change.path, change.base.as_ref(), moved).await?;
-                    let proposed = file.final_text.clone().unwrap_or_else(|| Arc::from(""));
-                    let (text, rebased) = if current.is_base {
-                        (proposed, false)
-                    } else {
-                        let merged =
-                            rebase(change.base_text(), &proposed, &current.text).map_err(|conflict| {
-                                CommitError::Conflict { path: change.path.clone(), conflict }
-                            })?;
-                        (Arc::from(merged), true)
-                    };
-                    if moved {
-                        refuse_existing(&target).await?;
-                        removes.push(Action::Remove {
-                            path: change.path.clone(),
-                            previous: current.text,
-                            mode: current.mode,
-                        });
-                        writes.push(Action::Write {
-                            path: target,
-                            text: text.clone(),
-                            mode: current.mode,
-                            previous: None,
-                        });
-                    } else {
-                        writes.push(Action::Write {
-                            path: target,
-                            text: text.clone(),
-                            mode: None,
-                            previous: Some(current.text),
-                        });
-                    }
-                    outcomes.push(FileOutcome::committed(file, Some(text), rebased));
+                    writes.push(DiskOp::Write {
+                        path: change.target_path().to_path_buf(),
+                        text,
+                        mode: current.detail,
+                        previous: None,
+                    });
                 }
             }
         }
         removes.extend(writes);
-        Ok((removes, outcomes))
+        removes
     }
 
-    /// Performs `actions` in order; on a failure, undoes the ones done.
-    async fn perform(&self, actions: Vec<Action>) -> Result<Vec<Undo>, CommitError> {
+    /// Performs `ops` in order; on a failure, undoes the ones done.
+    async fn perform(&self, ops: Vec<DiskOp>) -> Result<Vec<Undo>, CommitError> {
         let mut undo = Vec::new();
-        for action in actions {
-            if let Err(error) = self.perform_one(action, &mut undo).await {
+        for op in ops {
+            if let Err(error) = self.perform_one(op, &mut undo).await {
                 return Err(match undo_all(&*self.env, undo).await {
                     Ok(()) => error,
                     Err(left) => {
@@ -416,22 +334,22 @@ impl DiskCommitter {
         Ok(undo)
     }
 
-    async fn perform_one(&self, action: Action, undo: &mut Vec<Undo>) -> Result<(), CommitError> {
+    async fn perform_one(&self, op: DiskOp, undo: &mut Vec<Undo>) -> Result<(), CommitError> {
         let env = &*self.env;
-        match action {
-            Action::Remove { path, previous, mode } => {
+        match op {
+            DiskOp::Remove { path, previous, mode } => {
                 env.remove_file(&path).await.map_err(|error| write_error(&path, error))?;
                 undo.push(Undo::Recreate { path, text: previous, mode });
             }
-            Action::Write { path, text, mode, previous: None } => {
+            DiskOp::Write { path, text, mode, previous: None } => {
                 env.create_file(&path, &text, mode).await.map_err(|error| match error {
                     // Created since the plan was checked: never overwrite what nobody saw.
-                    ExecError::AlreadyExists { .. } => CommitError::AlreadyExists(path.clone()),
+                    ExecError::AlreadyExists { .. } => PlanError::AlreadyExists(path.clone()).into(),
                     error => write_error(&path, error),
                 })?;
                 undo.push(Undo::Remove { path, written: text });
             }
-            Action::Write { path, text, previous: Some(previous), .. } => {
+            DiskOp::Write { path, text, previous: Some(previous), .. } => {
                 if let Err(error) = env.write_file(&path, &text).await {
                     // Put back what this write may have half replaced; the previous text fits in
                     // the space the file already had, so this does not fail for want of space.
@@ -497,52 +415,57 @@ async fn undo_one(env: &dyn ExecutionEnvironment, step: Undo) -> Result<(), Stri
     }
 }
 
-/// A file's content when a commit is planned, with its permission bits when asked for.
-struct CurrentState {
-    /// The base snapshot's text itself when the file still holds it (no copy is made).
-    text: Arc<str>,
-    is_base: bool,
-    mode: Option<u32>,
-}
+/// The files of an environment, as the disk committer plans against them; a file's detail is
+/// its permission bits (read for a file that is deleted or moved, to put it back or carry them).
+struct Files<'e>(&'e dyn ExecutionEnvironment);
 
-/// Reads what `path` holds now. When it is byte for byte the `base` the change was computed
-/// against (the usual case), the base text is reused; the environment compares the file
-/// without it being copied.
-async fn current_state(
-    env: &dyn ExecutionEnvironment,
-    path: &Path,
-    base: Option<&Snapshot>,
-    with_mode: bool,
-) -> Result<CurrentState, CommitError> {
-    let vanished = |error: WorkspaceError| match error {
-        WorkspaceError::NotFound(path) => CommitError::Vanished(path),
-        error => error.into(),
-    };
-    let mode = if with_mode {
-        match env.stat(path).await.map_err(|error| exec_error(path, error))? {
-            None => return Err(CommitError::Vanished(path.to_path_buf())),
-            Some(stat) if stat.kind == FileKind::Directory => {
-                return Err(WorkspaceError::IsDirectory(path.to_path_buf()).into());
+#[async_trait]
+impl CurrentText for Files<'_> {
+    type Detail = Option<u32>;
+
+    async fn exists(&self, path: &Path) -> Result<bool, WorkspaceError> {
+        let stat = self.0.stat(path).await.map_err(|error| WorkspaceError::from_exec(path, error))?;
+        Ok(stat.is_some())
+    }
+
+    /// When the file is byte for byte the `base` the change was computed against (the usual
+    /// case), the base text is reused; the environment compares the file without it being copied.
+    async fn current(
+        &self,
+        path: &Path,
+        base: Option<&Snapshot>,
+        vacating: bool,
+    ) -> Result<Option<Current<Option<u32>>>, WorkspaceError> {
+        let env = self.0;
+        let missing = |error: WorkspaceError| match error {
+            WorkspaceError::NotFound(_) => Ok(None),
+            error => Err(error),
+        };
+        let mode = if vacating {
+            match env.stat(path).await.map_err(|error| WorkspaceError::from_exec(path, error))? {
+                None => return Ok(None),
+                Some(stat) if stat.kind == FileKind::Directory => {
+                    return Err(WorkspaceError::IsDirectory(path.to_path_buf()));
+                }
+                Some(stat) => stat.mode,
             }
-            Some(stat) => stat.mode,
+        } else {
+            None
+        };
+        if let Some(base) = base {
+            match env.file_equals(path, base.text.as_bytes()).await {
+                Ok(true) => {
+                    return Ok(Some(Current { text: base.text.clone(), is_base: true, detail: mode }));
+                }
+                Ok(false) => {}
+                Err(error) => return missing(WorkspaceError::from_exec(path, error)),
+            }
         }
-    } else {
-        None
-    };
-    if let Some(base) = base {
-        match env.file_equals(path, base.text.as_bytes()).await {
-            Ok(true) => return Ok(CurrentState { text: base.text.clone(), is_base: true, mode }),
-            Ok(false) => {}
-            Err(error) => return Err(vanished(WorkspaceError::from_exec(path, error))),
+        match read_text(env, path).await {
+            Ok(text) => Ok(Some(Current { text, is_base: false, detail: mode })),
+            Err(error) => missing(error),
         }
     }
-    let text = read_text(env, path).await.map_err(vanished)?;
-    Ok(CurrentState { text, is_base: false, mode })
-}
-
-/// An environment error met while checking `path`.
-fn exec_error(path: &Path, error: ExecError) -> CommitError {
-    CommitError::Workspace(WorkspaceError::from_exec(path, error))
 }
 
 /// An environment error met while writing `path`.

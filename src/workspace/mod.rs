@@ -1,5 +1,6 @@
 //! What the agent reads and writes: open buffers (document store) before the environment's
-//! files, change sets, hunks, diffs, three-way rebase, and the [`EditorPort`] seam to the editor.
+//! files, change sets, hunks, diffs, three-way rebase, the one planner of change sets (`plan`),
+//! and the [`EditorPort`] seam to the editor.
 //! Invariant: the agent never writes a file directly; it proposes a [`ChangeSet`] computed against
 //! a [`Snapshot`], and a [`Committer`] applies it all or nothing, never over text the agent did
 //! not see. Files are read and written only through an [`ExecutionEnvironment`].
@@ -9,6 +10,7 @@ mod commit;
 mod disk_port;
 mod documents;
 mod hunks;
+mod plan;
 mod port;
 pub mod position;
 mod reads;
@@ -24,6 +26,7 @@ pub use commit::{
 pub use disk_port::DiskPort;
 pub use documents::{BufferText, DocumentError, DocumentStore, TextChange};
 pub use hunks::{DIFF_DEADLINE, Hunk, apply_hunks, check_hunks, compute_hunks, split_lines, unified_diff};
+pub use plan::{Action, Current, MoveCycle, Plan, PlanError, Step};
 pub use port::{EditorPort, PermissionDecision, PermissionRequest, PortError};
 pub use reads::{ReadCheckError, ReadTracker};
 pub use rebase::{RebaseConflict, rebase};
@@ -50,6 +53,14 @@ pub enum WorkspaceError {
 }
 
 impl WorkspaceError {
+    /// The path the error is about.
+    pub fn path(&self) -> &Path {
+        match self {
+            Self::NotFound(path) | Self::IsDirectory(path) | Self::Binary(path) | Self::NotUtf8(path) => path,
+            Self::TooLarge { path, .. } | Self::Io { path, .. } => path,
+        }
+    }
+
     /// The error of an environment operation on `path`.
     fn from_exec(path: &Path, error: ExecError) -> Self {
         match error {
@@ -98,6 +109,19 @@ pub fn shown_path(path: &Path, folders: &[&Path]) -> String {
         .unwrap_or_else(|| path.display().to_string())
 }
 
+/// Where the agent's view holds a path's text.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Holder {
+    /// The editor's open buffer, at the version the editor last reported; not `confirmed` while
+    /// it holds a server edit the editor has not reported (its version of that text is unknown).
+    Buffer { version: i32, confirmed: bool },
+    /// A server edit the editor holds in a buffer it does not show, over the file's text `disk`
+    /// (`None`: there is no file).
+    Hidden { disk: Option<Arc<str>> },
+    /// The file in the execution environment.
+    File,
+}
+
 /// The agent's view of files: open buffers first, the execution environment's files otherwise.
 /// Paths are absolute, as the environment's `resolve_path` gives them.
 #[derive(Debug, Default)]
@@ -121,34 +145,43 @@ impl Workspace {
         env: &dyn ExecutionEnvironment,
         path: &Path,
     ) -> Result<Snapshot, WorkspaceError> {
+        let Some((text, holder)) = self.held(env, path).await? else {
+            return Err(WorkspaceError::NotFound(path.to_path_buf()));
+        };
+        let version = match holder {
+            Holder::File => return Ok(Snapshot::from_disk(path.to_path_buf(), text)),
+            Holder::Buffer { version, .. } => Some(version),
+            Holder::Hidden { .. } => None,
+        };
+        Ok(Snapshot {
+            path: path.to_path_buf(),
+            hash: content_hash(text.as_bytes()),
+            text,
+            version,
+            from_buffer: true,
+        })
+    }
+
+    /// What `path` holds in this view, and where (`None`: nothing): the open buffer, else a
+    /// server edit the editor holds in a buffer it does not show, else the file in `env`.
+    async fn held(
+        &self,
+        env: &dyn ExecutionEnvironment,
+        path: &Path,
+    ) -> Result<Option<(Arc<str>, Holder)>, WorkspaceError> {
         if let Some(buffer) = self.documents.get(path) {
-            return Ok(Snapshot {
-                path: path.to_path_buf(),
-                hash: content_hash(buffer.text.as_bytes()),
-                text: buffer.text,
-                version: Some(buffer.version),
-                from_buffer: true,
-            });
+            let holder = Holder::Buffer { version: buffer.version, confirmed: buffer.confirmed };
+            return Ok(Some((buffer.text, holder)));
         }
-        let disk = read_text(env, path).await;
-        if self.documents.has_unopened(path) {
-            let on_disk = match &disk {
-                Ok(text) => Some(&**text),
-                Err(WorkspaceError::NotFound(_)) => None,
-                Err(_) => return disk.map(|text| Snapshot::from_disk(path.to_path_buf(), text)),
-            };
-            if let Some(text) = self.documents.unopened_text(path, on_disk) {
-                // The editor holds a server edit of this file in a buffer it does not show.
-                return Ok(Snapshot {
-                    path: path.to_path_buf(),
-                    hash: content_hash(text.as_bytes()),
-                    text,
-                    version: None,
-                    from_buffer: true,
-                });
-            }
+        let disk = match read_text(env, path).await {
+            Ok(text) => Some(text),
+            Err(WorkspaceError::NotFound(_)) => None,
+            Err(error) => return Err(error),
+        };
+        if let Some(text) = self.documents.unopened_text(path, disk.as_deref()) {
+            return Ok(Some((text, Holder::Hidden { disk })));
         }
-        disk.map(|text| Snapshot::from_disk(path.to_path_buf(), text))
+        Ok(disk.map(|text| (text, Holder::File)))
     }
 
     /// Like [`Workspace::read`], but a missing file is `Ok(None)`.

@@ -263,3 +263,103 @@ async fn an_undone_commit_leaves_alone_a_file_changed_since() {
     assert_eq!(std::fs::read_to_string(&b).unwrap(), "theirs\n");
     assert_eq!(std::fs::read_to_string(&a).unwrap(), "a\n");
 }
+
+/// Moves a.txt onto b.txt, which the same change deletes (listed after the move), and deletes
+/// c.txt and creates it again.
+async fn vacate_and_fill(fx: &Fixture) -> ChangeSet {
+    let (a, b, c) = (fx.path("a.txt"), fx.path("b.txt"), fx.path("c.txt"));
+    ChangeSet::new(vec![
+        FileChange::modify(fx.read(&a).await, "a.txt", "moved\n").moved_to(b.clone()),
+        FileChange::delete(fx.read(&b).await, "b.txt"),
+        FileChange::delete(fx.read(&c).await, "c.txt"),
+        FileChange::create(c, "c.txt", "new c\n"),
+    ])
+    .unwrap()
+}
+
+fn write_abc(fx: &Fixture) {
+    for name in ["a", "b", "c"] {
+        std::fs::write(fx.path(&format!("{name}.txt")), format!("{name}\n")).unwrap();
+    }
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn the_disk_committer_fills_a_path_the_change_vacates_and_undoes_it_all() {
+    use std::os::unix::fs::PermissionsExt;
+    let fx = Fixture::new();
+    write_abc(&fx);
+    let a = fx.path("a.txt");
+    std::fs::set_permissions(&a, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let change = vacate_and_fill(&fx).await;
+    let committed =
+        DiskCommitter::new(Arc::clone(&fx.env)).commit_undoable(change.accept_all()).await.unwrap();
+    let read = |name: &str| std::fs::read_to_string(fx.path(name)).ok();
+    assert_eq!(
+        (read("a.txt"), read("b.txt"), read("c.txt")),
+        (None, Some("moved\n".into()), Some("new c\n".into()))
+    );
+    let mode = std::fs::metadata(fx.path("b.txt")).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o640, "the moved file keeps its mode");
+    committed.undo().await.unwrap();
+    assert_eq!(
+        (read("a.txt"), read("b.txt"), read("c.txt")),
+        (Some("a\n".into()), Some("b\n".into()), Some("c\n".into()))
+    );
+}
+
+#[tokio::test]
+async fn the_plan_over_buffers_fills_a_path_the_change_vacates_once_it_is_vacated() {
+    let fx = Fixture::new();
+    write_abc(&fx);
+    // b.txt is open with unsaved text: that is what the delete must find.
+    fx.workspace.documents().open(&fx.path("b.txt"), "b (unsaved)\n", 3);
+    let change = vacate_and_fill(&fx).await.accept_all();
+    let plan = fx.workspace.plan(&*fx.env, &change).await.unwrap();
+    let order: Vec<(char, &str)> = plan
+        .in_sequence()
+        .unwrap()
+        .iter()
+        .map(|step| (step.file.change.op.letter(), step.file.change.display_path.as_str()))
+        .collect();
+    assert_eq!(order, [('D', "b.txt"), ('R', "a.txt"), ('D', "c.txt"), ('A', "c.txt")]);
+    let held: Vec<&Holder> = plan
+        .steps
+        .iter()
+        .filter_map(|step| match &step.action {
+            Action::Delete { current } | Action::Move { current, .. } => Some(&current.detail),
+            Action::Create { .. } | Action::Modify { .. } => None,
+        })
+        .collect();
+    assert_eq!(held, [&Holder::File, &Holder::Buffer { version: 3, confirmed: true }, &Holder::File]);
+
+    // A path nobody vacates is refused, by both planners.
+    let (a, b) = (fx.path("a.txt"), fx.path("b.txt"));
+    let onto_b =
+        ChangeSet::new(vec![FileChange::modify(fx.read(&a).await, "a.txt", "x\n").moved_to(b.clone())])
+            .unwrap()
+            .accept_all();
+    assert_eq!(fx.workspace.plan(&*fx.env, &onto_b).await.unwrap_err(), PlanError::AlreadyExists(b.clone()));
+    let committed = DiskCommitter::new(Arc::clone(&fx.env)).commit(onto_b).await;
+    assert_eq!(committed.unwrap_err(), CommitError::Plan(PlanError::AlreadyExists(b)));
+}
+
+#[tokio::test]
+async fn files_trading_places_are_moved_on_disk_and_cannot_be_sequenced_for_an_editor() {
+    let fx = Fixture::new();
+    write_abc(&fx);
+    let (a, b) = (fx.path("a.txt"), fx.path("b.txt"));
+    let swap = ChangeSet::new(vec![
+        FileChange::modify(fx.read(&a).await, "a.txt", "a\n").moved_to(b.clone()),
+        FileChange::modify(fx.read(&b).await, "b.txt", "b\n").moved_to(a.clone()),
+    ])
+    .unwrap()
+    .accept_all();
+    let plan = fx.workspace.plan(&*fx.env, &swap).await.unwrap();
+    assert_eq!(plan.in_sequence().unwrap_err(), MoveCycle(b.clone()));
+    DiskCommitter::new(Arc::clone(&fx.env)).commit(swap).await.unwrap();
+    assert_eq!(
+        (std::fs::read_to_string(&a).unwrap(), std::fs::read_to_string(&b).unwrap()),
+        ("b\n".into(), "a\n".into())
+    );
+}
