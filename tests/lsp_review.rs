@@ -1,10 +1,11 @@
 //! Review and apply through the editor: `agentls/review` → partial accept → `workspace/applyEdit`
 //! on an unsaved buffer with its version → the model is told what was rejected and why; the
 //! user typing during the review (rebase); `applied: false`; plain clients without
-//! `documentChanges`; cancel rejects a pending review.
+//! `documentChanges`; cancel rejects a pending review; a path the change vacates (a delete, or
+//! a move's source) filled again by a create or a move, through resource operations and on disk.
 //!
-//! The edit comes from a small test tool that proposes a whole new text for a file, so these
-//! tests pin the server's side of the editor port independently of the edit tools.
+//! The edits come from a small test tool that proposes any change set (a whole new text per
+//! file), so these tests pin the server's side of the editor port independently of the edit tools.
 
 #[path = "support/lsp_client.rs"]
 mod lsp_client;
@@ -16,39 +17,61 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use agentls::tools::{Tool, ToolContext, ToolError, ToolOutput};
-use agentls::workspace::{ChangeSet, FileChange};
+use agentls::workspace::{ChangeSet, FileChange, Snapshot};
 use async_trait::async_trait;
 use lsp_client::{LspClient, file_uri, plain_capabilities, plugin_capabilities};
 use mock_provider::{Dialect, MockProvider, Turn};
 use serde_json::{Value, json};
 
-/// `propose_text {path, text}`: proposes replacing the file's text, reports the outcome.
-struct ProposeText;
+/// `path` as the agent sees it.
+async fn read(ctx: &ToolContext, path: &str) -> Result<Snapshot, ToolError> {
+    let resolved = ctx.resolve(path)?;
+    ctx.workspace.read(&*ctx.env, &resolved).await.map_err(|e| ToolError::new(e.to_string()))
+}
+
+/// `propose_changes {changes: [{op: modify|create|delete|move, path, to?, text?}]}`: proposes
+/// one change set with these operations, in this order (a whole new text for a modified or
+/// moved file), and reports the outcome. The edit tools never build some of these sets: a patch
+/// that deletes a file and adds it again proposes a modification.
+struct ProposeChanges;
 
 #[async_trait]
-impl Tool for ProposeText {
+impl Tool for ProposeChanges {
     fn name(&self) -> &str {
-        "propose_text"
+        "propose_changes"
     }
     fn description(&self) -> &str {
-        "Propose a new text for a file."
+        "Propose a change set."
     }
     fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {"path": {"type": "string"}, "text": {"type": "string"}}, "required": ["path", "text"]})
+        json!({"type": "object", "properties": {"changes": {"type": "array"}}, "required": ["changes"]})
     }
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let path = args["path"].as_str().unwrap_or_default();
-        let resolved = ctx.resolve(path)?;
-        let snapshot =
-            ctx.workspace.read(&*ctx.env, &resolved).await.map_err(|e| ToolError::new(e.to_string()))?;
-        let change = FileChange::modify(snapshot, path, args["text"].as_str().unwrap_or_default());
-        let set = ChangeSet::new(vec![change]).map_err(|e| ToolError::new(e.to_string()))?;
+        let mut files = Vec::new();
+        for change in args["changes"].as_array().into_iter().flatten() {
+            let path = change["path"].as_str().unwrap_or_default();
+            let text = change["text"].as_str().unwrap_or_default();
+            files.push(match change["op"].as_str() {
+                Some("modify") => FileChange::modify(read(ctx, path).await?, path, text),
+                Some("create") => FileChange::create(ctx.resolve(path)?, path, text),
+                Some("delete") => FileChange::delete(read(ctx, path).await?, path),
+                Some("move") => FileChange::modify(read(ctx, path).await?, path, text)
+                    .moved_to(ctx.resolve(change["to"].as_str().unwrap_or_default())?),
+                op => return Err(ToolError::new(format!("unknown op {op:?}"))),
+            });
+        }
+        let set = ChangeSet::new(files).map_err(|e| ToolError::new(e.to_string()))?;
         let outcome = ctx.editor.propose(set).await.map_err(|e| ToolError::new(e.to_string()))?;
         match outcome.refusal_message() {
             Some(message) => Err(ToolError::new(message)),
             None => Ok(ToolOutput::text(format!("Applied.{}", outcome.notes()))),
         }
     }
+}
+
+/// The arguments of `propose_changes` for a whole new text of `path`.
+fn modify(path: &str, text: &str) -> Value {
+    json!({"changes": [{"op": "modify", "path": path, "text": text}]})
 }
 
 struct Fixture {
@@ -86,7 +109,7 @@ async fn fixture_with_deadlines(
     options.data_dir = None;
     options.deadlines.request = request_deadline;
     options.deadlines.human = question_deadline;
-    options.extra_tools = vec![Arc::new(ProposeText)];
+    options.extra_tools = vec![Arc::new(ProposeChanges)];
     let client = LspClient::in_process(options);
     client.initialize(&root, capabilities, json!({"model": "m"})).await;
     client.manual("workspace/applyEdit");
@@ -94,7 +117,7 @@ async fn fixture_with_deadlines(
 }
 
 async fn start_turn(fx: &Fixture, new_text: &str) -> String {
-    fx.mock.push(Turn::new().tool_call("e1", "propose_text", json!({"path": "a.txt", "text": new_text})));
+    fx.mock.push(Turn::new().tool_call("e1", "propose_changes", modify("a.txt", new_text)));
     fx.mock.push(Turn::new().text("ok"));
     let created = fx.client.command("agentls.newSession", json!({})).await.expect("session");
     let id = created["sessionId"].as_str().unwrap().to_string();
@@ -194,7 +217,7 @@ async fn rebase_conflict_fails_cleanly_and_reject_reaches_the_model() {
     assert!(told.contains("changed in the editor since you read it"), "{told}");
     assert!(fx.client.requests("workspace/applyEdit").is_empty(), "a conflicting edit is never sent");
 
-    fx.mock.push(Turn::new().tool_call("e2", "propose_text", json!({"path": "a.txt", "text": "x\n"})));
+    fx.mock.push(Turn::new().tool_call("e2", "propose_changes", modify("a.txt", "x\n")));
     fx.mock.push(Turn::new().text("ok"));
     fx.client.command("agentls.prompt", json!({"sessionId": id, "text": "again"})).await.expect("prompt");
     let review = fx.client.next_notification("agentls/review").await;
@@ -259,7 +282,7 @@ async fn a_client_that_never_answers_apply_edit_gets_an_error_result_and_the_ser
         .command("agentls.configure", json!({"sessionId": id, "approval": "auto"}))
         .await
         .expect("configure");
-    fx.mock.push(Turn::new().tool_call("e1", "propose_text", json!({"path": "a.txt", "text": "changed\n"})));
+    fx.mock.push(Turn::new().tool_call("e1", "propose_changes", modify("a.txt", "changed\n")));
     fx.mock.push(Turn::new().text("ok"));
     fx.client.command("agentls.prompt", json!({"sessionId": id, "text": "edit"})).await.expect("prompt");
     let apply = fx.client.next_request("workspace/applyEdit").await;
@@ -299,4 +322,103 @@ async fn a_review_nobody_answers_is_rejected_at_the_question_deadline_and_the_us
         .unwrap_err();
     assert_eq!(late["data"], "reviewId", "the review is closed");
     assert_eq!(std::fs::read_to_string(fx.root.join("a.txt")).unwrap(), DISK);
+}
+
+/// Moves a.txt onto b.txt, which the same change deletes (listed after the move), and deletes
+/// c.txt and creates it again: the paths the change vacates are free for the files that take them.
+fn vacate_and_fill(fx: &Fixture) -> Value {
+    std::fs::write(fx.root.join("b.txt"), "b\n").expect("write");
+    std::fs::write(fx.root.join("c.txt"), "c\n").expect("write");
+    json!({"changes": [
+        {"op": "move", "path": "a.txt", "to": "b.txt", "text": "moved\n"},
+        {"op": "delete", "path": "b.txt"},
+        {"op": "delete", "path": "c.txt"},
+        {"op": "create", "path": "c.txt", "text": "new c\n"},
+    ]})
+}
+
+/// Starts a session with approval `auto` whose model calls `tool` with `args`.
+async fn start_auto_turn(fx: &Fixture, tool: &str, args: Value) -> String {
+    fx.mock.push(Turn::new().tool_call("e1", tool, args));
+    fx.mock.push(Turn::new().text("ok"));
+    let created = fx.client.command("agentls.newSession", json!({})).await.expect("session");
+    let id = created["sessionId"].as_str().unwrap().to_string();
+    fx.client.command("agentls.configure", json!({"sessionId": id, "approval": "auto"})).await.expect("auto");
+    fx.client.command("agentls.prompt", json!({"sessionId": id, "text": "reshape"})).await.expect("prompt");
+    id
+}
+
+#[tokio::test]
+async fn a_path_the_change_vacates_is_filled_again_through_resource_operations_in_order() {
+    let fx = fixture(plugin_capabilities()).await;
+    let args = vacate_and_fill(&fx);
+    let id = start_auto_turn(&fx, "propose_changes", args).await;
+    let apply = fx.client.next_request("workspace/applyEdit").await;
+    let uri = |name: &str| json!(file_uri(&fx.root.join(name)));
+    let steps: Vec<Value> = apply.params["edit"]["documentChanges"]
+        .as_array()
+        .expect("documentChanges")
+        .iter()
+        .map(|change| match change["kind"].as_str() {
+            Some("rename") => json!(["rename", change["oldUri"], change["newUri"]]),
+            Some(kind) => json!([kind, change["uri"]]),
+            None => json!(["edit", change["textDocument"]["uri"], change["edits"][0]["newText"]]),
+        })
+        .collect();
+    // Each path is vacated before it is taken again.
+    assert_eq!(
+        steps,
+        vec![
+            json!(["delete", uri("b.txt")]),
+            json!(["rename", uri("a.txt"), uri("b.txt")]),
+            json!(["edit", uri("b.txt"), "moved\n"]),
+            json!(["delete", uri("c.txt")]),
+            json!(["create", uri("c.txt")]),
+            json!(["edit", uri("c.txt"), "new c\n"]),
+        ]
+    );
+    fx.client.respond(&apply, json!({"applied": true}));
+    fx.client.next_turn_end(&id).await;
+    assert!(tool_result_text(&fx).contains("Applied."), "{}", tool_result_text(&fx));
+}
+
+#[tokio::test]
+async fn without_resource_operations_a_path_the_change_vacates_is_filled_again_on_disk() {
+    let fx = fixture(plain_capabilities()).await;
+    let args = vacate_and_fill(&fx);
+    let id = start_auto_turn(&fx, "propose_changes", args).await;
+    fx.client.next_turn_end(&id).await;
+    assert!(tool_result_text(&fx).contains("Applied."), "{}", tool_result_text(&fx));
+    let read = |name: &str| std::fs::read_to_string(fx.root.join(name)).ok();
+    assert_eq!(
+        (read("a.txt"), read("b.txt"), read("c.txt")),
+        (None, Some("moved\n".into()), Some("new c\n".into()))
+    );
+    assert!(fx.client.requests("workspace/applyEdit").is_empty(), "nothing for the editor to do");
+}
+
+#[tokio::test]
+async fn files_trading_places_are_refused_by_an_editor_that_renames_and_moved_on_disk_otherwise() {
+    let swap = json!({"changes": [
+        {"op": "move", "path": "a.txt", "to": "b.txt", "text": DISK},
+        {"op": "move", "path": "b.txt", "to": "a.txt", "text": "b\n"},
+    ]});
+    let fx = fixture(plugin_capabilities()).await;
+    std::fs::write(fx.root.join("b.txt"), "b\n").expect("write");
+    let id = start_auto_turn(&fx, "propose_changes", swap.clone()).await;
+    fx.client.next_turn_end(&id).await;
+    let told = tool_result_text(&fx);
+    assert!(
+        told.contains("a.txt cannot be moved to b.txt: the files this change moves take each other's places"),
+        "{told}"
+    );
+    assert!(fx.client.requests("workspace/applyEdit").is_empty());
+
+    let fx = fixture(plain_capabilities()).await;
+    std::fs::write(fx.root.join("b.txt"), "b\n").expect("write");
+    let id = start_auto_turn(&fx, "propose_changes", swap).await;
+    fx.client.next_turn_end(&id).await;
+    assert!(tool_result_text(&fx).contains("Applied."), "{}", tool_result_text(&fx));
+    let read = |name: &str| std::fs::read_to_string(fx.root.join(name)).expect("read");
+    assert_eq!((read("a.txt"), read("b.txt")), ("b\n".to_string(), DISK.to_string()));
 }

@@ -2,9 +2,12 @@
 //! shaped by what the client announced.
 //!
 //! Invariants:
-//! - Edits are computed against the text the editor holds now (the buffer when open, else the
-//!   disk). When it moved on since the agent read it, the change is rebased three-way; when the
-//!   rebase conflicts, nothing is sent and the model is told to re-read.
+//! - What each file becomes is decided by the workspace's one planner (`Workspace::plan`), over
+//!   the text the editor holds now (the buffer when open, else the disk): a file that moved on
+//!   since the agent read it is rebased three-way; when the rebase conflicts, nothing is sent and
+//!   the model is told to re-read. This module only maps the plan to document changes, in an
+//!   order in which each file operation finds its path free (a path the change vacates is
+//!   deleted or moved away before it is taken again).
 //! - An applied edit is recorded in the document store as the editor's expected text until the
 //!   editor reports it. A further edit of the same file first waits (briefly) for that report,
 //!   so it is computed on the editor's text and version; if the report does not come, it is
@@ -40,8 +43,8 @@ use super::outbound::Outbound;
 use crate::exec::ExecutionEnvironment;
 use crate::workspace::position::{PositionEncoding, position_of};
 use crate::workspace::{
-    CommitError, Committer, DiskCommitter, DocumentStore, FileOp, FileOutcome, FileStatus, ResolvedChangeSet,
-    ResolvedFile, Snapshot, WorkspaceError, compute_hunks, read_text, rebase,
+    Action, CommitError, Committer, Current, DiskCommitter, FileOp, FileOutcome, FileStatus, Holder,
+    MoveCycle, PlanError, ResolvedChangeSet, ResolvedFile, Snapshot, Workspace, compute_hunks,
 };
 
 const DIFF_DEADLINE: Duration = Duration::from_millis(500);
@@ -49,42 +52,6 @@ const ANNOTATION: &str = "agentls";
 /// How long a further edit of a file waits for the editor to report the previous one (editors
 /// debounce their reports: Neovim 150 ms, eglot 0.5 s of idle time).
 const SETTLE: Duration = Duration::from_secs(2);
-
-/// The text the editor holds for a path now.
-struct Current {
-    text: Arc<str>,
-    /// The version the editor last reported, when the file is open.
-    reported: Option<i32>,
-    /// The version to send with an edit: the reported one, unless the text holds a server edit
-    /// the editor has not reported yet (its version is then unknown).
-    version: Option<i32>,
-    /// What the file holds on disk, when it was read (the file is not open).
-    disk: Option<Arc<str>>,
-}
-
-impl Current {
-    fn is_open(&self) -> bool {
-        self.reported.is_some()
-    }
-}
-
-async fn current(
-    documents: &DocumentStore,
-    env: &dyn ExecutionEnvironment,
-    path: &Path,
-) -> Result<Option<Current>, String> {
-    if let Some(buffer) = documents.get(path) {
-        let version = buffer.confirmed.then_some(buffer.version);
-        return Ok(Some(Current { text: buffer.text, reported: Some(buffer.version), version, disk: None }));
-    }
-    let disk = match read_text(env, path).await {
-        Ok(text) => Some(text),
-        Err(WorkspaceError::NotFound(_)) => None,
-        Err(e) => return Err(format!("cannot read {}: {e}; nothing was changed", path.display())),
-    };
-    let text = documents.unopened_text(path, disk.as_deref()).or_else(|| disk.clone());
-    Ok(text.map(|text| Current { text, reported: None, version: None, disk }))
-}
 
 /// Minimal edits turning `old` into `new`, in the client's position encoding.
 pub fn minimal_edits(old: &str, new: &str, encoding: PositionEncoding) -> Vec<TextEdit> {
@@ -103,13 +70,12 @@ pub fn minimal_edits(old: &str, new: &str, encoding: PositionEncoding) -> Vec<Te
 /// A text the editor will hold once it applied the edit: path, reported version, before, after.
 type Expectation = (PathBuf, Option<i32>, Arc<str>, Arc<str>);
 
-/// The planned edit.
-struct Plan {
+/// A plan routed: the editor's document changes, and what it cannot do as a change on disk.
+struct Routed {
     operations: Vec<DocumentChangeOperation>,
     changes: HashMap<Uri, Vec<TextEdit>>,
     /// What the editor cannot do, as changes of the text on disk, for the committer.
     disk: Vec<ResolvedFile>,
-    outcomes: Vec<FileOutcome>,
     expectations: Vec<Expectation>,
 }
 
@@ -141,23 +107,83 @@ fn on_disk(file: &ResolvedFile, disk: Option<&Arc<str>>, text: Option<Arc<str>>)
     file
 }
 
-async fn plan(
+/// The file's text on disk as the plan found it (`None` when the editor has the file open).
+fn disk_text(current: &Current<Holder>) -> Option<&Arc<str>> {
+    match &current.detail {
+        Holder::File => Some(&current.text),
+        Holder::Hidden { disk } => disk.as_ref(),
+        Holder::Buffer { .. } => None,
+    }
+}
+
+/// What the model is told when the plan refuses the change, in the words editors always used.
+fn refusal(error: &PlanError, change: &ResolvedChangeSet) -> String {
+    // A path is the source of one file of a change set at most, and the target of one at most.
+    let source =
+        |path: &Path| change.files.iter().find(|f| f.change.op != FileOp::Create && f.change.path == path);
+    let shown = |path: &Path| {
+        source(path).map_or_else(|| path.display().to_string(), |f| f.change.display_path.clone())
+    };
+    match error {
+        PlanError::AlreadyExists(path) => {
+            match change.files.iter().find(|f| f.change.op == FileOp::Create && f.change.path == *path) {
+                Some(file) => format!(
+                    "{} already exists; refusing to overwrite it (nothing was changed). Edit it instead",
+                    file.change.display_path
+                ),
+                None => format!("{} already exists; nothing was changed", path.display()),
+            }
+        }
+        PlanError::Vanished(path) if source(path).is_some_and(|f| f.change.op == FileOp::Delete) => {
+            format!("{} no longer exists; nothing was changed", shown(path))
+        }
+        PlanError::Vanished(path) => {
+            format!(
+                "{} no longer exists (it was deleted since you read it); nothing was changed",
+                shown(path)
+            )
+        }
+        PlanError::ChangedBeforeDelete(path) => format!(
+            "{} changed since you read it; nothing was changed. Read it again before deleting it",
+            shown(path)
+        ),
+        PlanError::Conflict { path, conflict } => format!(
+            "{} changed in the editor since you read it and your edit overlaps that change ({conflict}); \
+             nothing was changed. Read the file again and redo the edit against its current text",
+            shown(path)
+        ),
+        PlanError::Workspace(error) => {
+            format!("cannot read {}: {error}; nothing was changed", error.path().display())
+        }
+    }
+}
+
+/// Plans `change` on the text the editor holds and routes each file to the editor or the disk.
+async fn route(
     change: &ResolvedChangeSet,
-    documents: &DocumentStore,
+    workspace: &Workspace,
     env: &dyn ExecutionEnvironment,
     profile: &ClientProfile,
     confirm: bool,
-) -> Result<Plan, String> {
+) -> Result<(Routed, Vec<FileOutcome>), String> {
+    let plan = workspace.plan(env, change).await.map_err(|error| refusal(&error, change))?;
+    let steps = match plan.in_sequence() {
+        Ok(steps) => steps,
+        Err(MoveCycle(target)) if profile.document_changes && profile.rename_files => {
+            return Err(trading_places(change, &target));
+        }
+        // The moves are done on disk, all at once.
+        Err(_) => plan.steps.iter().collect(),
+    };
     let annotation = confirm.then(|| ANNOTATION.to_string());
-    let mut p = Plan {
+    let mut p = Routed {
         operations: Vec::new(),
         changes: HashMap::new(),
         disk: Vec::new(),
-        outcomes: Vec::new(),
         expectations: Vec::new(),
     };
     let text_edit =
-        |p: &mut Plan, path: &Path, version: Option<i32>, edits: Vec<TextEdit>| -> Result<(), String> {
+        |p: &mut Routed, path: &Path, version: Option<i32>, edits: Vec<TextEdit>| -> Result<(), String> {
             if edits.is_empty() {
                 return Ok(());
             }
@@ -172,22 +198,11 @@ async fn plan(
             }
             Ok(())
         };
-    for file in &change.files {
-        if !file.accepted {
-            p.outcomes.push(FileOutcome::rejected(file));
-            continue;
-        }
+    for step in steps {
+        let file = step.file;
         let fc = &file.change;
-        let now = current(documents, env, &fc.path).await?;
-        match &fc.op {
-            FileOp::Create => {
-                if now.is_some() {
-                    return Err(format!(
-                        "{} already exists; refusing to overwrite it (nothing was changed). Edit it instead",
-                        fc.display_path
-                    ));
-                }
-                let text = file.final_text.clone().unwrap_or_else(|| Arc::from(""));
+        match &step.action {
+            Action::Create { text } => {
                 if profile.document_changes && profile.create_files {
                     let uri = uri(&fc.path)?;
                     p.operations.push(DocumentChangeOperation::Op(ResourceOp::Create(CreateFile {
@@ -198,106 +213,81 @@ async fn plan(
                         }),
                         annotation_id: annotation.clone(),
                     })));
-                    text_edit(&mut p, &fc.path, None, minimal_edits("", &text, profile.encoding))?;
+                    text_edit(&mut p, &fc.path, None, minimal_edits("", text, profile.encoding))?;
                     p.expectations.push((fc.path.clone(), None, Arc::from(""), text.clone()));
                 } else {
                     p.disk.push(on_disk(file, None, Some(text.clone())));
                 }
-                p.outcomes.push(FileOutcome::committed(file, Some(text), false));
             }
-            FileOp::Delete => {
-                let Some(now) = now else {
-                    return Err(format!("{} no longer exists; nothing was changed", fc.display_path));
-                };
-                if *now.text != *fc.base_text() {
-                    return Err(format!(
-                        "{} changed since you read it; nothing was changed. Read it again before deleting it",
-                        fc.display_path
-                    ));
-                }
+            Action::Delete { current } => {
                 if profile.document_changes && profile.delete_files {
                     p.operations.push(DocumentChangeOperation::Op(ResourceOp::Delete(DeleteFile {
                         uri: uri(&fc.path)?,
                         options: None,
                         annotation_id: annotation.clone(),
                     })));
-                } else if now.is_open() {
+                } else if matches!(current.detail, Holder::Buffer { .. }) {
                     return Err(format!(
                         "{} is open in the editor and this editor cannot delete files through LSP; close it first",
                         fc.display_path
                     ));
                 } else {
-                    p.disk.push(on_disk(file, now.disk.as_ref(), None));
+                    p.disk.push(on_disk(file, disk_text(current), None));
                 }
-                p.outcomes.push(FileOutcome::committed(file, None, false));
             }
-            FileOp::Modify | FileOp::Rename { .. } => {
-                let Some(now) = now else {
+            Action::Move { current, text } => {
+                let to = fc.target_path();
+                if profile.document_changes && profile.rename_files {
+                    p.operations.push(DocumentChangeOperation::Op(ResourceOp::Rename(RenameFile {
+                        old_uri: uri(&fc.path)?,
+                        new_uri: uri(to)?,
+                        options: None,
+                        annotation_id: annotation.clone(),
+                    })));
+                    text_edit(&mut p, to, None, minimal_edits(&current.text, text, profile.encoding))?;
+                } else if matches!(current.detail, Holder::Buffer { .. }) {
                     return Err(format!(
-                        "{} no longer exists (it was deleted since you read it); nothing was changed",
+                        "{} is open in the editor and this editor cannot rename files through LSP; close it first",
                         fc.display_path
                     ));
-                };
-                let proposed = file.final_text.clone().unwrap_or_else(|| Arc::from(""));
-                let (merged, rebased): (Arc<str>, bool) = if *now.text == *fc.base_text() {
-                    (proposed, false)
                 } else {
-                    let merged = rebase(fc.base_text(), &proposed, &now.text).map_err(|conflict| {
-                        format!(
-                            "{} changed in the editor since you read it and your edit overlaps that change ({conflict}); \
-                             nothing was changed. Read the file again and redo the edit against its current text",
-                            fc.display_path
-                        )
-                    })?;
-                    (Arc::from(merged), true)
-                };
-                let edits = minimal_edits(&now.text, &merged, profile.encoding);
-                match &fc.op {
-                    FileOp::Rename { to } => {
-                        if current(documents, env, to).await?.is_some() {
-                            return Err(format!("{} already exists; nothing was changed", to.display()));
-                        }
-                        if profile.document_changes && profile.rename_files {
-                            p.operations.push(DocumentChangeOperation::Op(ResourceOp::Rename(RenameFile {
-                                old_uri: uri(&fc.path)?,
-                                new_uri: uri(to)?,
-                                options: None,
-                                annotation_id: annotation.clone(),
-                            })));
-                            text_edit(&mut p, to, None, edits)?;
-                        } else if now.is_open() {
-                            return Err(format!(
-                                "{} is open in the editor and this editor cannot rename files through LSP; close it first",
-                                fc.display_path
-                            ));
-                        } else {
-                            p.disk.push(on_disk(file, now.disk.as_ref(), Some(merged.clone())));
-                        }
-                    }
-                    _ if profile.apply_edit => {
-                        text_edit(&mut p, &fc.path, now.version, edits)?;
-                        p.expectations.push((
-                            fc.path.clone(),
-                            now.reported,
-                            now.text.clone(),
-                            merged.clone(),
-                        ));
-                    }
-                    _ if now.is_open() => {
-                        return Err(format!(
-                            "{} is open in the editor and this editor does not accept edits from the \
-                             server (no workspace.applyEdit); nothing was changed. Close it and retry, or \
-                             ask the user to make the change",
-                            fc.display_path
-                        ));
-                    }
-                    _ => p.disk.push(on_disk(file, now.disk.as_ref(), Some(merged.clone()))),
+                    p.disk.push(on_disk(file, disk_text(current), Some(text.clone())));
                 }
-                p.outcomes.push(FileOutcome::committed(file, Some(merged), rebased));
+            }
+            Action::Modify { current, text } if profile.apply_edit => {
+                let (reported, version) = match current.detail {
+                    Holder::Buffer { version, confirmed } => (Some(version), confirmed.then_some(version)),
+                    Holder::Hidden { .. } | Holder::File => (None, None),
+                };
+                text_edit(&mut p, &fc.path, version, minimal_edits(&current.text, text, profile.encoding))?;
+                p.expectations.push((fc.path.clone(), reported, current.text.clone(), text.clone()));
+            }
+            Action::Modify { current, .. } if matches!(current.detail, Holder::Buffer { .. }) => {
+                return Err(format!(
+                    "{} is open in the editor and this editor does not accept edits from the \
+                     server (no workspace.applyEdit); nothing was changed. Close it and retry, or \
+                     ask the user to make the change",
+                    fc.display_path
+                ));
+            }
+            Action::Modify { current, text } => {
+                p.disk.push(on_disk(file, disk_text(current), Some(text.clone())))
             }
         }
     }
-    Ok(p)
+    Ok((p, plan.outcomes))
+}
+
+/// Why moves that take each other's paths are refused: the editor renames one file at a time.
+fn trading_places(change: &ResolvedChangeSet, target: &Path) -> String {
+    let (moved, to) = change.files.iter().find(|file| file.change.target_path() == target).map_or_else(
+        || (String::from("a file"), target.display().to_string()),
+        |file| (file.change.display_path.clone(), file.change.shown_target(target)),
+    );
+    format!(
+        "{moved} cannot be moved to {to}: the files this change moves take each other's places, and the editor \
+         moves one file at a time; nothing was changed. Move one of them to a new name first, in a change of its own"
+    )
 }
 
 /// Applies `change` in the editor (and on `env`'s disk where the editor cannot); `confirm` asks
@@ -305,13 +295,14 @@ async fn plan(
 /// happened to each file.
 pub async fn apply(
     outbound: &Outbound,
-    documents: &DocumentStore,
+    workspace: &Workspace,
     env: &Arc<dyn ExecutionEnvironment>,
     profile: &ClientProfile,
     change: &ResolvedChangeSet,
     label: &str,
     confirm: bool,
 ) -> Result<Vec<FileOutcome>, String> {
+    let documents = workspace.documents();
     for file in change.files.iter().filter(|f| f.accepted) {
         if !documents.settled(&file.change.path, SETTLE).await {
             tracing::debug!(
@@ -320,8 +311,7 @@ pub async fn apply(
             );
         }
     }
-    let plan = plan(change, documents, &**env, profile, confirm).await?;
-    let mut outcomes = plan.outcomes;
+    let (plan, mut outcomes) = route(change, workspace, &**env, profile, confirm).await?;
     let in_editor: Vec<String> = outcomes
         .iter()
         .filter(|outcome| !plan.disk.iter().any(|file| file.change.path == outcome.path))

@@ -27,7 +27,8 @@ use crate::exec::ExecutionEnvironment;
 use crate::session::SessionHandle;
 use crate::workspace::{
     ChangeOutcome, ChangeSet, Committer, DiskCommitter, EditorPort, FileChange, FileDecision, FileOutcome,
-    PermissionDecision, PermissionRequest, PortError, ResolvedChangeSet, Snapshot, WorkspaceError, read_text,
+    PermissionDecision, PermissionRequest, PortError, ResolvedChangeSet, Snapshot, Workspace, WorkspaceError,
+    read_text,
 };
 
 /// A question for a plugin client, sent by the session's event pump so that it follows the
@@ -94,7 +95,8 @@ impl LspEditorPort {
         label: &str,
         confirm: bool,
     ) -> Result<Vec<FileOutcome>, String> {
-        apply::apply(&state.outbound, &state.documents, &self.env, profile, resolved, label, confirm).await
+        let workspace = Workspace::new(Arc::clone(&state.documents));
+        apply::apply(&state.outbound, &workspace, &self.env, profile, resolved, label, confirm).await
     }
 
     async fn propose_inner(&self, change: ChangeSet) -> Result<ChangeOutcome, PortError> {
