@@ -19,6 +19,7 @@ COMMANDS = {
     "agentls.compact",
     "agentls.resolveReview",
     "agentls.resolvePermission",
+    "agentls.trustFolder",
 }
 
 # client → (position encoding the server must pick, does the client register file watching dynamically)
