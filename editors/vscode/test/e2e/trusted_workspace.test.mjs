@@ -96,8 +96,10 @@ test('reopened with a project file: the folder is trusted for agentls at once, w
   await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 60_000 });
   await until('the agentls status bar item', () => page.locator('.statusbar-item', { hasText: 'agentls' }).first().isVisible(), 60_000);
   await until('the trust store', () => existsSync(codeServer.trustStore) && readFileSync(codeServer.trustStore, 'utf8').includes(ws), 30_000);
-  const log = codeServer.extensionLog();
-  assert.match(log, /agentls trusts .*workspace \(VS Code trusts this workspace\)/, log);
+  // The trust store is written before the extension's log line reaches its file: wait for it.
+  const granted = /agentls trusts .*workspace \(VS Code trusts this workspace\)/;
+  await until('the grant in the extension log', () => granted.test(codeServer.extensionLog()), 20_000);
+  assert.match(codeServer.extensionLog(), granted);
   assert.equal(await page.locator('.monaco-dialog-box').count(), 0, 'no question');
   assert.equal(await page.locator('.notification-toast', { hasText: 'until you trust' }).count(), 0, 'no warning');
   await shot('trusted-workspace');
