@@ -27,7 +27,6 @@ use super::events::{
 use super::instructions::Instructions;
 use super::loop_detection::{detect_loop, loop_warning};
 use super::subagents::{ChildParts, Lineage, Subagents};
-use super::summary::summarize;
 use super::turn::{Turn, to_messages};
 use super::{Command, HistorySink, SessionConfig, SessionOptions, SessionState, Shared, lock};
 use crate::exec::ShellLimits;
@@ -429,7 +428,7 @@ impl Runner {
                     .map(|c| CallSummary {
                         call_id: c.id.clone(),
                         tool_name: c.name.clone(),
-                        summary: summarize(&c.name, &c.arguments, &self.ctx_template.cwd),
+                        summary: self.tools.summary(&c.name, &c.arguments, &self.ctx_template.cwd),
                     })
                     .collect(),
                 usage: response.usage,
@@ -933,7 +932,7 @@ impl Runner {
             })
             .collect();
         let started: Mutex<Vec<Option<Instant>>> = Mutex::new(vec![None; calls.len()]);
-        let events = &self.events;
+        let (events, tools) = (&self.events, &self.tools);
         let cwd = ctx.cwd.as_path();
         let observe = |event: BatchEvent<'_>| match event {
             BatchEvent::Started { index, call: _ } => {
@@ -942,7 +941,7 @@ impl Runner {
                 events.emit(EventData::ToolCallStart(ToolCallStart {
                     tool_name: call.name.clone(),
                     call_id: call.id.clone(),
-                    summary: summarize(&call.name, &call.arguments, cwd),
+                    summary: tools.summary(&call.name, &call.arguments, cwd),
                     arguments: call.arguments.clone(),
                 }));
             }
@@ -967,7 +966,7 @@ impl Runner {
                 events.emit(EventData::ToolCallEnd(ToolCallEnd {
                     tool_name: call.name.clone(),
                     call_id: call.id.clone(),
-                    summary: summarize(&call.name, &call.arguments, cwd),
+                    summary: tools.summary(&call.name, &call.arguments, cwd),
                     status,
                     outcome,
                     duration_ms,

@@ -1,74 +1,16 @@
-//! One-line summaries of tool calls for UIs (`read_file src/main.rs`, `shell: cargo test`).
-//!
-//! Invariants: a summary is a single line of at most [`MAX_SUMMARY`] characters; file paths in
-//! it are relative to the session's directory when they lie inside it (commands are shown as
-//! written).
+//! One-line summaries of the tool calls of a history whose session may not be running (the
+//! `agentls.history` of a stored session): each built-in tool describes its own calls
+//! ([`Tool::summary`](crate::tools::Tool::summary)); a running session asks its own registry.
 
 use std::path::Path;
 
 use serde_json::Value;
 
-use crate::workspace::shown_path;
+use crate::tools::profiles::catalogue;
 
-pub const MAX_SUMMARY: usize = 120;
-
-/// A one-line description of a tool call in the session directory `cwd`.
+/// A one-line description of a call of `tool` in the session directory `cwd`.
 pub fn summarize(tool: &str, args: &Value, cwd: &Path) -> String {
-    let s = |key: &str| args.get(key).and_then(Value::as_str);
-    let shown = |path: &str| shown_path(std::path::Path::new(path), &[cwd]);
-    let text = match tool {
-        "shell" | "shell_command" | "exec_command" => {
-            format!("shell: {}", s("command").unwrap_or_default())
-        }
-        "grep" | "grep_files" | "search_file_content" => {
-            let mut t = format!("grep {}", s("pattern").unwrap_or_default());
-            if let Some(p) = s("path") {
-                t.push_str(&format!(" in {}", shown(p)));
-            }
-            t
-        }
-        "glob" => format!("glob {}", s("pattern").unwrap_or_default()),
-        "apply_patch" => {
-            let patch = s("patch").or_else(|| s("input")).unwrap_or_default();
-            let files: Vec<String> = patch
-                .lines()
-                .filter_map(|l| {
-                    ["*** Add File: ", "*** Update File: ", "*** Delete File: "]
-                        .iter()
-                        .find_map(|p| l.strip_prefix(p))
-                })
-                .map(shown)
-                .collect();
-            format!("apply_patch {}", files.join(", "))
-        }
-        "read_many_files" => {
-            let paths = args
-                .get("paths")
-                .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_str).map(shown).collect::<Vec<_>>().join(", "));
-            format!("read_many_files {}", paths.unwrap_or_default())
-        }
-        "spawn_agent" => format!("spawn_agent: {}", s("task").unwrap_or_default()),
-        "codebase_search" => format!("codebase_search: {}", s("query").unwrap_or_default()),
-        _ => {
-            let path =
-                ["file_path", "path", "dir_path", "absolute_path", "agent_id"].iter().find_map(|k| s(k));
-            match path {
-                Some(p) => format!("{tool} {}", shown(p)),
-                None => tool.to_string(),
-            }
-        }
-    };
-    one_line(text.trim())
-}
-
-fn one_line(text: &str) -> String {
-    let first = text.lines().next().unwrap_or_default();
-    let mut line: String = first.chars().take(MAX_SUMMARY).collect();
-    if line.len() < text.len() {
-        line.push('…');
-    }
-    line
+    catalogue().summary(tool, args, cwd)
 }
 
 #[cfg(test)]
@@ -93,6 +35,8 @@ mod tests {
             summarize("codebase_search", &json!({"query": "where are sessions stored?"})),
             "codebase_search: where are sessions stored?"
         );
+        assert_eq!(summarize("spawn_agent", &json!({"task": "fix the tests"})), "spawn_agent: fix the tests");
+        assert_eq!(summarize("glob", &json!({"pattern": "**/*.rs"})), "glob **/*.rs");
         assert_eq!(summarize("unknown", &json!(null)), "unknown");
     }
 
@@ -112,5 +56,13 @@ mod tests {
         );
         assert_eq!(summarize("shell", &json!({"command": "cat /w/proj/a"})), "shell: cat /w/proj/a");
         assert_eq!(summarize("list_dir", &json!({"path": "/w/proj"})), "list_dir /w/proj");
+    }
+
+    #[test]
+    fn a_call_under_another_agents_name_is_described_by_the_tool_it_runs() {
+        let summarize = |tool: &str, args: &Value| super::summarize(tool, args, Path::new("/w/proj"));
+        assert_eq!(summarize("search_file_content", &json!({"pattern": "x"})), "grep x");
+        assert_eq!(summarize("run_shell_command", &json!({"command": "ls"})), "shell: ls");
+        assert_eq!(summarize("list_directory", &json!({"path": "/w/proj/src"})), "list_directory src");
     }
 }

@@ -6,6 +6,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::paths::{display, parse_args, resolve_or_cwd};
+use super::summary::CallArgs;
 use super::{Tool, ToolContext, ToolError, ToolOutput};
 
 pub struct GlobTool;
@@ -42,6 +43,10 @@ impl Tool for GlobTool {
 
     fn read_only(&self) -> bool {
         true
+    }
+
+    fn summary(&self, call: &CallArgs<'_>) -> String {
+        format!("glob {}", call.str("pattern").unwrap_or_default())
     }
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {

@@ -12,6 +12,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::paths::{display, parse_args, resolve_or_cwd};
+use super::summary::CallArgs;
 use super::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::exec::{GrepMode, GrepOptions, GrepResult};
 
@@ -133,6 +134,14 @@ impl Tool for GrepTool {
 
     fn read_only(&self) -> bool {
         true
+    }
+
+    fn summary(&self, call: &CallArgs<'_>) -> String {
+        let mut text = format!("grep {}", call.str("pattern").unwrap_or_default());
+        if let Some(path) = call.str("path") {
+            text.push_str(&format!(" in {}", call.shown(path)));
+        }
+        text
     }
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {

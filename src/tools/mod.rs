@@ -23,6 +23,7 @@ pub mod registry;
 pub mod shell;
 pub mod subagents;
 pub mod submit;
+pub mod summary;
 pub mod truncate;
 
 use std::path::PathBuf;
@@ -159,5 +160,11 @@ pub trait Tool: Send + Sync {
     /// Tools that do not say so are assumed to change things.
     fn read_only(&self) -> bool {
         false
+    }
+    /// A one-line description of a call for people (`read_file src/main.rs`, `shell: cargo
+    /// test`), shown in the editor as the call runs and in the history. By default the name the
+    /// call used and the path it names; the registry keeps it to one short line.
+    fn summary(&self, call: &summary::CallArgs<'_>) -> String {
+        call.default_summary()
     }
 }

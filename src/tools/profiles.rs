@@ -2,7 +2,7 @@
 //! reference agent it is aligned with (codex for `openai`, Claude Code for `anthropic`,
 //! gemini-cli for `gemini`).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::config::ProfileKind;
 
@@ -19,6 +19,7 @@ use super::registry::ToolRegistry;
 use super::replace::ReplaceTool;
 use super::shell::ShellTool;
 use super::subagents::{CloseAgentTool, SendInputTool, SpawnAgentTool, WaitTool};
+use super::submit::SubmitTool;
 use super::write_file::WriteFileTool;
 
 /// The shell timeout Claude Code uses when a call sets none. Sessions apply it as the profile's
@@ -87,4 +88,20 @@ pub fn profile_tools(profile: ProfileKind, options: &ToolSetOptions) -> ToolRegi
         registry.register(Arc::new(CloseAgentTool));
     }
     registry
+}
+
+/// Every tool agentls has, each under its name: what describes the calls of a history whose
+/// session is not running (a stored one), as the session's own registry does for a live one.
+pub fn catalogue() -> &'static ToolRegistry {
+    static CATALOGUE: OnceLock<ToolRegistry> = OnceLock::new();
+    CATALOGUE.get_or_init(|| {
+        let mut all = ToolRegistry::new();
+        for profile in ProfileKind::ALL {
+            for tool in profile_tools(profile, &ToolSetOptions::default()).tools() {
+                all.register(tool);
+            }
+        }
+        all.register(Arc::new(SubmitTool));
+        all
+    })
 }

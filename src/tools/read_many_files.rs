@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use super::paths::{display, parse_args, resolve_or_cwd};
 use super::read_file::{MAX_IMAGE_BYTES, image_media_type};
+use super::summary::CallArgs;
 use super::{Tool, ToolContext, ToolError, ToolImage, ToolOutput};
 use crate::exec::FileKind;
 
@@ -91,6 +92,13 @@ impl Tool for ReadManyFilesTool {
 
     fn read_only(&self) -> bool {
         true
+    }
+
+    fn summary(&self, call: &CallArgs<'_>) -> String {
+        let paths = call.value("paths").and_then(Value::as_array).map(|paths| {
+            paths.iter().filter_map(Value::as_str).map(|p| call.shown(p)).collect::<Vec<_>>().join(", ")
+        });
+        format!("read_many_files {}", paths.unwrap_or_default())
     }
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {

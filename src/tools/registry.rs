@@ -7,12 +7,14 @@
 //! tool itself (an error it returns, or a panic) reads `Tool error (<name>): …`, as in the spec.
 
 use std::panic::AssertUnwindSafe;
+use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use futures::FutureExt;
 use serde_json::Value;
 
 use super::aliases::{declared_parameters, normalize_arguments, tool_alias};
+use super::summary::{CallArgs, one_line};
 use super::truncate::TruncationPolicy;
 use super::{TaskEnd, Tool, ToolContext, ToolImage};
 use crate::llm::ToolDefinition;
@@ -182,6 +184,17 @@ impl ToolRegistry {
     /// Tool names in registration order.
     pub fn names(&self) -> Vec<String> {
         self.tools.iter().map(|(n, _)| n.clone()).collect()
+    }
+
+    /// The one-line summary of a call of `name` in the session directory `cwd`: the tool it
+    /// runs describes it ([`Tool::summary`]); a call of no tool is shown by its name and path.
+    pub fn summary(&self, name: &str, args: &Value, cwd: &Path) -> String {
+        let call = CallArgs::new(name, args, cwd);
+        let text = match self.resolve(name) {
+            Some((_, entry)) => entry.tool.summary(&call),
+            None => call.default_summary(),
+        };
+        one_line(text.trim())
     }
 
     /// Definitions for the model, in registration order.

@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::paths::parse_args;
+use super::summary::CallArgs;
 use super::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::exec::{ExecRequest, ExecResult};
 use crate::workspace::{PermissionDecision, PermissionRequest};
@@ -113,6 +114,10 @@ impl Tool for ShellTool {
             "required": ["command"],
             "additionalProperties": false
         })
+    }
+
+    fn summary(&self, call: &CallArgs<'_>) -> String {
+        format!("shell: {}", call.str("command").unwrap_or_default())
     }
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 pub use apply::{ApplyError, Changes, apply_chunks, apply_chunks_deferred};
 pub use parser::{Chunk, HunkLine, ParseError, PatchOp, parse_patch};
 
+use super::summary::CallArgs;
 use super::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::exec::{ExecutionEnvironment, FileKind, SharedStrBuilder};
 use crate::workspace::{ChangeSet, FileChange, Snapshot, Workspace, shown_path};
@@ -61,6 +62,20 @@ impl Tool for ApplyPatchTool {
             "required": ["patch"],
             "additionalProperties": false
         })
+    }
+
+    fn summary(&self, call: &CallArgs<'_>) -> String {
+        let patch = call.str("patch").or_else(|| call.str("input")).unwrap_or_default();
+        let files: Vec<String> = patch
+            .lines()
+            .filter_map(|l| {
+                ["*** Add File: ", "*** Update File: ", "*** Delete File: "]
+                    .iter()
+                    .find_map(|p| l.strip_prefix(p))
+            })
+            .map(|path| call.shown(path))
+            .collect();
+        format!("apply_patch {}", files.join(", "))
     }
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {

@@ -27,6 +27,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::paths::parse_args;
+use super::summary::CallArgs;
 use super::{ModelAccess, Tool, ToolContext, ToolError, ToolOutput};
 pub use agent::{MAX_TURNS, turn_counter};
 pub use finish::{MAX_SNIPPET_CHARS, MAX_SNIPPET_LINES};
@@ -104,6 +105,10 @@ impl Tool for CodebaseSearchTool {
 
     fn read_only(&self) -> bool {
         true
+    }
+
+    fn summary(&self, call: &CallArgs<'_>) -> String {
+        format!("codebase_search: {}", call.str("query").unwrap_or_default())
     }
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {

@@ -5,6 +5,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::super::paths::parse_args;
+use super::super::summary::CallArgs;
 use super::super::{Tool, ToolContext, ToolError, ToolOutput};
 use super::{SpawnRequest, control, json_output};
 
@@ -43,6 +44,10 @@ impl Tool for SpawnAgentTool {
             "required": ["task"],
             "additionalProperties": false
         })
+    }
+
+    fn summary(&self, call: &CallArgs<'_>) -> String {
+        format!("spawn_agent: {}", call.str("task").unwrap_or_default())
     }
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
