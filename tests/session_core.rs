@@ -20,7 +20,7 @@
 //! | 9.2 | name collisions: latest wins | session_prompts::a_custom_tool_replaces_the_profile_tool_of_the_same_name, custom_tool_with_the_same_name_overrides_the_earlier_one |
 //! | 9.3 | dispatch through the registry | process_input_loops_model_tools_model_until_natural_completion, tools_registry::* |
 //! | 9.3 | unknown tool → error result | unknown_tool_returns_an_error_result_to_the_model, parity_matrix::error_recovery::* |
-//! | 9.3 | arguments validated against the schema | invalid_arguments_return_an_error_result, tools_registry::invalid_arguments_name_the_field_and_what_is_expected |
+//! | 9.3 | arguments validated against the schema | invalid_arguments_return_an_error_result, arguments_that_are_not_json_are_told_to_the_model_as_such, tools_registry::invalid_arguments_name_the_field_and_what_is_expected |
 //! | 9.3 | executor errors → is_error | tool_errors_become_error_results_and_the_model_recovers |
 //! | 9.3 | parallel execution (read-only calls together, changing calls alone and in order) | parallel_tool_calls_run_concurrently_with_results_in_call_order, tools_registry::parallel_batch_runs_a_changing_call_alone_after_every_earlier_call, parity_matrix::parallel_calls::* |
 //! | 9.4 | LocalExecutionEnvironment operations | exec_local::* |
@@ -270,6 +270,24 @@ async fn invalid_arguments_return_an_error_result() {
     h.run("go").await;
     let body = h.request_text(1);
     assert!(body.contains("Invalid arguments for tool echo"), "{body}");
+}
+
+/// A call whose arguments are not JSON at all is answered with the registry's own message,
+/// which says so (not that they are not an object), and the model can send them again.
+#[tokio::test]
+async fn arguments_that_are_not_json_are_told_to_the_model_as_such() {
+    let mut h = Harness::start(echo_setup()).await;
+    h.mock.push(Reply::new().raw_tool_call("c1", "echo", r#"{"text": "hi""#));
+    h.mock.push(Reply::new().tool_call("c2", "echo", json!({"text": "hi"})));
+    h.mock.push(Reply::new().text("fixed"));
+    let events = h.run("go").await;
+    assert_eq!(reason(&events), "completed");
+    let body = h.request_text(1);
+    assert!(body.contains("Invalid arguments for tool echo: the arguments are not valid JSON ("), "{body}");
+    assert!(!body.contains("must be a JSON object"), "{body}");
+    let ends = of_kind(&events, EventKind::ToolCallEnd);
+    assert_eq!([str_of(ends[0], "status"), str_of(ends[1], "status")], ["error", "ok"]);
+    assert!(h.request_text(2).contains("echo: hi"), "the second call ran");
 }
 
 #[tokio::test]

@@ -9,8 +9,9 @@ use agentls::config::ProfileKind;
 use agentls::exec::{
     DirEntry, ExecError, ExecRequest, ExecResult, ExecutionEnvironment, FileStat, GrepOptions, GrepResult,
 };
+use agentls::llm::ToolCall;
 use agentls::tools::profiles::{ToolSetOptions, profile_tools};
-use agentls::tools::registry::{BatchEvent, BatchMode, ToolCallOutcome, ToolCallRequest, ToolRegistry};
+use agentls::tools::registry::{BatchEvent, BatchMode, ToolCallOutcome, ToolRegistry};
 use agentls::tools::shell::ShellTool;
 use agentls::tools::truncate::TruncationPolicy;
 use agentls::tools::{Tool, ToolContext, ToolError, ToolOutput};
@@ -98,6 +99,24 @@ async fn malformed_json_and_non_objects_are_error_results() {
     assert!(broken.is_error && broken.content.contains("not valid JSON"), "{}", broken.content);
     let array = registry.execute("echo", "[1]", &fx.ctx).await;
     assert!(array.is_error && array.content.contains("must be a JSON object"), "{}", array.content);
+}
+
+/// A model's call whose arguments are not JSON is told so (the provider layer keeps the text),
+/// as a call given as text is.
+#[tokio::test]
+async fn a_model_call_whose_arguments_are_not_json_is_told_so() {
+    let fx = Fixture::new();
+    let registry = registry_with(vec![echo("echo")]);
+    let broken = registry.execute_call(&call("c1", "echo", r#"{"text": "#), &fx.ctx).await;
+    let expected = registry.execute("echo", r#"{"text": "#, &fx.ctx).await;
+    assert_eq!(broken, expected);
+    assert!(
+        broken.content.starts_with("Invalid arguments for tool echo: the arguments are not valid JSON (")
+    );
+    let string = registry.execute_call(&call("c2", "echo", r#""{\"text\": \"a\"}""#), &fx.ctx).await;
+    assert!(string.is_error && string.content.contains("must be a JSON object"), "{}", string.content);
+    let fine = registry.execute_call(&call("c3", "echo", r#"{"text": "a"}"#), &fx.ctx).await;
+    assert!(!fine.is_error, "{}", fine.content);
 }
 
 #[tokio::test]
@@ -203,8 +222,8 @@ impl Tool for Rendezvous {
     }
 }
 
-fn call(id: &str, name: &str, arguments: &str) -> ToolCallRequest {
-    ToolCallRequest { id: id.into(), name: name.into(), arguments: arguments.into() }
+fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
+    ToolCall::from_text(id, name, arguments)
 }
 
 #[tokio::test]

@@ -61,15 +61,44 @@ pub struct Image {
     pub data: Vec<u8>,
 }
 
-/// A call the model asked for. `arguments` is the parsed JSON object.
+/// A call the model asked for: the one type every layer uses, from the provider's reply to the
+/// tool registry and the transcript.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
     pub id: String,
     pub name: String,
+    /// The arguments as the model sent them: the parsed JSON, or, when its text was not JSON,
+    /// that text as a JSON string (so providers and transcripts get it back unchanged).
+    /// [`ToolCall::parsed_arguments`] tells the two apart.
     pub arguments: Value,
     /// Opaque provider token that must be echoed with the call (Gemini `thoughtSignature`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
+}
+
+impl ToolCall {
+    /// A call whose arguments are the model's text: parsed when it is JSON (empty text is `{}`),
+    /// kept as it is otherwise.
+    pub fn from_text(id: impl Into<String>, name: impl Into<String>, arguments: &str) -> Self {
+        Self {
+            id: id.into(),
+            name: name.into(),
+            arguments: super::assemble::parse_arguments(arguments),
+            signature: None,
+        }
+    }
+
+    /// The arguments as JSON, or why the text the model sent is not JSON. A JSON string whose
+    /// text parses was sent as a string (JSON, but not an object); one whose text does not is
+    /// the model's unparsed text.
+    pub fn parsed_arguments(&self) -> Result<&Value, serde_json::Error> {
+        match &self.arguments {
+            Value::String(text) => {
+                serde_json::from_str::<serde::de::IgnoredAny>(text).map(|_| &self.arguments)
+            }
+            parsed => Ok(parsed),
+        }
+    }
 }
 
 /// The result of running a tool, sent back to the model.
@@ -359,6 +388,22 @@ mod tests {
         assert!(text.contains(r#""data":"AJ//""#), "{text}");
         let back: Vec<ContentPart> = serde_json::from_str(&text).unwrap();
         assert_eq!(back, parts);
+    }
+
+    #[test]
+    fn a_call_keeps_text_that_is_not_json_and_says_why() {
+        let parsed = ToolCall::from_text("c1", "read_file", r#"{"path": "a"}"#);
+        assert_eq!(parsed.parsed_arguments().ok(), Some(&json!({"path": "a"})));
+        assert_eq!(ToolCall::from_text("c1", "t", " ").parsed_arguments().ok(), Some(&json!({})));
+        let broken = ToolCall::from_text("c1", "read_file", r#"{"path": "#);
+        assert_eq!(broken.arguments, json!(r#"{"path": "#), "providers and transcripts get the text back");
+        let error = broken.parsed_arguments().expect_err("not JSON");
+        assert!(error.is_eof(), "{error}");
+        // JSON that is a string is JSON (the registry says it is not an object).
+        let string = ToolCall::from_text("c1", "t", r#""{\"path\": 1}""#);
+        assert_eq!(string.parsed_arguments().ok(), Some(&json!(r#"{"path": 1}"#)));
+        let back: ToolCall = serde_json::from_value(serde_json::to_value(&broken).unwrap()).unwrap();
+        assert_eq!(back, broken);
     }
 
     #[test]

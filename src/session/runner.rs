@@ -40,7 +40,7 @@ use crate::profiles::{
 };
 use crate::tools::TaskEnd;
 use crate::tools::python::{EXECUTION_HEADER, code_block};
-use crate::tools::registry::{BatchEvent, BatchMode, ToolCallOutcome, ToolCallRequest, ToolRegistry};
+use crate::tools::registry::{BatchEvent, BatchMode, ToolCallOutcome, ToolRegistry};
 use crate::tools::subagents::{AgentControl, SUBAGENT_TOOLS};
 use crate::tools::submit::{self, SubmitTool};
 use crate::tools::truncate::TruncationPolicy;
@@ -923,14 +923,6 @@ impl Runner {
         } else {
             BatchMode::Sequential
         };
-        let requests: Vec<ToolCallRequest> = calls
-            .iter()
-            .map(|c| ToolCallRequest {
-                id: c.id.clone(),
-                name: c.name.clone(),
-                arguments: c.arguments.to_string(),
-            })
-            .collect();
         let started: Mutex<Vec<Option<Instant>>> = Mutex::new(vec![None; calls.len()]);
         let (events, tools) = (&self.events, &self.tools);
         let cwd = ctx.cwd.as_path();
@@ -973,7 +965,7 @@ impl Runner {
                 }));
             }
         };
-        let outcomes = self.tools.execute_batch(&requests, &ctx, mode, &observe).await;
+        let outcomes = self.tools.execute_batch(calls, &ctx, mode, &observe).await;
         self.task_end = outcomes.iter().find_map(|o| o.ends_task.clone());
         calls.iter().zip(outcomes).map(|(call, outcome)| to_result(call, outcome)).collect()
     }

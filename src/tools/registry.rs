@@ -17,16 +17,7 @@ use super::aliases::{declared_parameters, normalize_arguments, tool_alias};
 use super::summary::{CallArgs, one_line};
 use super::truncate::TruncationPolicy;
 use super::{TaskEnd, Tool, ToolContext, ToolImage};
-use crate::llm::ToolDefinition;
-
-/// One call the model asked for.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolCallRequest {
-    pub id: String,
-    pub name: String,
-    /// The arguments as the provider sent them (a JSON object, possibly empty text).
-    pub arguments: String,
-}
+use crate::llm::{ToolCall, ToolDefinition};
 
 /// The result of one call.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,8 +60,8 @@ pub enum BatchMode {
 /// Progress of a batch, for event emission.
 #[derive(Debug)]
 pub enum BatchEvent<'a> {
-    Started { index: usize, call: &'a ToolCallRequest },
-    Finished { index: usize, call: &'a ToolCallRequest, outcome: &'a ToolCallOutcome },
+    Started { index: usize, call: &'a ToolCall },
+    Finished { index: usize, call: &'a ToolCall, outcome: &'a ToolCallOutcome },
 }
 
 struct Registered {
@@ -202,21 +193,17 @@ impl ToolRegistry {
         self.tools.iter().map(|(_, r)| r.definition.clone()).collect()
     }
 
-    /// Parses raw arguments and checks them against the tool's schema; the error names each
-    /// offending field and what is expected.
-    pub fn parse_arguments(&self, name: &str, raw: &str) -> Result<Value, String> {
-        self.entry(name).ok_or_else(|| self.unknown_tool_message(name))?;
-        let args: Value = if raw.trim().is_empty() {
-            Value::Object(Default::default())
-        } else {
-            serde_json::from_str(raw).map_err(|e| {
-                format!(
-                    "Invalid arguments for tool {name}: the arguments are not valid JSON ({e}). \
-                     Send one JSON object that matches the tool's parameter schema."
-                )
-            })?
-        };
-        self.check_arguments(name, args)
+    /// The arguments a call of `name` runs with: `parsed` (or why the model's text is not JSON)
+    /// checked against the tool's schema; the error names each offending field and what is
+    /// expected.
+    fn arguments_of(&self, name: &str, parsed: Result<Value, serde_json::Error>) -> Result<Value, String> {
+        match parsed {
+            Ok(args) => self.check_arguments(name, args),
+            Err(e) => Err(format!(
+                "Invalid arguments for tool {name}: the arguments are not valid JSON ({e}). \
+                 Send one JSON object that matches the tool's parameter schema."
+            )),
+        }
     }
 
     /// Checks parsed arguments against the tool's schema (after normalising them).
@@ -256,9 +243,22 @@ impl ToolRegistry {
         format!("Unknown tool: {name}. Available tools: {}.", self.names().join(", "))
     }
 
-    /// Runs one call end to end. Never fails: every problem is an `is_error` outcome.
+    /// Runs one call given as a tool name and the arguments' text (empty text is `{}`), end to
+    /// end. Never fails: every problem is an `is_error` outcome.
     pub async fn execute(&self, name: &str, raw_arguments: &str, ctx: &ToolContext) -> ToolCallOutcome {
-        self.execute_with(name, |registry, name| registry.parse_arguments(name, raw_arguments), ctx).await
+        let parsed = if raw_arguments.trim().is_empty() {
+            Ok(Value::Object(Default::default()))
+        } else {
+            serde_json::from_str(raw_arguments)
+        };
+        self.execute_with(name, |registry, name| registry.arguments_of(name, parsed), ctx).await
+    }
+
+    /// Runs one call the model made, end to end: arguments that are not JSON reach the model
+    /// as such. Never fails: every problem is an `is_error` outcome.
+    pub async fn execute_call(&self, call: &ToolCall, ctx: &ToolContext) -> ToolCallOutcome {
+        let parsed = call.parsed_arguments().cloned();
+        self.execute_with(&call.name, |registry, name| registry.arguments_of(name, parsed), ctx).await
     }
 
     /// Like [`ToolRegistry::execute`] with arguments already parsed (a large input is not
@@ -324,7 +324,7 @@ impl ToolRegistry {
     /// `ctx` with its own `call_id`.
     pub async fn execute_batch(
         &self,
-        calls: &[ToolCallRequest],
+        calls: &[ToolCall],
         ctx: &ToolContext,
         mode: BatchMode,
         observe: &(dyn Fn(BatchEvent<'_>) + Send + Sync),
@@ -335,7 +335,7 @@ impl ToolRegistry {
             call_ctx.call_id = call.id.clone();
             async move {
                 observe(BatchEvent::Started { index, call });
-                let outcome = self.execute(&call.name, &call.arguments, &call_ctx).await;
+                let outcome = self.execute_call(call, &call_ctx).await;
                 observe(BatchEvent::Finished { index, call, outcome: &outcome });
                 outcome
             }

@@ -137,8 +137,26 @@ pub enum ErrorPreset {
 #[derive(Debug, Clone, PartialEq)]
 enum Part {
     Text(String),
-    Thinking { text: String, signature: Option<String> },
-    ToolCall { id: String, name: String, arguments: Value, signature: Option<String> },
+    Thinking {
+        text: String,
+        signature: Option<String>,
+    },
+    /// `arguments`: the JSON object, or a string that is sent as the arguments' text itself
+    /// ([`Turn::raw_tool_call`]).
+    ToolCall {
+        id: String,
+        name: String,
+        arguments: Value,
+        signature: Option<String>,
+    },
+}
+
+/// The text a tool call's arguments are sent as (see [`Part::ToolCall`]).
+fn arguments_text(arguments: &Value) -> String {
+    match arguments {
+        Value::String(text) => text.clone(),
+        object => object.to_string(),
+    }
 }
 
 /// A scripted model turn, rendered as the request asks (streaming or not) in the mock's dialect.
@@ -184,6 +202,18 @@ impl Turn {
 
     pub fn tool_call(mut self, id: &str, name: &str, arguments: Value) -> Self {
         self.parts.push(Part::ToolCall { id: id.into(), name: name.into(), arguments, signature: None });
+        self
+    }
+
+    /// A tool call whose arguments are `text` as it is, JSON or not (a model that wrote broken
+    /// JSON). Dialects that send arguments as text only (not Gemini's objects).
+    pub fn raw_tool_call(mut self, id: &str, name: &str, text: &str) -> Self {
+        self.parts.push(Part::ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: Value::String(text.into()),
+            signature: None,
+        });
         self
     }
 
@@ -705,7 +735,7 @@ fn anthropic_stream(turn: &Turn) -> Vec<Vec<u8>> {
             Part::ToolCall { id, name, arguments, .. } => {
                 let mut ds = vec![json!({"type": "input_json_delta", "partial_json": ""})];
                 ds.extend(
-                    chunks(&arguments.to_string(), turn.fragment)
+                    chunks(&arguments_text(arguments), turn.fragment)
                         .into_iter()
                         .map(|c| json!({"type": "input_json_delta", "partial_json": c})),
                 );
@@ -750,7 +780,7 @@ fn responses_output(turn: &Turn) -> Vec<Value> {
             Part::Thinking { text, signature } => json!({"type": "reasoning", "id": format!("rs_{i}"),
                 "summary": [{"type": "summary_text", "text": text}], "encrypted_content": signature}),
             Part::ToolCall { id, name, arguments, .. } => json!({"type": "function_call", "id": format!("fc_{i}"),
-                "call_id": id, "name": name, "arguments": arguments.to_string(), "status": "completed"}),
+                "call_id": id, "name": name, "arguments": arguments_text(arguments), "status": "completed"}),
         })
         .collect()
 }
@@ -812,12 +842,12 @@ fn responses_stream(turn: &Turn) -> Vec<Vec<u8>> {
                 added["arguments"] = json!("");
                 added["status"] = json!("in_progress");
                 emit(json!({"type": "response.output_item.added", "output_index": i, "item": added}));
-                for c in chunks(&arguments.to_string(), turn.fragment) {
+                for c in chunks(&arguments_text(arguments), turn.fragment) {
                     emit(json!({"type": "response.function_call_arguments.delta", "output_index": i,
                         "item_id": item["id"], "delta": c}));
                 }
                 emit(json!({"type": "response.function_call_arguments.done", "output_index": i,
-                    "item_id": item["id"], "arguments": arguments.to_string()}));
+                    "item_id": item["id"], "arguments": arguments_text(arguments)}));
             }
         }
         emit(json!({"type": "response.output_item.done", "output_index": i, "item": item}));
@@ -858,7 +888,7 @@ fn chat_stream(turn: &Turn) -> Vec<Vec<u8>> {
                         None,
                     ),
                 ));
-                for c in chunks(&arguments.to_string(), turn.fragment) {
+                for c in chunks(&arguments_text(arguments), turn.fragment) {
                     out.push(frame(
                         d,
                         None,
@@ -997,7 +1027,7 @@ pub fn render_json(dialect: Dialect, turn: &Turn) -> Value {
                 .iter()
                 .filter_map(|p| match p {
                     Part::ToolCall { id, name, arguments, .. } => Some(json!({"id": id, "type": "function",
-                        "function": {"name": name, "arguments": arguments.to_string()}})),
+                        "function": {"name": name, "arguments": arguments_text(arguments)}})),
                     _ => None,
                 })
                 .collect();
