@@ -9,12 +9,10 @@
 //! - Every event is delivered (unbounded channel), in order.
 
 mod builder;
-mod compaction;
 pub mod context;
 mod events;
 mod instructions;
 mod loop_detection;
-mod prune;
 pub mod recovery;
 mod runner;
 mod subagents;
@@ -38,8 +36,8 @@ use crate::tools::Tool;
 use crate::workspace::{EditorPort, Workspace};
 
 pub use builder::{BuildError, BuiltSession, SessionBuilder, SessionParts};
-pub use compaction::SUMMARY_SENTINEL;
 pub use context::ContextStats;
+pub use context::prune::{Pruned, prune};
 pub use events::{
     AgentPath, CallOutcome, CallStatus, CallSummary, Content, Delta, EndReason, ErrorData, Event, EventData,
     EventKind, Notice, OutputDelta, ProcessingEnd, ProjectDocsReloaded, SessionEnd, SessionStart, TextEnd,
@@ -47,11 +45,13 @@ pub use events::{
 };
 pub use events::{Compaction, CompactionTrigger};
 pub use loop_detection::{detect_loop, loop_warning};
-pub use prune::{Pruned, prune};
 pub use runner::CONTINUE_MESSAGE;
 pub use subagents::AgentInfo;
 pub use summary::summarize;
-pub use turn::{AssistantTurn, InstructionsTurn, SummaryTurn, TextTurn, ToolResultsTurn, Turn, to_messages};
+pub use turn::{
+    AssistantTurn, InstructionsTurn, SUMMARY_SENTINEL, SummaryTurn, TextTurn, ToolResultsTurn, Turn,
+    to_messages,
+};
 
 /// Limits and settings of a session (spec §2.2 plus what agentls adds).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -17,7 +17,7 @@ use futures::StreamExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::compaction;
+use super::context::compaction;
 use super::context::{Calibration, ContextStats, message_chars, tools_chars};
 use super::events::{
     CallOutcome, CallStatus, CallSummary, Compaction, CompactionTrigger, Content, Delta, Emitter, EndReason,
@@ -701,7 +701,7 @@ impl Runner {
                     }
                     let pruned = {
                         let mut history = lock(&self.shared.history);
-                        let pruned = super::prune::prune(&mut history);
+                        let pruned = super::context::prune::prune(&mut history);
                         if pruned.is_some() {
                             self.rewritten(&history);
                         }

@@ -25,8 +25,16 @@ pub enum Turn {
     /// [`NestedDocs`](crate::profiles::project_docs::NestedDocs)).
     Instructions(InstructionsTurn),
     /// Earlier turns condensed by compaction; the model reads it as a user message that starts
-    /// with [`SUMMARY_SENTINEL`](super::compaction::SUMMARY_SENTINEL).
+    /// with [`SUMMARY_SENTINEL`].
     Summary(SummaryTurn),
+}
+
+/// The first line of the message that carries a summary (seed 004's exact words).
+pub const SUMMARY_SENTINEL: &str = "[Earlier conversation summary — treat as background context]";
+
+/// The message a summary becomes: the sentinel line, a blank line, the summary.
+pub fn summary_message(summary: &str) -> String {
+    format!("{SUMMARY_SENTINEL}\n\n{summary}")
 }
 
 /// A summary that replaced the turns before it (seed 004 §1.5).
@@ -130,7 +138,7 @@ impl Turn {
         match self {
             Self::User(t) | Self::Steering(t) | Self::System(t) => Message::user(t.content.clone()),
             Self::Instructions(i) => Message::user(i.message()),
-            Self::Summary(s) => Message::user(super::compaction::summary_message(&s.summary)),
+            Self::Summary(s) => Message::user(summary_message(&s.summary)),
             Self::Assistant(a) if !a.parts.is_empty() => Message::assistant(a.parts.clone()),
             Self::Assistant(a) => {
                 let mut parts = Vec::new();
@@ -160,7 +168,7 @@ impl Turn {
             }
             Self::ToolResults(r) => r.results.iter().map(|r| chars(&r.content)).sum(),
             Self::Instructions(i) => chars(&i.message()),
-            Self::Summary(s) => chars(&super::compaction::summary_message(&s.summary)),
+            Self::Summary(s) => chars(&summary_message(&s.summary)),
         }
     }
 }

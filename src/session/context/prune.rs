@@ -5,7 +5,7 @@
 //! and the tool results that answer it are kept or dropped together; the newest round and the latest
 //! user request are never dropped; the cut prefers a user/steering boundary.
 
-use super::turn::Turn;
+use crate::session::turn::Turn;
 
 /// What [`prune`] removed.
 #[derive(Debug, Clone, PartialEq)]

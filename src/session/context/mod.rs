@@ -1,5 +1,6 @@
 //! How full the context window is (seed 004 §1.4): the token estimate of a request, calibrated
-//! by what the provider reports.
+//! by what the provider reports; compaction (`compaction.rs`) and pruning (`prune.rs`), its
+//! fallback, keep a session inside the window.
 //!
 //! Invariants:
 //! - The raw estimate counts characters (Unicode scalar values, never bytes) of everything a
@@ -8,6 +9,9 @@
 //! - The calibration factor is an exponential moving average of `reported input tokens ÷ raw
 //!   estimate` of the same request; the first observation seeds it. Calls without a usage report
 //!   leave it unchanged. The estimate hosts see is `raw × factor`.
+
+pub(super) mod compaction;
+pub(super) mod prune;
 
 use serde::{Deserialize, Serialize};
 

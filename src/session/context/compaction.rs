@@ -3,7 +3,8 @@
 //!
 //! Invariants:
 //! - The summary reaches the model as one user message whose first line is exactly
-//!   [`SUMMARY_SENTINEL`], so it is read as background and not as a request.
+//!   [`SUMMARY_SENTINEL`] (the summary turn's own message), so it is read as background and not
+//!   as a request.
 //! - The cut never separates a tool call from its result: the first kept turn is never a
 //!   tool-results turn, so every kept result follows the call it answers. Compaction runs only
 //!   between model calls, where every call of the history has its result (never mid round).
@@ -15,11 +16,10 @@
 
 use chrono::Utc;
 
-use super::turn::{SummaryTurn, Turn};
 use crate::llm::{Message, Request, ToolChoice};
-
-/// The first line of the message that carries a summary (the seed's exact words).
-pub const SUMMARY_SENTINEL: &str = "[Earlier conversation summary — treat as background context]";
+#[cfg(doc)]
+use crate::session::turn::SUMMARY_SENTINEL;
+use crate::session::turn::{SummaryTurn, Turn};
 
 /// The instructions of the summary request.
 const SUMMARY_SYSTEM_PROMPT: &str = include_str!("compaction_prompt.md");
@@ -30,11 +30,6 @@ const SUMMARY_REQUEST: &str = "Summarise the conversation above as instructed. R
 /// A tool result longer than this is shortened in the transcript the summariser reads: what a
 /// result showed matters, its every line does not.
 const MAX_RESULT_CHARS: usize = 4_000;
-
-/// The message a summary becomes: the sentinel line, a blank line, the summary.
-pub fn summary_message(summary: &str) -> String {
-    format!("{SUMMARY_SENTINEL}\n\n{summary}")
-}
 
 /// Where to cut `history`: the turns before the returned index are summarised. `None` when
 /// there is nothing worth summarising.
@@ -161,6 +156,7 @@ fn shortened(text: &str) -> String {
 mod tests {
     use super::*;
     use crate::llm::{ContentPart, Response, Role};
+    use crate::session::turn::summary_message;
 
     fn round(id: &str, output: &str) -> [Turn; 2] {
         crate::session::turn::read_round(id, output.into())
