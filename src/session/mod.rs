@@ -8,20 +8,32 @@
 //!   returns to IDLE and stays usable. `close` ends the session: SESSION_END, then CLOSED.
 //! - Every event is delivered (unbounded channel), in order.
 
+//!
+//! Parts, each with one reason to change: `runner` (the loop), `context` (the context manager:
+//! budget, compaction, pruning, overflow recovery), `prompt` (the system prompt and its cache),
+//! `tool_round` (one round of tool calls), `mode` (code blocks and submit mode), `history`
+//! (the history and its revision), `inbox` (steering, follow-ups), `control` (cancellation).
+
 mod builder;
 pub mod context;
+mod control;
 mod events;
+mod history;
+mod inbox;
 mod instructions;
 mod loop_detection;
+mod mode;
+mod prompt;
 pub mod recovery;
 mod runner;
 mod subagents;
 mod summary;
+mod tool_round;
 mod turn;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
@@ -45,7 +57,7 @@ pub use events::{
 };
 pub use events::{Compaction, CompactionTrigger};
 pub use loop_detection::{detect_loop, loop_warning};
-pub use runner::CONTINUE_MESSAGE;
+pub use mode::CONTINUE_MESSAGE;
 pub use subagents::AgentInfo;
 pub use summary::summarize;
 pub use turn::{
@@ -268,24 +280,20 @@ enum Command {
     Close,
 }
 
-/// State shared by the handle and the session task. Locks are held briefly and never across
-/// an await.
+/// State shared by the handle and the session task, each part behind its own small API. Locks
+/// are held briefly and never across an await.
 struct Shared {
     id: Arc<str>,
     state: Mutex<SessionState>,
-    history: Mutex<Vec<Turn>>,
-    /// Bumped whenever the history is rewritten rather than appended to (compaction, pruning),
-    /// so a transcript knows to store it whole.
-    history_revision: AtomicU64,
-    /// What the session last computed of its context use.
-    context: Mutex<context::ContextStats>,
-    steering: Mutex<VecDeque<String>>,
-    follow_ups: Mutex<VecDeque<String>>,
+    /// The conversation and its revision (written through to the host's transcript).
+    history: history::History,
+    /// What the session last computed of its context use (the context manager publishes it).
+    context: Arc<Mutex<context::ContextStats>>,
+    /// Steering and follow-ups queued by the user.
+    inbox: inbox::Inbox,
     config: Mutex<SessionConfig>,
-    /// The current input's cancellation token; replaced for each input.
-    cancel: Mutex<CancellationToken>,
-    /// Bumped by every `cancel`; inputs submitted before it are dropped.
-    cancel_epoch: AtomicU64,
+    /// The current input's cancellation and the cancel epoch.
+    control: control::Control,
     docs_dirty: AtomicBool,
     commands: mpsc::UnboundedSender<Command>,
     /// For the events the handle itself emits (CONFIG_CHANGED). Weak, so the stream still ends
@@ -293,10 +301,26 @@ struct Shared {
     events: mpsc::WeakUnboundedSender<Event>,
     /// Why the session task died, when it panicked.
     failure: Mutex<Option<String>>,
-    /// The session's children; `None` at the depth limit or before the task started.
-    agents: Mutex<Option<Arc<subagents::Subagents>>>,
-    /// The children as they were when the session closed.
-    closed_agents: Mutex<Vec<(AgentInfo, Vec<Turn>)>>,
+    /// The session's children.
+    agents: Mutex<Children>,
+}
+
+/// A session's children, as transcripts read them.
+enum Children {
+    /// Running (from the task's start, below the depth limit).
+    Running(Arc<subagents::Subagents>),
+    /// As they were when the session closed; none before the task started or at the depth limit.
+    Stored(Vec<(AgentInfo, Vec<Turn>)>),
+}
+
+impl Shared {
+    /// The children, while they run.
+    fn running_agents(&self) -> Option<Arc<subagents::Subagents>> {
+        match &*lock(&self.agents) {
+            Children::Running(agents) => Some(Arc::clone(agents)),
+            Children::Stored(_) => None,
+        }
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -323,18 +347,18 @@ impl SessionHandle {
     /// Queues a user input about `context` (the file the user is in): the instruction files of
     /// its subdirectories apply from this input on.
     pub fn submit_with_context(&self, text: String, context: Vec<PathBuf>) {
-        let epoch = self.shared.cancel_epoch.load(Ordering::SeqCst);
+        let epoch = self.shared.control.epoch();
         let _ = self.shared.commands.send(Command::Submit { text, epoch, context });
     }
 
     /// Injects a message after the current tool round (or before the next call when idle).
     pub fn steer(&self, text: String) {
-        lock(&self.shared.steering).push_back(text);
+        self.shared.inbox.steer(text);
     }
 
     /// Queues a message processed once the current input is fully handled.
     pub fn follow_up(&self, text: String) {
-        lock(&self.shared.follow_ups).push_back(text);
+        self.shared.inbox.follow_up(text);
         let _ = self.shared.commands.send(Command::FollowUpWake);
     }
 
@@ -342,15 +366,9 @@ impl SessionHandle {
     /// stopped. Inputs, steering and follow-ups queued before the cancel are dropped.
     /// Subagents are closed (spec Appendix B, step 6): their commands stop with their turns.
     pub fn cancel(&self) {
-        {
-            let token = lock(&self.shared.cancel);
-            self.shared.cancel_epoch.fetch_add(1, Ordering::SeqCst);
-            token.cancel();
-        }
-        lock(&self.shared.steering).clear();
-        lock(&self.shared.follow_ups).clear();
-        let agents = lock(&self.shared.agents).clone();
-        if let Some(agents) = agents {
+        self.shared.control.cancel();
+        self.shared.inbox.clear();
+        if let Some(agents) = self.shared.running_agents() {
             agents.close_all();
         }
     }
@@ -396,26 +414,25 @@ impl SessionHandle {
 
     /// The current input's cancellation token: it fires when the turn is cancelled.
     pub fn cancellation(&self) -> CancellationToken {
-        lock(&self.shared.cancel).clone()
+        self.shared.control.current()
     }
 
     /// A snapshot of the conversation (for transcripts).
     pub fn history(&self) -> Vec<Turn> {
-        lock(&self.shared.history).clone()
+        self.shared.history.snapshot()
     }
 
     /// A snapshot of the conversation and its revision, which changes whenever turns were
     /// replaced or removed (compaction, pruning) rather than appended.
     pub fn history_with_revision(&self) -> (Vec<Turn>, u64) {
-        let history = lock(&self.shared.history);
-        (history.clone(), self.shared.history_revision.load(Ordering::SeqCst))
+        self.shared.history.with_revision()
     }
 
     /// Queues a compaction of the history: it runs after the current input (never in the middle
     /// of a tool round) and reports a COMPACTION event, or a WARNING when there is nothing to
     /// summarise.
     pub fn compact(&self) {
-        let epoch = self.shared.cancel_epoch.load(Ordering::SeqCst);
+        let epoch = self.shared.control.epoch();
         let _ = self.shared.commands.send(Command::Compact { epoch });
     }
 
@@ -431,8 +448,12 @@ impl SessionHandle {
 
     /// Each subagent this session spawned, with its history, in spawn order (for transcripts).
     pub fn agents(&self) -> Vec<(AgentInfo, Vec<Turn>)> {
-        let agents = lock(&self.shared.agents).clone();
-        agents.map_or_else(|| lock(&self.shared.closed_agents).clone(), |a| a.snapshot())
+        // Their histories are read after the lock is let go.
+        let running = match &*lock(&self.shared.agents) {
+            Children::Running(agents) => Arc::clone(agents),
+            Children::Stored(agents) => return agents.clone(),
+        };
+        running.snapshot()
     }
 
     /// The panic message when the session task died of a panic.
@@ -462,27 +483,23 @@ fn spawn_in_tree(
     let shared = Arc::new(Shared {
         id: id.clone(),
         state: Mutex::new(SessionState::Idle),
-        history: Mutex::new(opts.history.clone()),
-        history_revision: AtomicU64::new(0),
-        context: Mutex::new(context::ContextStats {
+        history: history::History::new(opts.history.clone(), opts.transcript.clone()),
+        context: Arc::new(Mutex::new(context::ContextStats {
             estimate_tokens: 0,
             calibration: 1.0,
             context_window: opts
                 .config
                 .context_window_tokens
                 .unwrap_or_else(|| opts.profile.context_window(&opts.config.model)),
-        }),
-        steering: Mutex::new(VecDeque::new()),
-        follow_ups: Mutex::new(VecDeque::new()),
+        })),
+        inbox: inbox::Inbox::default(),
         config: Mutex::new(opts.config.clone()),
-        cancel: Mutex::new(CancellationToken::new()),
-        cancel_epoch: AtomicU64::new(0),
+        control: control::Control::default(),
         docs_dirty: AtomicBool::new(false),
         commands: command_tx,
         events: weak_events,
         failure: Mutex::new(None),
-        agents: Mutex::new(None),
-        closed_agents: Mutex::new(Vec::new()),
+        agents: Mutex::new(Children::Stored(Vec::new())),
     });
     let task = std::panic::AssertUnwindSafe(runner::run(opts, lineage, shared.clone(), emitter, command_rx));
     let watched = shared.clone();

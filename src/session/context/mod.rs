@@ -1,6 +1,6 @@
 //! How full the context window is (seed 004 §1.4): the token estimate of a request, calibrated
-//! by what the provider reports; compaction (`compaction.rs`) and pruning (`prune.rs`), its
-//! fallback, keep a session inside the window.
+//! by what the provider reports. The context manager (`manager.rs`) keeps a session inside the
+//! window with it: compaction (`compaction.rs`) first, pruning (`prune.rs`) as the fallback.
 //!
 //! Invariants:
 //! - The raw estimate counts characters (Unicode scalar values, never bytes) of everything a
@@ -11,9 +11,12 @@
 //!   leave it unchanged. The estimate hosts see is `raw × factor`.
 
 pub(super) mod compaction;
+mod manager;
 pub(super) mod prune;
 
 use serde::{Deserialize, Serialize};
+
+pub(super) use manager::{CallError, ContextManager, Conversation, Model};
 
 use crate::llm::{ContentPart, Message, Request, ToolDefinition};
 
