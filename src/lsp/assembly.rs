@@ -69,7 +69,10 @@ pub async fn create(state: &Arc<ServerState>, request: NewSession) -> Result<Arc
             editor: port.clone(),
             permission_rules: state.rules.clone(),
             extra_tools,
-            transcripts: state.transcripts.clone(),
+            transcripts: state
+                .transcripts
+                .clone()
+                .map(|store| Arc::new(store) as Arc<dyn session::Transcripts>),
         })
         .await?;
     let (profile, model) = (built.profile, built.model.clone());

@@ -36,8 +36,7 @@ use super::protocol::{
 };
 use super::registry::LspSession;
 use super::state::ServerState;
-use crate::session::{ErrorData, Event, EventData, EventKind};
-use crate::store::SharedRecorder;
+use crate::session::{ErrorData, Event, EventData, EventKind, TranscriptSink};
 
 /// A plain client's answer longer than this (lines or characters) is also opened as a document.
 const LONG_ANSWER_LINES: usize = 12;
@@ -47,7 +46,7 @@ const LONG_ANSWER_CHARS: usize = 1200;
 pub(super) struct Pump {
     state: Arc<ServerState>,
     session: Arc<LspSession>,
-    transcript: Option<SharedRecorder>,
+    transcript: Option<Arc<dyn TranscriptSink>>,
     turn_token: Option<String>,
     tool_tokens: HashMap<String, String>,
     turns: u64,
@@ -66,7 +65,7 @@ impl Pump {
     pub(super) fn new(
         state: Arc<ServerState>,
         session: Arc<LspSession>,
-        transcript: Option<SharedRecorder>,
+        transcript: Option<Arc<dyn TranscriptSink>>,
     ) -> Self {
         let delta_interval = state.profile().delta_interval;
         Self {
@@ -447,15 +446,12 @@ impl Pump {
 
     /// Stores the subagents' histories and, at `processing_end`, the end of the input.
     fn persist(&mut self, data: &EventData) {
-        let Some(recorder) = &self.transcript else { return };
-        let agents = self.session.handle.agents();
-        recorder.with(|r| {
-            if let EventData::ProcessingEnd(end) = data {
-                let reason = serde_json::to_value(end.reason).ok();
-                r.end_turn(reason.as_ref().and_then(|v| v.as_str()).unwrap_or("ended"))?;
-            }
-            r.record_agents(&agents)
-        });
+        let Some(transcript) = &self.transcript else { return };
+        if let EventData::ProcessingEnd(end) = data {
+            let reason = serde_json::to_value(end.reason).ok();
+            transcript.input_ended(reason.as_ref().and_then(|v| v.as_str()).unwrap_or("ended"));
+        }
+        transcript.agents_changed(&self.session.handle.agents());
     }
 }
 

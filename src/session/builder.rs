@@ -15,11 +15,14 @@
 //!   host decides shell permission itself.
 //! - The project file is read under the user's workspace trust (`config::trust`); what it was
 //!   not allowed to set is in [`SessionBuilder::trust`] for the host to report.
+//! - The transcript is the host's: the builder opens it through the host's [`Transcripts`] and
+//!   never knows where it is kept.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::{SessionConfig, SessionOptions, Turn};
+use super::transcript::{NewTranscript, StoredSession, TranscriptSink, Transcripts};
+use super::{HistorySink, SessionConfig, SessionOptions, Turn};
 use crate::config::{
     Approval, Config, ConfigError, ConfigLayer, Env, LoadOptions, ProfileKind, ProjectTrust, ResolveError,
     SearchProvider, provider, resolve_provider, resolve_search_provider,
@@ -27,7 +30,6 @@ use crate::config::{
 use crate::exec::{ExecutionEnvironment, LocalExecutionEnvironment, LocalOptions};
 use crate::llm::{self, LlmError};
 use crate::policy::{PermissionRules, PolicedPort, ShellPolicy};
-use crate::store::{SharedRecorder, TranscriptHeader, TranscriptRecorder, TranscriptStore};
 use crate::tools::codebase_search::CodebaseSearchTool;
 use crate::tools::{ModelAccess, Tool};
 use crate::workspace::{DocumentStore, EditorPort, Workspace};
@@ -63,8 +65,9 @@ pub struct SessionParts {
     pub permission_rules: Arc<PermissionRules>,
     /// Tools added to the profile's own (embedders', the editor's diagnostics); code mode takes none.
     pub extra_tools: Vec<Arc<dyn Tool>>,
-    /// Stores the session's transcript (created, or reopened when resuming).
-    pub transcripts: Option<TranscriptStore>,
+    /// Where the session's transcript is kept (created, or reopened when resuming); `None`
+    /// keeps the session in memory only.
+    pub transcripts: Option<Arc<dyn Transcripts>>,
 }
 
 /// A session ready to spawn, with what its host shows about it.
@@ -75,7 +78,7 @@ pub struct BuiltSession {
     pub model: String,
     /// `None` without a store, or when the transcript could not be opened (logged). The
     /// session writes its history through it; the host adds subagents and input ends.
-    pub transcript: Option<SharedRecorder>,
+    pub transcript: Option<Arc<dyn TranscriptSink>>,
 }
 
 /// A session whose configuration is loaded.
@@ -166,47 +169,32 @@ impl SessionBuilder {
         let resumed = history.len();
         // A resumed session's subagents come back with it, from the same transcript, and a turn
         // the server died in is closed for the model (`recovery`).
-        let mut agents = Vec::new();
-        let mut interrupted = false;
-        let transcript = parts.transcripts.and_then(|store| {
-            if resumed > 0 {
-                match store.load(&id) {
-                    Ok(stored) => {
-                        agents = crate::store::agents(&stored.records);
-                        interrupted = crate::store::interrupted(&stored);
-                    }
+        let mut stored = StoredSession::default();
+        let transcript = parts.transcripts.and_then(|transcripts| {
+            let opened = if resumed > 0 {
+                match transcripts.stored(&id) {
+                    Ok(found) => stored = found,
                     Err(e) => tracing::warn!("the subagents of session {id} are not restored: {e}"),
                 }
-            }
-            let opened = if resumed > 0 {
-                store.reopen(&id)
+                transcripts.reopen(&id, &stored.agents)
             } else {
-                store.create(TranscriptHeader {
+                let new = NewTranscript {
                     session_id: id.clone(),
                     root: root.clone(),
-                    profile: profile.as_str().into(),
+                    profile,
                     model: model.clone(),
-                    created: chrono::Utc::now().to_rfc3339(),
-                    input_ends: true,
-                })
+                };
+                transcripts.create(&new)
             };
-            match opened {
-                Ok(writer) => Some(SharedRecorder::new(TranscriptRecorder::new(writer).with_agents(&agents))),
-                Err(e) => {
-                    tracing::warn!("session {id} will not be stored: {e}");
-                    None
-                }
-            }
+            opened.map_err(|e| tracing::warn!("session {id} will not be stored: {e}")).ok()
         });
         if resumed > 0 {
-            let closing = super::recovery::close_interrupted(&history, interrupted);
+            let closing = super::recovery::close_interrupted(&history, stored.interrupted);
             if !closing.is_empty() {
                 tracing::info!(session = %id, "the resumed session's last turn was interrupted");
-                if let Some(recorder) = &transcript {
-                    recorder.with(|r| {
-                        closing.iter().try_for_each(|turn| r.append_turn(turn))?;
-                        r.end_turn("interrupted")
-                    });
+                if let Some(transcript) = &transcript {
+                    closing.iter().for_each(|turn| transcript.appended(turn));
+                    transcript.input_ended("interrupted");
                 }
                 history.extend(closing);
             }
@@ -243,9 +231,9 @@ impl SessionBuilder {
             config: session_config,
             cwd: root.clone(),
             history,
-            agents,
+            agents: stored.agents,
             tools,
-            transcript: transcript.clone().map(|r| Arc::new(r) as Arc<dyn super::HistorySink>),
+            transcript: transcript.clone().map(|t| t as Arc<dyn HistorySink>),
         };
         Ok(BuiltSession { options, id, profile, model, transcript })
     }

@@ -13,8 +13,9 @@
 
 use std::sync::{Arc, Mutex};
 
+use super::lock;
+use super::transcript::HistorySink;
 use super::turn::Turn;
-use super::{HistorySink, lock};
 
 #[derive(Debug, Default)]
 struct Revisioned {

@@ -12,7 +12,8 @@
 //! Parts, each with one reason to change: `runner` (the loop), `context` (the context manager:
 //! budget, compaction, pruning, overflow recovery), `prompt` (the system prompt and its cache),
 //! `tool_round` (one round of tool calls), `mode` (code blocks and submit mode), `history`
-//! (the history and its revision), `inbox` (steering, follow-ups), `control` (cancellation).
+//! (the history and its revision), `inbox` (steering, follow-ups), `control` (cancellation),
+//! `transcript` (the host's record, passed in).
 
 mod builder;
 pub mod context;
@@ -29,6 +30,7 @@ mod runner;
 mod subagents;
 mod summary;
 mod tool_round;
+mod transcript;
 mod turn;
 
 use std::collections::BTreeMap;
@@ -60,6 +62,9 @@ pub use loop_detection::{detect_loop, loop_warning};
 pub use mode::CONTINUE_MESSAGE;
 pub use subagents::AgentInfo;
 pub use summary::summarize;
+pub use transcript::{
+    HistorySink, NewTranscript, StoredSession, TranscriptError, TranscriptSink, Transcripts,
+};
 pub use turn::{
     AssistantTurn, InstructionsTurn, SUMMARY_SENTINEL, SummaryTurn, TextTurn, ToolResultsTurn, Turn,
     to_messages,
@@ -253,15 +258,6 @@ pub struct SessionOptions {
     /// Where the history is written as it changes; `None` keeps it in memory only (subagents,
     /// whose histories their parent's host stores).
     pub transcript: Option<Arc<dyn HistorySink>>,
-}
-
-/// The host's record of a session's history, told of every change as it happens (the session
-/// does not know where it goes: the host passes it in).
-pub trait HistorySink: Send + Sync {
-    /// A turn was appended.
-    fn appended(&self, turn: &Turn);
-    /// The history was replaced (compaction, pruning); `revision` is its new revision.
-    fn rewritten(&self, history: &[Turn], revision: u64);
 }
 
 /// Work queued for the session task.

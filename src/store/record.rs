@@ -17,8 +17,10 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
-use super::{StoreError, Transcript, TranscriptWriter};
-use crate::session::{AgentInfo, HistorySink, Turn};
+use super::{StoreError, Transcript, TranscriptHeader, TranscriptStore, TranscriptWriter};
+use crate::session::{
+    AgentInfo, HistorySink, NewTranscript, StoredSession, TranscriptError, TranscriptSink, Transcripts, Turn,
+};
 
 /// One line of a transcript after the header.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -186,6 +188,48 @@ impl HistorySink for SharedRecorder {
     }
 }
 
+impl TranscriptSink for SharedRecorder {
+    fn input_ended(&self, reason: &str) {
+        self.with(|r| r.end_turn(reason));
+    }
+
+    fn agents_changed(&self, agents: &[(AgentInfo, Vec<Turn>)]) {
+        self.with(|r| r.record_agents(agents));
+    }
+}
+
+/// The sessions' transcripts as the session builder opens them.
+impl Transcripts for TranscriptStore {
+    fn create(&self, session: &NewTranscript) -> Result<Arc<dyn TranscriptSink>, TranscriptError> {
+        let writer = TranscriptStore::create(
+            self,
+            TranscriptHeader {
+                session_id: session.session_id.clone(),
+                root: session.root.clone(),
+                profile: session.profile.as_str().into(),
+                model: session.model.clone(),
+                created: chrono::Utc::now().to_rfc3339(),
+                input_ends: true,
+            },
+        )?;
+        Ok(Arc::new(SharedRecorder::new(TranscriptRecorder::new(writer))))
+    }
+
+    fn stored(&self, id: &str) -> Result<StoredSession, TranscriptError> {
+        let transcript = self.load(id)?;
+        Ok(StoredSession { agents: agents(&transcript.records), interrupted: interrupted(&transcript) })
+    }
+
+    fn reopen(
+        &self,
+        id: &str,
+        agents: &[(AgentInfo, Vec<Turn>)],
+    ) -> Result<Arc<dyn TranscriptSink>, TranscriptError> {
+        let writer = TranscriptStore::reopen(self, id)?;
+        Ok(Arc::new(SharedRecorder::new(TranscriptRecorder::new(writer).with_agents(agents))))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,6 +275,41 @@ mod tests {
         let transcript = store.load("s").expect("load");
         assert_eq!(history(&transcript.records), rewritten);
         assert!(!interrupted(&transcript), "a compaction between inputs is not an input");
+    }
+
+    /// What the session builder and the pump do through the session's port: a new transcript
+    /// with its header, a resumed one reopened with its subagents and its cut input found.
+    #[test]
+    fn the_store_is_the_sessions_transcripts() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = TranscriptStore::new(dir.path());
+        let transcripts: &dyn Transcripts = &store;
+        let new = NewTranscript {
+            session_id: "s".into(),
+            root: "/w".into(),
+            profile: crate::profiles::ProfileKind::Gemini,
+            model: "m".into(),
+        };
+        let sink = transcripts.create(&new).expect("create");
+        sink.appended(&Turn::user("one"));
+        sink.input_ended("completed");
+        sink.appended(&Turn::user("two"));
+        let stored = store.load("s").expect("load");
+        assert_eq!(
+            (stored.header.profile.as_str(), stored.header.model.as_str(), stored.header.input_ends),
+            ("gemini", "m", true)
+        );
+        assert_eq!(
+            transcripts.stored("s").expect("stored"),
+            StoredSession { agents: vec![], interrupted: true }
+        );
+        let again = transcripts.reopen("s", &[]).expect("reopen");
+        again.rewritten(&[Turn::user("summary")], 1);
+        again.input_ended("interrupted");
+        let turns = history(&store.load("s").expect("load").records);
+        assert!(matches!(turns.as_slice(), [Turn::User(t)] if t.content == "summary"), "{turns:?}");
+        assert!(!transcripts.stored("s").expect("stored").interrupted);
+        assert!(transcripts.stored("missing").is_err());
     }
 
     #[test]

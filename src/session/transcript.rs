@@ -1,0 +1,70 @@
+//! The host's record of its sessions (their transcripts), as the session and its builder see
+//! it: small traits the host implements and passes in, so the session never depends on where
+//! its transcripts go (`store` implements them; `agentls exec` passes none).
+//!
+//! Invariant: the session writes its own history through [`HistorySink`] as it changes; the
+//! host adds the end of every input and its subagents' histories ([`TranscriptSink`]). The
+//! builder opens one transcript per session through [`Transcripts`]: a new one, or a stored one
+//! reopened to go on with it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::subagents::AgentInfo;
+use super::turn::Turn;
+use crate::profiles::ProfileKind;
+
+/// The host's record of a session's history, told of every change as it happens (the session
+/// does not know where it goes: the host passes it in).
+pub trait HistorySink: Send + Sync {
+    /// A turn was appended.
+    fn appended(&self, turn: &Turn);
+    /// The history was replaced (compaction, pruning); `revision` is its new revision.
+    fn rewritten(&self, history: &[Turn], revision: u64);
+}
+
+/// A session's transcript as its host writes it: the history (written by the session), the end
+/// of every input and the subagents' histories (written by the host).
+pub trait TranscriptSink: HistorySink {
+    /// An input ended; `reason` is how (`processing_end`'s reason, or `interrupted` for a turn a
+    /// dead server never finished).
+    fn input_ended(&self, reason: &str);
+    /// The session's subagents with their histories as they are now (in spawn order).
+    fn agents_changed(&self, agents: &[(AgentInfo, Vec<Turn>)]);
+}
+
+/// Why a transcript could not be opened or read.
+pub type TranscriptError = Box<dyn std::error::Error + Send + Sync>;
+
+/// What a new session's transcript starts with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewTranscript {
+    pub session_id: String,
+    pub root: PathBuf,
+    pub profile: ProfileKind,
+    pub model: String,
+}
+
+/// What a stored transcript holds besides the session's own history.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StoredSession {
+    /// The subagents with their histories, in spawn order.
+    pub agents: Vec<(AgentInfo, Vec<Turn>)>,
+    /// The last input never ended (the server died in it).
+    pub interrupted: bool,
+}
+
+/// Where a host keeps its sessions' transcripts.
+pub trait Transcripts: Send + Sync {
+    /// Starts the transcript of a new session.
+    fn create(&self, session: &NewTranscript) -> Result<Arc<dyn TranscriptSink>, TranscriptError>;
+    /// What the stored transcript of session `id` holds besides its history.
+    fn stored(&self, id: &str) -> Result<StoredSession, TranscriptError>;
+    /// Reopens the stored transcript of session `id` to go on writing it; `agents` are the
+    /// subagents it holds.
+    fn reopen(
+        &self,
+        id: &str,
+        agents: &[(AgentInfo, Vec<Turn>)],
+    ) -> Result<Arc<dyn TranscriptSink>, TranscriptError>;
+}
