@@ -49,6 +49,13 @@ pub fn enable(program: PathBuf) {
     let _ = PROGRAM.set(program);
 }
 
+/// Starts the guard, when this process may have one and none runs, before a group is spawned:
+/// the announcement that follows the spawn is then one write, with no process start between the
+/// command's first instruction and the guard knowing of it.
+pub(crate) fn prepare() {
+    send("", true);
+}
+
 /// Announces a process group the environment started.
 pub(crate) fn watch(pgid: i32) {
     send(&format!("+{pgid}\n"), true);
@@ -78,6 +85,7 @@ fn send(line: &str, start: bool) {
         }
     }
     if let Some(running) = guard.as_mut()
+        && !line.is_empty()
         && let Err(e) = running.input.write_all(line.as_bytes())
     {
         tracing::warn!("cannot reach the process guard: {e}");

@@ -206,6 +206,7 @@ pub(crate) async fn run(spawn: Spawn<'_>, groups: &LiveGroups) -> Result<Finishe
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
+    super::guard::prepare();
     let started = Instant::now();
     let mut child =
         command.spawn().map_err(|e| ExecError::Spawn(format!("{e} (in {})", spawn.cwd.display())))?;
@@ -467,6 +468,7 @@ pub(crate) fn spawn_child(
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
+    super::guard::prepare();
     let mut child =
         command.spawn().map_err(|e| ExecError::Spawn(format!("{program}: {e} (in {})", cwd.display())))?;
     let pgid =
