@@ -6,6 +6,8 @@
 //! - Each kind has one typed payload ([`EventData`]); its serde form is the protocol of
 //!   docs/protocol.md ("Events"): `{"kind": "<snake_case>", "data": {…}}` with the field names
 //!   written there. A renamed field is a compile error in every host, not a blank in a client.
+//! - [`EventData`] is the one event type: the kind hosts compare ([`EventKind`]) is derived from
+//!   it, never written by hand.
 //! - The session id is shared (`Arc<str>`), so emitting an event allocates only its payload.
 
 use std::path::PathBuf;
@@ -14,41 +16,26 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use strum::{EnumDiscriminants, EnumIter};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::SessionState;
 use crate::config::Approval;
 use crate::llm::{LlmError, ReasoningEffort, Usage};
 
-/// What happened. Serializes in snake_case (`tool_call_end`, …): the names are part of the
-/// product's protocol.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EventKind {
-    SessionStart,
-    SessionEnd,
-    UserInput,
-    ProcessingEnd,
-    AssistantTextStart,
-    AssistantTextDelta,
-    AssistantReasoningDelta,
-    AssistantTextEnd,
-    ToolCallStart,
-    ToolCallOutputDelta,
-    ToolCallEnd,
-    SteeringInjected,
-    TurnLimit,
-    LoopDetection,
-    Warning,
-    Error,
-    ConfigChanged,
-    ProjectDocsReloaded,
-    Compaction,
-}
-
-/// The payload of each kind of event. Adjacently tagged: `{"kind": …, "data": {…}}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The payload of each kind of event. Adjacently tagged: `{"kind": …, "data": {…}}`; the kind's
+/// name on the wire is the variant's, in snake_case (`tool_call_end`), and is written nowhere
+/// else.
+///
+/// [`EventKind`] is derived from it (a variant without its payload), so hosts compare kinds as
+/// values: a renamed or removed kind is a compile error wherever a host names it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, EnumDiscriminants)]
 #[serde(tag = "kind", content = "data", rename_all = "snake_case", deny_unknown_fields)]
+#[strum_discriminants(
+    name(EventKind),
+    derive(Hash, EnumIter),
+    doc = "What happened: an [`EventData`] without its payload (`EventData::kind`)."
+)]
 pub enum EventData {
     /// Session created.
     SessionStart(SessionStart),
@@ -94,27 +81,7 @@ pub enum EventData {
 
 impl EventData {
     pub fn kind(&self) -> EventKind {
-        match self {
-            Self::SessionStart(_) => EventKind::SessionStart,
-            Self::SessionEnd(_) => EventKind::SessionEnd,
-            Self::UserInput(_) => EventKind::UserInput,
-            Self::ProcessingEnd(_) => EventKind::ProcessingEnd,
-            Self::AssistantTextStart(_) => EventKind::AssistantTextStart,
-            Self::AssistantTextDelta(_) => EventKind::AssistantTextDelta,
-            Self::AssistantReasoningDelta(_) => EventKind::AssistantReasoningDelta,
-            Self::AssistantTextEnd(_) => EventKind::AssistantTextEnd,
-            Self::ToolCallStart(_) => EventKind::ToolCallStart,
-            Self::ToolCallOutputDelta(_) => EventKind::ToolCallOutputDelta,
-            Self::ToolCallEnd(_) => EventKind::ToolCallEnd,
-            Self::SteeringInjected(_) => EventKind::SteeringInjected,
-            Self::TurnLimit(_) => EventKind::TurnLimit,
-            Self::LoopDetection(_) => EventKind::LoopDetection,
-            Self::Warning(_) => EventKind::Warning,
-            Self::Error(_) => EventKind::Error,
-            Self::ConfigChanged(_) => EventKind::ConfigChanged,
-            Self::ProjectDocsReloaded(_) => EventKind::ProjectDocsReloaded,
-            Self::Compaction(_) => EventKind::Compaction,
-        }
+        EventKind::from(self)
     }
 
     /// The text of a streaming delta (answer, reasoning or command output).
