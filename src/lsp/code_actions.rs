@@ -9,12 +9,12 @@
 use std::sync::LazyLock;
 
 use regex::Regex;
-use serde_json::json;
 use tower_lsp_server::ls_types::{
-    CodeAction, CodeActionKind, CodeActionOrCommand, CodeActionParams, Command, Position, Range,
+    CodeAction, CodeActionKind, CodeActionOrCommand, CodeActionParams, Position, Range,
 };
 
 use super::convert;
+use super::protocol::{Cancel, Prompt, PromptContext, PromptParams, SessionParams, lsp_command};
 use super::state::ServerState;
 use crate::session::SessionState;
 
@@ -28,11 +28,14 @@ fn prompt(title: String, kind: CodeActionKind, text: String, uri: &str, range: R
     CodeActionOrCommand::CodeAction(CodeAction {
         title: title.clone(),
         kind: Some(kind),
-        command: Some(Command {
+        command: Some(lsp_command::<Prompt>(
             title,
-            command: "agentls.prompt".into(),
-            arguments: Some(vec![json!({"text": text, "context": {"uri": uri, "range": range}})]),
-        }),
+            &PromptParams {
+                session_id: None,
+                text,
+                context: Some(PromptContext { uri: uri.to_string(), range: Some(range) }),
+            },
+        )),
         ..Default::default()
     })
 }
@@ -62,11 +65,7 @@ pub fn actions(state: &ServerState, params: &CodeActionParams) -> Vec<CodeAction
         out.push(CodeActionOrCommand::CodeAction(CodeAction {
             title: title.clone(),
             kind: Some(CodeActionKind::EMPTY),
-            command: Some(Command {
-                title,
-                command: "agentls.cancel".into(),
-                arguments: Some(vec![json!({"sessionId": session.id})]),
-            }),
+            command: Some(lsp_command::<Cancel>(title, &SessionParams { session_id: session.id.clone() })),
             ..Default::default()
         }));
     }

@@ -12,7 +12,8 @@
 //! One file per method family and per job: `server` (lifecycle, routing), `text_sync`,
 //! `commands/*`, `code_actions`, `review`, `permission`; `state` (what handlers share),
 //! `registry` (open sessions), `assembly` (starting one), `pump` (its events to the editor),
-//! `port` and `apply` (the agent's edits to the editor), `protocol` (the `agentls/*` payloads),
+//! `port` and `apply` (the agent's edits to the editor), `protocol` (every `agentls.*` command's
+//! name, argument and result, and every `agentls/*` payload),
 //! `outbound`, `transport` (the wire), `dispatch` (the message loop), `stdio`, `capabilities`, `convert`.
 //!
 //! Layering (no import circles): `server` → `commands` → `assembly` → `pump` → `port` →

@@ -13,7 +13,7 @@ use tower_lsp_server::ls_types::MessageType;
 
 use super::capabilities::ClientProfile;
 use super::outbound::{Outbound, OutboundError, spoken};
-use super::protocol::PermissionParams;
+use super::protocol::{PermissionAnswer, PermissionParams};
 use crate::workspace::{PermissionDecision, PermissionRequest};
 
 const ALLOW_ONCE: &str = "Allow once";
@@ -60,7 +60,7 @@ impl PermissionBroker {
             tool_name: request.tool_name.clone(),
             command: request.command.clone(),
             cwd: request.cwd.display().to_string(),
-            options: ["allow_once", "allow_always", "deny"].map(String::from).to_vec(),
+            options: PermissionAnswer::ALL.to_vec(),
             agent: None,
         });
         match self.pending.wait(&request_id, rx, outbound.deadlines.human).await {
@@ -104,12 +104,11 @@ async fn unanswered(outbound: &Outbound, request: &PermissionRequest) -> Permiss
     PermissionDecision::Deny { feedback: Some(format!("the user did not answer within {within}")) }
 }
 
-/// Parses the `decision` of `agentls.resolvePermission`.
-pub fn decision_from(name: &str, feedback: Option<String>) -> Option<PermissionDecision> {
-    match name {
-        "allow_once" => Some(PermissionDecision::AllowOnce),
-        "allow_always" => Some(PermissionDecision::AllowAlways),
-        "deny" => Some(PermissionDecision::Deny { feedback }),
-        _ => None,
+/// The decision an `agentls.resolvePermission` answer stands for.
+pub fn decision_of(answer: PermissionAnswer, feedback: Option<String>) -> PermissionDecision {
+    match answer {
+        PermissionAnswer::AllowOnce => PermissionDecision::AllowOnce,
+        PermissionAnswer::AllowAlways => PermissionDecision::AllowAlways,
+        PermissionAnswer::Deny => PermissionDecision::Deny { feedback },
     }
 }

@@ -7,9 +7,8 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 
-use serde_json::{Value, json};
-
 use super::convert;
+use super::protocol::{OpenSession, SessionInfo, SessionStatus};
 use crate::profiles::ProfileKind;
 use crate::session::SessionHandle;
 
@@ -22,24 +21,22 @@ pub struct LspSession {
 }
 
 impl LspSession {
-    pub fn summary(&self) -> Value {
+    /// What `agentls.listSessions` and `agentls.configure` say of it.
+    pub fn info(&self) -> SessionInfo {
         let config = self.handle.config();
-        let context = self.handle.context();
-        json!({
-            "sessionId": self.id,
-            "rootUri": convert::uri_of(&self.root).map(|u| u.as_str().to_string()),
-            "profile": self.profile.as_str(),
-            "model": config.model,
-            "reasoningEffort": config.reasoning_effort.map(|e| e.as_str()),
-            "approval": config.approval,
-            "state": self.handle.state().as_str(),
-            "open": true,
-            "context": {
-                "estimateTokens": context.estimate_tokens,
-                "calibration": context.calibration,
-                "contextWindow": context.context_window,
-            },
-        })
+        SessionInfo {
+            session_id: self.id.clone(),
+            root_uri: convert::uri_of(&self.root).map(|u| u.as_str().to_string()),
+            profile: self.profile.as_str().to_string(),
+            model: config.model,
+            open: true,
+            status: SessionStatus::Open(OpenSession {
+                reasoning_effort: config.reasoning_effort,
+                approval: config.approval,
+                state: self.handle.state(),
+                context: self.handle.context().into(),
+            }),
+        }
     }
 }
 

@@ -92,7 +92,7 @@ fn server_capabilities(profile: &ClientProfile) -> ServerCapabilities {
             ..Default::default()
         })),
         execute_command_provider: Some(ExecuteCommandOptions {
-            commands: commands::NAMES.iter().map(|c| c.to_string()).collect(),
+            commands: commands::names().map(str::to_string).collect(),
             ..Default::default()
         }),
         workspace: Some(WorkspaceServerCapabilities {

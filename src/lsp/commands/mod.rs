@@ -1,63 +1,146 @@
 //! `workspace/executeCommand`: the `agentls.*` commands, one object argument each, one object
-//! result each.
+//! result each. [`COMMANDS`] is the one table of them: each entry is a command type of
+//! `lsp::protocol` (its name, `Params` and `Result`), whose [`Handler`] is in the file of its
+//! family (`session.rs`, `review.rs`, `permission.rs`, `trust.rs`).
 //!
 //! Invariant: a command either returns at once (work is queued on a session task) or answers
 //! with a JSON-RPC error that names the bad field; an unknown command names the known ones.
+//! A command's argument is decoded into its `Params` before its handler runs, and its result is
+//! its `Result` type: no handler reads or writes JSON by key.
 
-pub mod args;
+mod args;
 mod permission;
 mod review;
 mod session;
 mod trust;
 
+use std::future::Future;
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use serde_json::Value;
 use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
 
+use super::protocol::{
+    Cancel, CloseSession, Command, Compact, Configure, FollowUp, History, ListSessions, NewSession, Prompt,
+    ResolvePermission, ResolveReview, ResumeSession, Steer, TrustFolder,
+};
 use super::state::ServerState;
-use args::CommandArgs;
 
-/// Every command the server executes, as announced in `executeCommandProvider`.
-pub const NAMES: &[&str] = &[
-    "agentls.newSession",
-    "agentls.prompt",
-    "agentls.steer",
-    "agentls.followUp",
-    "agentls.cancel",
-    "agentls.closeSession",
-    "agentls.listSessions",
-    "agentls.resumeSession",
-    "agentls.history",
-    "agentls.configure",
-    "agentls.compact",
-    "agentls.resolveReview",
-    "agentls.resolvePermission",
-    "agentls.trustFolder",
+/// What the server does for a command: its work, on its decoded argument.
+trait Handler: Command {
+    fn handle(
+        state: &Arc<ServerState>,
+        params: Self::Params,
+    ) -> impl Future<Output = Result<Self::Result>> + Send;
+}
+
+/// Every command the server executes, in the order `executeCommandProvider` announces them.
+const COMMANDS: &[Entry] = &[
+    Entry::of::<NewSession>(),
+    Entry::of::<Prompt>(),
+    Entry::of::<Steer>(),
+    Entry::of::<FollowUp>(),
+    Entry::of::<Cancel>(),
+    Entry::of::<CloseSession>(),
+    Entry::of::<ListSessions>(),
+    Entry::of::<ResumeSession>(),
+    Entry::of::<History>(),
+    Entry::of::<Configure>(),
+    Entry::of::<Compact>(),
+    Entry::of::<ResolveReview>(),
+    Entry::of::<ResolvePermission>(),
+    Entry::of::<TrustFolder>(),
 ];
+
+/// A command's name and its handler, behind one signature.
+struct Entry {
+    name: &'static str,
+    run: for<'a> fn(&'a Arc<ServerState>, Vec<Value>) -> BoxFuture<'a, Result<Value>>,
+    /// Reads a documented example (argument, result) back through the command's types.
+    #[cfg(test)]
+    round_trip: fn(&Value, &Value),
+}
+
+impl Entry {
+    const fn of<C: Handler>() -> Self {
+        Self {
+            name: C::NAME,
+            run: run::<C>,
+            #[cfg(test)]
+            round_trip: |params, result| {
+                crate::lsp::protocol::documented::round_trip::<C::Params>(params);
+                crate::lsp::protocol::documented::round_trip::<C::Result>(result);
+            },
+        }
+    }
+}
+
+/// Decodes the argument, runs the handler, encodes the result.
+fn run<C: Handler>(state: &Arc<ServerState>, arguments: Vec<Value>) -> BoxFuture<'_, Result<Value>> {
+    Box::pin(async move {
+        let params = args::decode::<C::Params>(arguments)?;
+        let result = C::handle(state, params).await?;
+        serde_json::to_value(result).map_err(|e| args::request_failed(e.to_string()))
+    })
+}
+
+/// The names of every command, as announced in `executeCommandProvider`.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    COMMANDS.iter().map(|entry| entry.name)
+}
 
 /// Runs one command.
 pub async fn dispatch(state: &Arc<ServerState>, command: String, arguments: Vec<Value>) -> Result<Value> {
-    let args = CommandArgs::from_arguments(arguments)?;
-    match command.as_str() {
-        "agentls.newSession" => session::new_session(state, &args).await,
-        "agentls.prompt" => session::prompt(state, &args).await,
-        "agentls.steer" => session::steer(state, &args),
-        "agentls.followUp" => session::follow_up(state, &args),
-        "agentls.cancel" => session::cancel(state, &args),
-        "agentls.closeSession" => session::close(state, &args),
-        "agentls.listSessions" => session::list(state),
-        "agentls.resumeSession" => session::resume(state, &args).await,
-        "agentls.history" => session::history(state, &args),
-        "agentls.configure" => session::configure(state, &args),
-        "agentls.compact" => session::compact(state, &args),
-        "agentls.resolveReview" => review::resolve(state, &args),
-        "agentls.resolvePermission" => permission::resolve(state, &args),
-        "agentls.trustFolder" => trust::trust_folder(state, &args),
-        other => Err(Error {
+    match COMMANDS.iter().find(|entry| entry.name == command) {
+        Some(entry) => (entry.run)(state, arguments).await,
+        None => Err(Error {
             code: ErrorCode::InvalidParams,
-            message: format!("unknown command `{other}`; known commands: {}", NAMES.join(", ")).into(),
+            message: format!(
+                "unknown command `{command}`; known commands: {}",
+                names().collect::<Vec<_>>().join(", ")
+            )
+            .into(),
             data: Some(Value::String("command".into())),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! docs/protocol.md documents every command of the table, and its examples are the types.
+
+    use super::*;
+    use crate::lsp::protocol::documented::examples;
+
+    #[test]
+    fn every_command_has_a_documented_argument_and_result_of_its_types() {
+        let examples = examples();
+        for entry in COMMANDS {
+            let documented: Vec<_> = examples.iter().filter(|e| e.command() == Some(entry.name)).collect();
+            assert!(!documented.is_empty(), "docs/protocol.md has no example of `{}`", entry.name);
+            for example in documented {
+                let result = example.result.as_ref().unwrap_or_else(|| {
+                    panic!("docs/protocol.md's example of `{}` has no result (`→ {{…}}`)", entry.name)
+                });
+                (entry.round_trip)(example.argument(), result);
+            }
+        }
+        for example in &examples {
+            if let Some(name) = example.command() {
+                assert!(names().any(|n| n == name), "docs/protocol.md documents an unknown command `{name}`");
+            }
+        }
+    }
+
+    #[test]
+    fn the_documented_initialize_result_announces_every_command() {
+        let init = examples()
+            .into_iter()
+            .map(|example| example.value)
+            .find(|v| v.get("capabilities").is_some())
+            .expect("docs/protocol.md has the InitializeResult");
+        let announced = &init["capabilities"]["executeCommandProvider"]["commands"];
+        assert_eq!(announced, &Value::from(names().collect::<Vec<_>>()));
     }
 }

@@ -2,26 +2,23 @@
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
 use tower_lsp_server::jsonrpc::Result;
 
-use super::args::{CommandArgs, invalid_field};
-use crate::lsp::permission::decision_from;
+use super::Handler;
+use super::args::invalid_field;
+use crate::lsp::permission::decision_of;
+use crate::lsp::protocol::{PermissionResolved, ResolvePermission, ResolvePermissionParams};
 use crate::lsp::state::ServerState;
 
-const DECISIONS: &[&str] = &["allow_once", "allow_always", "deny"];
-
-pub fn resolve(state: &Arc<ServerState>, args: &CommandArgs) -> Result<Value> {
-    let request_id = args.required_str("requestId")?;
-    let name = args.required_choice("decision", DECISIONS)?;
-    let feedback = args.optional_str("feedback")?;
-    let decision =
-        decision_from(&name, feedback).ok_or_else(|| invalid_field("decision", "a known decision"))?;
-    if !state.permissions.resolve(&request_id, decision) {
-        return Err(invalid_field(
-            "requestId",
-            "the id of a pending permission request (it may already be resolved)",
-        ));
+impl Handler for ResolvePermission {
+    async fn handle(state: &Arc<ServerState>, params: ResolvePermissionParams) -> Result<PermissionResolved> {
+        let decision = decision_of(params.decision, params.feedback);
+        if !state.permissions.resolve(&params.request_id, decision) {
+            return Err(invalid_field(
+                "requestId",
+                "the id of a pending permission request (it may already be resolved)",
+            ));
+        }
+        Ok(PermissionResolved { request_id: params.request_id, decision: params.decision })
     }
-    Ok(json!({"requestId": request_id, "decision": name}))
 }
