@@ -15,6 +15,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::task::JoinHandle;
 
+use crate::lsp::protocol;
 use crate::lsp::transport::{Frame, FrameReader, frame};
 
 /// How long the server may take to exit after `exit`.
@@ -99,9 +100,15 @@ impl ServerProcess {
         }
     }
 
-    /// `workspace/executeCommand` with one object argument, as every agentls command takes.
-    pub async fn execute(&mut self, command: &str, argument: Value) -> Result<Value, String> {
-        self.request("workspace/executeCommand", json!({"command": command, "arguments": [argument]})).await
+    /// Runs an agentls command (`workspace/executeCommand` with its one object argument).
+    pub async fn execute<C: protocol::Command>(&mut self, params: &C::Params) -> Result<C::Result, String> {
+        let argument =
+            serde_json::to_value(params).map_err(|e| format!("cannot encode `{}`: {e}", C::NAME))?;
+        let result = self
+            .request("workspace/executeCommand", json!({"command": C::NAME, "arguments": [argument]}))
+            .await?;
+        serde_json::from_value(result.clone())
+            .map_err(|e| format!("unexpected result of `{}` ({e}): {result}", C::NAME))
     }
 
     pub async fn notify(&mut self, method: &str, params: Value) -> Result<(), String> {

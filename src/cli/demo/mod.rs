@@ -10,7 +10,6 @@
 mod client;
 mod nvim;
 mod project;
-mod protocol;
 mod render;
 
 use std::collections::HashSet;
@@ -19,16 +18,18 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use tower_lsp_server::ls_types::notification::Notification;
 
 use self::client::{Incoming, ServerProcess};
 use self::project::{EDITED, Project};
-use self::protocol::{
-    EVENT, ErrorEvent, EventParams, NEW_SESSION, NewSessionResult, PERMISSION, PROMPT, PermissionParams,
-    ProcessingEnd, RESOLVE_PERMISSION, RESOLVE_REVIEW, REVIEW, ResolvePermission, ResolveReview,
-    ResolvedFile, ReviewHunk, ReviewParams, TextDelta, ToolCallEnd, ToolCallStart,
-};
 use self::render::Printer;
 use super::DemoArgs;
+use crate::lsp::protocol::{
+    EventNotification, EventParams, NewSession, NewSessionParams, PermissionAnswer, PermissionNotification,
+    PermissionParams, Prompt, PromptParams, ResolvePermission, ResolvePermissionParams, ResolveReview,
+    ResolveReviewParams, ResolvedFile, ReviewAnswer, ReviewHunk, ReviewNotification, ReviewParams,
+};
+use crate::session::{CallStatus, EndReason, EventData, ProcessingEnd};
 
 /// What the demo's user asks for.
 pub const USER_PROMPT: &str = "Add a --verbose flag to greet.py that says what the script is doing.";
@@ -139,10 +140,14 @@ async fn drive(
         )
         .await?;
     server.notify("initialized", json!({})).await?;
-    let session: NewSessionResult = decode(server.execute(NEW_SESSION, json!({"rootUri": root_uri})).await?)?;
-    printer.session(&session.session_id, &session.profile, &session.model);
+    let session = server
+        .execute::<NewSession>(&NewSessionParams { root_uri: Some(root_uri), ..Default::default() })
+        .await?;
+    printer.session(&session.session_id, session.profile.as_str(), &session.model);
     printer.user(USER_PROMPT);
-    server.execute(PROMPT, json!({"sessionId": session.session_id, "text": USER_PROMPT})).await?;
+    let prompt =
+        PromptParams { session_id: Some(session.session_id), text: USER_PROMPT.to_string(), context: None };
+    server.execute::<Prompt>(&prompt).await?;
 
     let mut tally = Tally::default();
     // Questions wait until the `tool_call_start` of their call was shown, so the output follows
@@ -151,12 +156,12 @@ async fn drive(
     let mut held: Vec<Question> = Vec::new();
     loop {
         match server.next().await? {
-            Incoming::Notification { method, params } if method == EVENT => {
+            Incoming::Notification { method, params } if method == EventNotification::METHOD => {
                 let event: EventParams = decode(params)?;
-                if event.kind == "tool_call_start" {
-                    started.insert(decode::<ToolCallStart>(event.data.clone())?.call_id);
+                if let EventData::ToolCallStart(call) = &event.event {
+                    started.insert(call.call_id.clone());
                 }
-                if let Some(end) = on_event(event, printer, &mut tally)? {
+                if let Some(end) = on_event(event, printer, &mut tally) {
                     return finish(end, tally);
                 }
                 let (ready, waiting) = held.into_iter().partition(|q| q.ready(&started));
@@ -165,10 +170,13 @@ async fn drive(
                     answer(server, question, printer, &mut tally).await?;
                 }
             }
-            Incoming::Notification { method, params } if method == PERMISSION || method == REVIEW => {
-                let question = match method.as_str() {
-                    PERMISSION => Question::Permission(decode(params)?),
-                    _ => Question::Review(decode(params)?),
+            Incoming::Notification { method, params }
+                if method == PermissionNotification::METHOD || method == ReviewNotification::METHOD =>
+            {
+                let question = if method == PermissionNotification::METHOD {
+                    Question::Permission(decode(params)?)
+                } else {
+                    Question::Review(decode(params)?)
                 };
                 if question.ready(&started) {
                     answer(server, question, printer, &mut tally).await?;
@@ -193,10 +201,10 @@ enum Question {
 impl Question {
     fn ready(&self, started: &HashSet<String>) -> bool {
         let call = match self {
-            Question::Permission(ask) => &ask.call_id,
-            Question::Review(review) => &review.call_id,
+            Question::Permission(ask) => Some(&ask.call_id),
+            Question::Review(review) => review.call_id.as_ref(),
         };
-        call.as_ref().is_none_or(|id| started.contains(id))
+        call.is_none_or(|id| started.contains(id))
     }
 }
 
@@ -210,56 +218,54 @@ async fn answer(
         Question::Permission(ask) => {
             printer.permission(&ask.command, &ask.cwd);
             printer.decision("allow once");
-            let answer = ResolvePermission { request_id: ask.request_id, decision: "allow_once" };
-            server.execute(RESOLVE_PERMISSION, to_value(&answer)?).await?;
+            let answer = ResolvePermissionParams {
+                request_id: ask.request_id,
+                decision: PermissionAnswer::AllowOnce,
+                feedback: None,
+            };
+            server.execute::<ResolvePermission>(&answer).await?;
         }
         Question::Review(review) => {
             tally.reviews += 1;
             let answer = decide(&review, printer);
-            server.execute(RESOLVE_REVIEW, to_value(&answer)?).await?;
+            server.execute::<ResolveReview>(&answer).await?;
         }
     }
     Ok(())
 }
 
 /// Renders one event; `Some` at the end of processing.
-fn on_event(
-    event: EventParams,
-    printer: &mut Printer,
-    tally: &mut Tally,
-) -> Result<Option<ProcessingEnd>, String> {
-    match event.kind.as_str() {
-        "assistant_text_delta" => printer.text_delta(&decode::<TextDelta>(event.data)?.delta),
-        "assistant_text_end" => {
+fn on_event(event: EventParams, printer: &mut Printer, tally: &mut Tally) -> Option<ProcessingEnd> {
+    match event.event {
+        EventData::AssistantTextDelta(text) => printer.text_delta(&text.delta),
+        EventData::AssistantTextEnd(_) => {
             tally.model_answers += 1;
             printer.end_text();
         }
-        "tool_call_end" => {
-            let call: ToolCallEnd = decode(event.data)?;
+        EventData::ToolCallEnd(call) => {
             tally.tool_calls += 1;
-            if call.status != "ok" {
+            if call.status != CallStatus::Ok {
                 tally.failed_tools.push(call.summary.clone());
             }
             printer.tool(&call);
         }
-        "error" => {
-            let error: ErrorEvent = decode(event.data)?;
+        EventData::Error(error) => {
             let fatal = if error.fatal { " (fatal)" } else { "" };
             printer.note(&format!("  error{fatal}: {}", error.message));
             tally.errors.push(error.message);
         }
-        "processing_end" => {
+        EventData::ProcessingEnd(end) => {
             printer.end_text();
-            return Ok(Some(decode(event.data)?));
+            return Some(end);
         }
         _ => {}
     }
-    Ok(None)
+    None
 }
 
 fn finish(end: ProcessingEnd, tally: Tally) -> Result<Tally, String> {
-    if end.reason != "completed" {
-        return Err(format!("the session ended with `{}` instead of completing", end.reason));
+    if end.reason != EndReason::Completed {
+        return Err(format!("the session ended with `{}` instead of completing", end.reason.as_str()));
     }
     if let Some(error) = tally.errors.first() {
         return Err(format!("the session reported an error: {error}"));
@@ -274,7 +280,7 @@ fn finish(end: ProcessingEnd, tally: Tally) -> Result<Tally, String> {
 }
 
 /// The demo's user accepts every hunk except those that change the greeting, and says why.
-fn decide(review: &ReviewParams, printer: &mut Printer) -> ResolveReview {
+fn decide(review: &ReviewParams, printer: &mut Printer) -> ResolveReviewParams {
     let mut files = Vec::new();
     let mut rejected_any = false;
     for file in &review.files {
@@ -300,7 +306,8 @@ fn decide(review: &ReviewParams, printer: &mut Printer) -> ResolveReview {
             rejected_any = true;
             files.push(ResolvedFile {
                 uri: file.uri.clone(),
-                accepted_hunks: accepted.iter().map(|h| h.index).collect(),
+                accepted_hunks: Some(accepted.iter().map(|h| h.index).collect()),
+                final_text: None,
             });
         }
     }
@@ -308,14 +315,15 @@ fn decide(review: &ReviewParams, printer: &mut Printer) -> ResolveReview {
     if let Some(reason) = &feedback {
         printer.decision(&format!("reason: {reason}"));
     }
-    ResolveReview { review_id: review.review_id.clone(), decision: "accept", files, feedback }
+    ResolveReviewParams {
+        review_id: review.review_id.clone(),
+        decision: ReviewAnswer::Accept,
+        files: Some(files),
+        feedback,
+    }
 }
 
 fn decode<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, String> {
     serde_json::from_value(value.clone())
         .map_err(|e| format!("unexpected message from the server ({e}): {value}"))
-}
-
-fn to_value(value: &impl serde::Serialize) -> Result<Value, String> {
-    serde_json::to_value(value).map_err(|e| e.to_string())
 }

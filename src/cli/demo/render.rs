@@ -7,7 +7,8 @@
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
-use super::protocol::{ReviewFile, ToolCallEnd};
+use crate::lsp::protocol::ReviewFile;
+use crate::session::{CallOutcome, CallStatus, ToolCallEnd};
 
 /// Shell output lines shown under a tool line.
 const OUTPUT_LINES: usize = 6;
@@ -116,17 +117,17 @@ impl Printer {
     }
 
     pub fn tool(&mut self, call: &ToolCallEnd) {
-        let (mark, style) = match call.status.as_str() {
-            "ok" => ("✓", Style::Green),
+        let (mark, style) = match call.status {
+            CallStatus::Ok => ("✓", Style::Green),
             _ => ("✗", Style::Red),
         };
-        let status = self.paint(style, &format!("{mark} {}", call.status));
+        let status = self.paint(style, &format!("{mark} {}", call.status.as_str()));
         self.line(&format!("  {status}  {}", call.summary));
-        let shown = match (&call.error, &call.output) {
-            (Some(error), _) => Some(error),
+        let shown = match &call.outcome {
+            CallOutcome::Error { error } => Some(error),
             // The file the model read is not worth repeating; what other tools said is.
-            (None, Some(output)) if call.tool_name != "read_file" => Some(output),
-            _ => None,
+            CallOutcome::Output { output, .. } if call.tool_name != "read_file" => Some(output),
+            CallOutcome::Output { .. } => None,
         };
         if let Some(text) = shown {
             let lines: Vec<&str> = text.lines().collect();
@@ -158,7 +159,8 @@ impl Printer {
             1 => "1 hunk".to_string(),
             n => format!("{n} hunks"),
         };
-        self.line(&format!("  {ask}  the agent proposes a change to {} ({}, {hunks}):", file.path, file.op));
+        let op = file.op.as_str();
+        self.line(&format!("  {ask}  the agent proposes a change to {} ({op}, {hunks}):", file.path));
         for line in file.diff.lines() {
             let painted = match line.as_bytes().first() {
                 _ if line.starts_with("+++") || line.starts_with("---") => self.paint(Style::Bold, line),
