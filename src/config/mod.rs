@@ -7,6 +7,7 @@
 //! - API keys are held in [`Secret`], whose `Debug`/`Display` never show the value.
 
 mod choices;
+pub mod mcp;
 pub mod provider;
 mod secret;
 pub mod trust;
@@ -17,6 +18,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use choices::{ProfileKind, PromptSection, ReasoningEffort};
+pub use mcp::{McpLayer, McpPermission, McpServerLayer};
 pub use provider::{
     ProviderKind, ProviderSettings, ResolveError, SearchProvider, resolve_provider, resolve_search_provider,
 };
@@ -257,6 +259,10 @@ pub struct ConfigLayer {
     pub log: Option<LogLayer>,
     pub prompt: Option<PromptLayer>,
     pub code: Option<CodeLayer>,
+    /// MCP servers by name (`[mcp_servers.NAME]`).
+    pub mcp_servers: Option<BTreeMap<String, McpServerLayer>>,
+    /// Settings of every MCP server (`[mcp]`).
+    pub mcp: Option<McpLayer>,
 }
 
 macro_rules! merge_fields {
@@ -323,6 +329,25 @@ impl ConfigLayer {
             let slot = self.log.get_or_insert_with(LogLayer::default);
             merge_fields!(slot, log; filter, file);
         }
+        if let Some(servers) = other.mcp_servers {
+            let mine = self.mcp_servers.get_or_insert_with(BTreeMap::new);
+            for (name, server) in servers {
+                mine.entry(name).or_default().merge(server);
+            }
+        }
+        if let Some(mcp) = other.mcp {
+            self.mcp.get_or_insert_with(McpLayer::default).merge(mcp);
+        }
+    }
+
+    /// Notes `file` as the origin of the MCP servers whose `command` or `url` this layer sets.
+    fn with_origin(mut self, file: &Path) -> Self {
+        for server in self.mcp_servers.iter_mut().flat_map(|s| s.values_mut()) {
+            if server.command.is_some() || server.url.is_some() {
+                server.origin = Some(file.to_path_buf());
+            }
+        }
+        self
     }
 
     /// Parses a TOML document; `origin` names it in errors.
@@ -411,6 +436,18 @@ impl ConfigLayer {
         }
         if self.code.as_ref().and_then(|c| c.return_type.as_deref()).is_some_and(|t| t.trim().is_empty()) {
             return Err(invalid("code.return_type", "a Python type such as `str`, `int` or `list[str]`"));
+        }
+        for (name, server) in self.mcp_servers.iter().flatten() {
+            if !mcp::valid_server_name(name) {
+                return Err(invalid(
+                    &format!("mcp_servers.{name}"),
+                    "a server name of letters, digits, `_` and `-` (no `__`), at most 32 characters: it \
+                     becomes part of the tool names (`mcp__NAME__tool`)",
+                ));
+            }
+            server
+                .check(&format!("mcp_servers.{name}"))
+                .map_err(|(key, expected)| invalid(&key, &expected))?;
         }
         Ok(self)
     }
@@ -514,16 +551,23 @@ impl Config {
         }
         let project_file = opts.project_root.as_ref().map(|r| r.join(PROJECT_FILE));
         let mut trust = None;
-        if let (Some(project), Some(root), Some(file)) =
-            (read_layer(project_file.as_deref(), &mut sources)?, opts.project_root, project_file)
-        {
-            let (restricted, ignored) = trust::restrict(project.clone(), &layer);
-            // The store is read only when the project sets something that needs trust.
-            let trusted = ignored.is_empty()
-                || opts.trust.unwrap_or_else(|| TrustStore::for_user(env)).is_trusted(&root);
-            layer.merge(if trusted { project } else { restricted });
-            let ignored = if trusted { Vec::new() } else { ignored };
-            trust = Some(ProjectTrust { root, file, trusted, ignored });
+        let project = read_layer(project_file.as_deref(), &mut sources)?;
+        if let (Some(root), Some(file)) = (opts.project_root, project_file) {
+            let project = project.map(|p| p.with_origin(&file));
+            let found = project.is_some();
+            let (project, mcp_files) = with_project_mcp_files(project, &root, &mut sources)?;
+            if let Some(project) = project {
+                let (restricted, ignored) = trust::restrict(project.clone(), &layer);
+                // The store is read only when the project sets something that needs trust.
+                let trusted = ignored.is_empty()
+                    || opts.trust.unwrap_or_else(|| TrustStore::for_user(env)).is_trusted(&root);
+                let withheld_mcp_servers =
+                    if trusted { BTreeMap::new() } else { project.mcp_servers.clone().unwrap_or_default() };
+                layer.merge(if trusted { project } else { restricted });
+                let ignored = if trusted { Vec::new() } else { ignored };
+                let file = if found { file } else { mcp_files.into_iter().next().unwrap_or(file) };
+                trust = Some(ProjectTrust { root, file, trusted, ignored, withheld_mcp_servers });
+            }
         }
         layer.merge(ConfigLayer::from_env(env)?);
         layer.merge(opts.overrides);
@@ -560,6 +604,10 @@ impl Config {
 
     pub fn search(&self) -> SearchLayer {
         self.layer.search.clone().unwrap_or_default()
+    }
+
+    pub fn mcp(&self) -> McpLayer {
+        self.layer.mcp.clone().unwrap_or_default()
     }
 
     /// The user's folder of prompt section files (`<config dir>/agentls/prompts`).
@@ -615,12 +663,45 @@ fn keep_valid(
     }
 }
 
+/// Adds the servers of the project's `.mcp.json` and `.vscode/mcp.json` to the project layer
+/// (`.agentls.toml` wins over `.mcp.json`, which wins over `.vscode/mcp.json`); returns the
+/// layer (`None` when no project file exists) and the JSON files found.
+fn with_project_mcp_files(
+    project: Option<ConfigLayer>,
+    root: &Path,
+    sources: &mut Vec<Source>,
+) -> Result<(Option<ConfigLayer>, Vec<PathBuf>), ConfigError> {
+    let mut servers: BTreeMap<String, McpServerLayer> = BTreeMap::new();
+    let mut found = Vec::new();
+    for (format, name) in
+        [(mcp::McpFileFormat::VsCode, mcp::VSCODE_MCP_JSON), (mcp::McpFileFormat::ClaudeCode, mcp::MCP_JSON)]
+    {
+        if let Some(file_servers) = mcp::read_project_file(root, format)? {
+            sources.push(Source { origin: root.join(name).display().to_string(), found: true });
+            found.push(root.join(name));
+            for (name, server) in file_servers {
+                servers.entry(name).or_default().merge(server);
+            }
+        }
+    }
+    // The JSON files are listed before .agentls.toml would be: the first found names the project.
+    found.reverse();
+    if found.is_empty() {
+        return Ok((project, found));
+    }
+    let mut layer = ConfigLayer { mcp_servers: Some(servers), ..ConfigLayer::default() };
+    if let Some(project) = project {
+        layer.merge(project);
+    }
+    Ok((Some(layer), found))
+}
+
 /// Reads and parses one config file, noting it in `sources`; `None` when there is no such file.
 fn read_layer(path: Option<&Path>, sources: &mut Vec<Source>) -> Result<Option<ConfigLayer>, ConfigError> {
     let Some(path) = path else { return Ok(None) };
     match std::fs::read_to_string(path) {
         Ok(text) => {
-            let layer = ConfigLayer::parse_toml(&text, path)?;
+            let layer = ConfigLayer::parse_toml(&text, path)?.with_origin(path);
             sources.push(Source { origin: path.display().to_string(), found: true });
             Ok(Some(layer))
         }

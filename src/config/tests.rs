@@ -517,3 +517,79 @@ fn an_editor_layer_keeps_its_good_keys_and_names_each_bad_one() {
     let (whole, none) = ConfigLayer::from_json_lenient(serde_json::json!({"model": "m"}), "o");
     assert_eq!((whole.model.as_deref(), none.len()), (Some("m"), 0));
 }
+
+#[test]
+fn project_mcp_servers_from_every_file_wait_for_trust_and_then_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = TrustStore::at(dir.path().join("trust.toml"));
+    let root = dir.path().join("repo");
+    std::fs::create_dir_all(root.join(".vscode")).unwrap();
+    write(&root, ".mcp.json", r#"{"mcpServers": {"github": {"command": "npx", "args": ["-y", "gh"]}}}"#);
+    write(
+        &root,
+        ".vscode/mcp.json",
+        r#"{"servers": {"docs": {"type": "http", "url": "https://docs.example/mcp"}, "github": {"command": "other"}}}"#,
+    );
+    write(&root, PROJECT_FILE, "[mcp_servers.local]\ncommand = \"./tool\"\n[mcp]\npermission = \"allow\"\n");
+    let load = || {
+        Config::load(
+            &Env::default(),
+            LoadOptions {
+                project_root: Some(root.clone()),
+                trust: Some(store.clone()),
+                ..Default::default()
+            },
+        )
+        .unwrap()
+    };
+    let config = load();
+    assert_eq!(config.layer.mcp_servers, None, "no project server starts in an untrusted folder");
+    assert_eq!(config.mcp().permission, None, "nor does a project loosen MCP permission");
+    let trust = config.trust.unwrap();
+    let ignored: Vec<(&str, &str)> =
+        trust.ignored.iter().map(|k| (k.key.as_str(), k.reason.as_str())).collect();
+    assert_eq!(
+        ignored,
+        [
+            (
+                "mcp_servers.docs",
+                "would connect to the MCP server at https://docs.example/mcp (from .vscode/mcp.json)"
+            ),
+            ("mcp_servers.github", "would start the MCP server `npx -y gh` (from .mcp.json)"),
+            ("mcp_servers.local", "would start the MCP server `./tool`"),
+            ("mcp.permission", "would run MCP tools without asking (allow)"),
+        ]
+    );
+    assert_eq!(trust.withheld_mcp_servers.keys().collect::<Vec<_>>(), ["docs", "github", "local"]);
+
+    store.trust(&root).unwrap();
+    let config = load();
+    let servers = config.layer.mcp_servers.clone().unwrap();
+    assert_eq!(servers["github"].command.as_deref(), Some("npx"), ".mcp.json wins over .vscode/mcp.json");
+    assert_eq!(servers["github"].origin, Some(root.join(".mcp.json")));
+    assert_eq!(servers["docs"].url.as_deref(), Some("https://docs.example/mcp"));
+    assert_eq!(servers["local"].origin, Some(root.join(PROJECT_FILE)));
+    assert!(config.trust.unwrap().withheld_mcp_servers.is_empty());
+}
+
+#[test]
+fn mcp_server_keys_are_checked() {
+    let origin = Path::new("user.toml");
+    let error = ConfigLayer::parse_toml("[mcp_servers.\"a.b\"]\ncommand = \"x\"\n", origin).unwrap_err();
+    assert!(error.to_string().contains("`mcp_servers.a.b`: a server name of letters"), "{error}");
+    let error = ConfigLayer::parse_toml("[mcp_servers.a]\ncommand = \"x\"\nurl = \"http://h\"\n", origin)
+        .unwrap_err();
+    assert!(error.to_string().contains("not both"), "{error}");
+    let error = ConfigLayer::parse_toml("[mcp_servers.a]\ncommand = \"x\"\ntool_timeout_ms = 0\n", origin)
+        .unwrap_err();
+    assert!(error.to_string().contains("mcp_servers.a.tool_timeout_ms"), "{error}");
+    let error = ConfigLayer::parse_toml("[mcp_servers.a]\ncomand = \"x\"\n", origin).unwrap_err();
+    assert!(error.to_string().contains("unknown field `comand`"), "{error}");
+    // A later layer's transport replaces the earlier one; other keys merge.
+    let mut layer =
+        ConfigLayer::parse_toml("[mcp_servers.a]\ncommand = \"x\"\nallow_tools = [\"t\"]\n", origin).unwrap();
+    layer.merge(ConfigLayer::parse_toml("[mcp_servers.a]\nurl = \"http://h\"\n", origin).unwrap());
+    let server = &layer.mcp_servers.unwrap()["a"];
+    assert_eq!((server.command.as_deref(), server.url.as_deref()), (None, Some("http://h")));
+    assert_eq!(server.allow_tools, Some(vec!["t".to_string()]));
+}

@@ -14,11 +14,12 @@
 //! - A project key that needs trust is kept only when the folder is trusted; the store is read
 //!   only when the project file sets such a key.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{Approval, ConfigLayer, EnvPolicy, ShellLayer, ShellPermission};
+use super::{Approval, ConfigLayer, EnvPolicy, McpServerLayer, ShellLayer, ShellPermission};
 use super::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS};
 use crate::config::Env;
 
@@ -45,6 +46,9 @@ pub struct ProjectTrust {
     pub trusted: bool,
     /// The keys of the project file that were not applied.
     pub ignored: Vec<IgnoredKey>,
+    /// The project's MCP servers (`.agentls.toml`, `.mcp.json`, `.vscode/mcp.json`) that wait
+    /// for trust; empty in a trusted folder.
+    pub withheld_mcp_servers: BTreeMap<String, McpServerLayer>,
 }
 
 impl ProjectTrust {
@@ -298,6 +302,41 @@ pub fn restrict(mut project: ConfigLayer, below: &ConfigLayer) -> (ConfigLayer, 
     }
     if let Some(file) = project.cassette.take() {
         ignore("cassette".into(), format!("would play model answers from {}", file.display()));
+    }
+    for (name, server) in project.mcp_servers.take().unwrap_or_default() {
+        let from = match server.origin.as_deref() {
+            Some(file) if file.ends_with(super::mcp::VSCODE_MCP_JSON) => {
+                format!(" (from {})", super::mcp::VSCODE_MCP_JSON)
+            }
+            Some(file) if file.ends_with(super::mcp::MCP_JSON) => format!(" (from {})", super::mcp::MCP_JSON),
+            _ => String::new(),
+        };
+        let reason = match (&server.command, &server.url) {
+            (Some(_), _) => format!("would start the MCP server `{}`{from}", server.describe()),
+            (None, Some(url)) => format!("would connect to the MCP server at {url}{from}"),
+            (None, None) => format!("would change the settings of your MCP server `{name}`"),
+        };
+        ignore(format!("mcp_servers.{name}"), reason);
+    }
+    if let Some(mcp) = project.mcp.as_mut() {
+        let below = below.mcp.clone().unwrap_or_default();
+        if let Some(permission) = mcp.permission {
+            let current = below.permission.unwrap_or(ShellPermission::Ask);
+            if permission.rank() < current.rank() {
+                mcp.permission = None;
+                ignore(
+                    "mcp.permission".into(),
+                    format!("would run MCP tools without asking ({})", lower(&permission)),
+                );
+            }
+        }
+        if mcp.allow_read_only == Some(true) && below.allow_read_only != Some(true) {
+            mcp.allow_read_only = None;
+            ignore(
+                "mcp.allow_read_only".into(),
+                "would run MCP tools that call themselves read-only without asking".into(),
+            );
+        }
     }
     (project, ignored)
 }
