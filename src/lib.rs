@@ -1,7 +1,7 @@
 //! agentls: a language server that hosts a coding agent inside any LSP editor.
 //!
 //! Dependency direction (see docs/ARCHITECTURE.md):
-//! `lsp → session → {profiles, tools, llm, exec, workspace, config}`, `tools → {exec, workspace}`;
+//! `lsp → session → {profiles, mcp, tools, llm, exec, workspace, config}`, `mcp → tools → {exec, workspace}`;
 //! every host asks `policy` (above `workspace` and `config`) whether a command may run.
 //! Only `lsp` imports LSP types; the agent core talks outward through its event stream and the
 //! `EditorPort` / `ExecutionEnvironment` traits.
@@ -12,6 +12,7 @@ pub mod exec;
 pub mod llm;
 pub mod logging;
 pub mod lsp;
+pub mod mcp;
 pub mod policy;
 pub mod profiles;
 pub mod session;

@@ -65,6 +65,21 @@ impl EditorPort for TerminalPort {
 /// that text as the reason the model reads.
 fn ask(request: &PermissionRequest) -> PermissionDecision {
     let mut stderr = std::io::stderr().lock();
+    if let Some(call) = &request.mcp {
+        let arguments = serde_json::to_string_pretty(&call.arguments).unwrap_or_default();
+        let _ = write!(
+            stderr,
+            "\nagentls wants to call the tool `{}` of the MCP server `{}` with:\n{arguments}\n\
+             Allow? [y] once, [a] always (this tool of this server), [N] no, or type a reason to refuse: ",
+            call.tool, call.server
+        );
+        let _ = stderr.flush();
+        let mut line = String::new();
+        if std::io::stdin().lock().read_line(&mut line).is_err() {
+            line.clear();
+        }
+        return decision_from_answer(&line);
+    }
     let _ = write!(
         stderr,
         "\nagentls wants to run: {}\n  in {}\nAllow? [y] once, [a] always (`{}`), [N] no, or type a reason to refuse: ",
@@ -94,6 +109,21 @@ fn decision_from_answer(answer: &str) -> PermissionDecision {
 /// Nobody can answer: the command is refused, and both the model and the user learn how to
 /// allow it.
 fn refuse(request: &PermissionRequest) -> PermissionDecision {
+    if let Some(call) = &request.mcp {
+        let how = format!(
+            "allow it with `tool_permissions = {{ {tool} = \"allow\" }}` (this tool) or `permission = \"allow\"` \
+             (every tool) under `[mcp_servers.{server}]` in the user config",
+            tool = toml_key(&call.tool),
+            server = call.server
+        );
+        eprintln!("agentls: not called (no terminal to ask on): {}; {how}", request.command);
+        return PermissionDecision::Deny {
+            feedback: Some(format!(
+                "MCP tool calls need the user's permission (mcp.permission = \"ask\") and this run has no \
+                 terminal to ask on, so nothing was called. The user can {how}."
+            )),
+        };
+    }
     let rule = rule_for(&request.command);
     let how = format!(
         "allow it with `--allow-command '{rule}'` or `[shell] allow = [\"{rule}\"]` in the user config, \
@@ -105,6 +135,15 @@ fn refuse(request: &PermissionRequest) -> PermissionDecision {
             "commands need the user's permission (shell.permission = \"ask\") and this run has no terminal \
              to ask on, so nothing was run. The user can {how}."
         )),
+    }
+}
+
+/// `name` as a TOML key: bare when it can be, quoted otherwise.
+fn toml_key(name: &str) -> String {
+    if !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+        name.to_string()
+    } else {
+        format!("{name:?}")
     }
 }
 

@@ -52,6 +52,7 @@ pub fn run(env: &Env, args: DoctorArgs) -> Result<ExitCode, String> {
     }
     println!("search model (codebase_search): {}", search_model(&config, env));
     print_context(&config, &settings);
+    print_mcp(&config, env, args.cwd.clone())?;
     if args.ping {
         ping(&config, settings)?;
     }
@@ -79,6 +80,37 @@ fn print_trust(config: &Config, env: &Env) {
         println!("  {}: {}", key.key, key.reason);
     }
     println!("  to apply them, trust the folder: {}", trust.grant_command());
+}
+
+/// The MCP servers, started as a session would start them: state, tools, last error.
+fn print_mcp(config: &Config, env: &Env, cwd: Option<std::path::PathBuf>) -> Result<(), String> {
+    let has_servers = config.layer.mcp_servers.as_ref().is_some_and(|s| !s.is_empty())
+        || config.trust.as_ref().is_some_and(|t| !t.withheld_mcp_servers.is_empty());
+    if !has_servers {
+        println!("mcp servers: none");
+        return Ok(());
+    }
+    let root = match cwd {
+        Some(dir) => dir,
+        None => std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?,
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    runtime.block_on(async {
+        let hub = crate::mcp::McpHub::new();
+        let servers = hub.session(config, env, &root);
+        servers.wait_started().await;
+        println!("mcp servers:");
+        super::mcp::print_list(&servers, "  ");
+        for entry in servers.entries().iter().filter(|e| e.state() == "running") {
+            let names: Vec<String> = entry.tools().iter().map(|t| t.name.to_string()).collect();
+            println!("  {} tools: {}", entry.name, names.join(", "));
+        }
+        hub.shutdown().await;
+    });
+    Ok(())
 }
 
 /// The shell permission policy in force, as every host applies it.

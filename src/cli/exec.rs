@@ -100,6 +100,7 @@ fn run_inner(env: &Env, args: ExecArgs) -> Result<u8, Failure> {
         .enable_all()
         .build()
         .map_err(|e| (EXIT_FAILED, format!("cannot start the async runtime: {e}")))?;
+    let mcp = crate::mcp::McpHub::new();
     runtime.block_on(async move {
         let parts = SessionParts {
             id: None,
@@ -110,6 +111,7 @@ fn run_inner(env: &Env, args: ExecArgs) -> Result<u8, Failure> {
             permission_rules: Arc::new(PermissionRules::open(crate::store::data_dir(env).as_deref())),
             extra_tools: Vec::new(),
             transcripts: None,
+            mcp: Some(mcp.clone()),
         };
         let built = builder.build(parts).await.map_err(|e| {
             let code = match e {
@@ -118,7 +120,9 @@ fn run_inner(env: &Env, args: ExecArgs) -> Result<u8, Failure> {
             };
             (code, e.to_string())
         })?;
-        drive(built.options, prompt, args.json, status).await
+        let result = drive(built.options, prompt, args.json, status).await;
+        mcp.shutdown().await;
+        result
     })
 }
 

@@ -8,6 +8,7 @@ mod ask;
 mod demo;
 mod doctor;
 mod exec;
+mod mcp;
 mod sessions;
 mod tool;
 mod trust;
@@ -48,6 +49,11 @@ pub enum Command {
     /// Trust a folder, so its project files (`.agentls.toml`) may choose providers and hosts,
     /// loosen shell permission and name files and programs; list or remove trusted folders.
     Trust(TrustArgs),
+    /// The configured MCP servers: `list` their state and tools, `tools NAME` one server's tools.
+    Mcp {
+        #[command(subcommand)]
+        action: McpAction,
+    },
     /// List, show or remove stored sessions.
     Sessions {
         #[command(subcommand)]
@@ -217,6 +223,22 @@ pub struct DemoArgs {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum McpAction {
+    /// Every configured server: its state, how many tools, what it runs, its last error.
+    List {
+        /// The workspace whose project files count (default: the current directory).
+        #[arg(long)]
+        cwd: Option<PathBuf>,
+    },
+    /// The tools of server NAME as the model sees them (`mcp__NAME__tool`).
+    Tools {
+        name: String,
+        #[arg(long)]
+        cwd: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 pub enum SessionsAction {
     List,
     Show { id: String },
@@ -286,6 +308,7 @@ pub fn main() -> ExitCode {
         Command::Tool(args) => tool::run(&env, args),
         Command::Doctor(args) => doctor::run(&env, args),
         Command::Trust(args) => trust::run(&env, args),
+        Command::Mcp { action } => mcp::run(&env, action),
         Command::Sessions { action } => sessions::run(&env, action),
         Command::Demo(args) => demo::run(args),
         Command::Guard => {

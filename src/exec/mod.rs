@@ -33,6 +33,7 @@ pub use env_filter::{CORE_VARIABLES, filter_environment, is_secret_name};
 pub use local::{LocalExecutionEnvironment, LocalOptions};
 pub(crate) use paths::canonicalize_lenient;
 pub use process::{ChildProcess, KILL_GRACE};
+pub(crate) use process::{LiveGroups, spawn_child};
 pub(crate) use shared::{SharedStrBuilder, into_shared_str};
 pub use wrappers::{LoggingExecutionEnvironment, OutputExecutionEnvironment, ReadOnlyExecutionEnvironment};
 

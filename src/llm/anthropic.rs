@@ -90,7 +90,7 @@ fn blocks(role: Role, parts: &[ContentPart]) -> Vec<Value> {
 struct Tool<'a> {
     name: &'a str,
     description: &'a str,
-    input_schema: &'a Value,
+    input_schema: std::borrow::Cow<'a, Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     cache_control: Option<Value>,
 }
@@ -104,7 +104,7 @@ fn tools_member(tools: &[ToolDefinition]) -> Vec<Tool<'_>> {
         .map(|(i, t)| Tool {
             name: &t.name,
             description: &t.description,
-            input_schema: &t.parameters,
+            input_schema: super::schema::for_dialect(&t.parameters, super::schema::Dialect::Anthropic),
             cache_control: (i == last).then(|| json!({"type": "ephemeral"})),
         })
         .collect()

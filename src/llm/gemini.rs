@@ -116,7 +116,7 @@ struct Tools<'a> {
 struct Declaration<'a> {
     name: &'a str,
     description: &'a str,
-    parameters_json_schema: &'a Value,
+    parameters_json_schema: std::borrow::Cow<'a, Value>,
 }
 
 fn tools_member(tools: &[ToolDefinition]) -> [Tools<'_>; 1] {
@@ -126,7 +126,10 @@ fn tools_member(tools: &[ToolDefinition]) -> [Tools<'_>; 1] {
             .map(|t| Declaration {
                 name: &t.name,
                 description: &t.description,
-                parameters_json_schema: &t.parameters,
+                parameters_json_schema: super::schema::for_dialect(
+                    &t.parameters,
+                    super::schema::Dialect::Gemini,
+                ),
             })
             .collect(),
     }]

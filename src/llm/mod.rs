@@ -11,6 +11,7 @@ pub mod gemini;
 pub mod openai;
 pub mod openai_chat;
 pub mod retry;
+pub mod schema;
 pub mod types;
 
 pub use client::{Client, EventStream, http_client};

@@ -105,13 +105,14 @@ fn input_items(request: &Request) -> Vec<Value> {
 pub(super) struct Function<'a> {
     name: &'a str,
     description: &'a str,
-    parameters: &'a Value,
+    parameters: std::borrow::Cow<'a, Value>,
     strict: bool,
 }
 
 impl<'a> Function<'a> {
     pub(super) fn of(tool: &'a ToolDefinition) -> Self {
-        Self { name: &tool.name, description: &tool.description, parameters: &tool.parameters, strict: false }
+        let parameters = super::schema::for_dialect(&tool.parameters, super::schema::Dialect::OpenAi);
+        Self { name: &tool.name, description: &tool.description, parameters, strict: false }
     }
 }
 

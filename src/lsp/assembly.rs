@@ -73,6 +73,7 @@ pub async fn create(state: &Arc<ServerState>, request: NewSession) -> Result<Arc
                 .transcripts
                 .clone()
                 .map(|store| Arc::new(store) as Arc<dyn session::Transcripts>),
+            mcp: Some(state.mcp.clone()),
         })
         .await?;
     let (profile, model) = (built.profile, built.model.clone());

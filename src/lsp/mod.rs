@@ -92,6 +92,7 @@ where
     state.outbound.editor_gone();
     state.close_all_sessions();
     state.all_sessions_ended(SESSIONS_END_PATIENCE).await;
+    state.mcp.shutdown().await;
     let _ = writer.await;
     if state.shutdown_requested.load(std::sync::atomic::Ordering::SeqCst) {
         Ended::AfterShutdown

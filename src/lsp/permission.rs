@@ -13,7 +13,7 @@ use tower_lsp_server::ls_types::MessageType;
 
 use super::capabilities::ClientProfile;
 use super::outbound::{Outbound, OutboundError, spoken};
-use super::protocol::{PermissionAnswer, PermissionParams};
+use super::protocol::{McpCallParams, PermissionAnswer, PermissionParams};
 use crate::workspace::{PermissionDecision, PermissionRequest};
 
 const ALLOW_ONCE: &str = "Allow once";
@@ -62,6 +62,12 @@ impl PermissionBroker {
             cwd: request.cwd.display().to_string(),
             options: PermissionAnswer::ALL.to_vec(),
             agent: None,
+            mcp: request.mcp.as_ref().map(|call| McpCallParams {
+                server: call.server.clone(),
+                tool: call.tool.clone(),
+                arguments: call.arguments.clone(),
+                read_only_hint: call.read_only_hint,
+            }),
         });
         match self.pending.wait(&request_id, rx, outbound.deadlines.human).await {
             Some(decision) => decision,
@@ -83,7 +89,13 @@ impl PermissionBroker {
 }
 
 async fn ask_plain(outbound: &Outbound, request: &PermissionRequest) -> PermissionDecision {
-    let message = format!("agentls wants to run: {}\n(in {})", request.command, request.cwd.display());
+    let message = match &request.mcp {
+        Some(call) => format!(
+            "agentls wants to call the tool `{}` of the MCP server `{}` with {}",
+            call.tool, call.server, call.arguments
+        ),
+        None => format!("agentls wants to run: {}\n(in {})", request.command, request.cwd.display()),
+    };
     match outbound.ask(MessageType::WARNING, message, &[ALLOW_ONCE, ALLOW_ALWAYS, DENY]).await {
         Ok(Some(title)) if title == ALLOW_ONCE => PermissionDecision::AllowOnce,
         Ok(Some(title)) if title == ALLOW_ALWAYS => PermissionDecision::AllowAlways,

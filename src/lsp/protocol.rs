@@ -663,6 +663,21 @@ pub struct PermissionParams {
     /// The subagent whose call asks (filled in by the event pump); absent for the session's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<AgentParams>,
+    /// A call of an MCP server's tool (then `command` is its one-line form); absent for a command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp: Option<McpCallParams>,
+}
+
+/// The MCP call an `agentls/permission` asks about.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct McpCallParams {
+    pub server: String,
+    /// The server's own name of the tool.
+    pub tool: String,
+    pub arguments: serde_json::Value,
+    /// The server says the tool only reads (a hint).
+    pub read_only_hint: bool,
 }
 
 /// `agentls/trustRequired` (server → a plugin client that announced `trust`): a workspace

@@ -85,6 +85,8 @@ pub struct ServerState {
     pub(super) permissions: PermissionBroker,
     /// The user's "always allow" rules, shared by every session's permission policy.
     pub(super) rules: Arc<PermissionRules>,
+    /// The MCP servers of every session, each started once.
+    pub(super) mcp: Arc<crate::mcp::McpHub>,
     pub(super) reviews: ReviewBroker,
     pub(super) sessions: SessionRegistry,
     /// Stored transcripts; `None` without a data directory.
@@ -117,6 +119,7 @@ impl ServerState {
             trust_raised: Default::default(),
             settings_reported: Default::default(),
             rules,
+            mcp: crate::mcp::McpHub::new(),
         }
     }
 

@@ -6,6 +6,11 @@
 //! rules the user stored with "always allow" ([`PermissionRules`]). [`PolicedPort`] puts it in
 //! front of a host's editor port, so a host only implements the question itself.
 //!
+//! MCP tool calls (`PermissionRequest::mcp`) are decided by `[mcp]` and `[mcp_servers.NAME]`
+//! ([`McpRules`]): a tool's own rule, else its server's, else `[mcp] permission`, `ask` by
+//! default; `allow_read_only` lets tools that declare `readOnlyHint` run under `ask`; "always"
+//! is stored per server and tool.
+//!
 //! Invariants:
 //! - `deny` refuses every command, code mode's Python included; `allow` runs every command;
 //!   `ask` runs what an allow-rule covers and asks the host's port about the rest.
@@ -22,7 +27,9 @@ use async_trait::async_trait;
 
 pub use rules::{PermissionRules, RulesError, prefix_allows, rule_for};
 
-use crate::config::{ShellLayer, ShellPermission};
+use std::collections::BTreeMap;
+
+use crate::config::{Config, ShellLayer, ShellPermission};
 use crate::workspace::{
     ChangeOutcome, ChangeSet, EditorPort, PermissionDecision, PermissionRequest, PortError,
 };
@@ -50,6 +57,44 @@ pub struct ShellPolicy {
     /// The folder stored rules are kept under.
     root: PathBuf,
     rules: Arc<PermissionRules>,
+    mcp: McpRules,
+}
+
+/// What the configuration says of MCP tool calls.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct McpRules {
+    /// `[mcp] permission` (default ask).
+    default: Option<ShellPermission>,
+    /// `[mcp] allow_read_only`.
+    allow_read_only: bool,
+    /// Per server: its `permission` and its `tool_permissions`.
+    servers: BTreeMap<String, (Option<ShellPermission>, BTreeMap<String, ShellPermission>)>,
+}
+
+impl McpRules {
+    pub fn from_config(config: &Config) -> Self {
+        let mcp = config.mcp();
+        let servers = config
+            .layer
+            .mcp_servers
+            .iter()
+            .flatten()
+            .map(|(name, s)| (name.clone(), (s.permission, s.tool_permissions.clone().unwrap_or_default())))
+            .collect();
+        Self { default: mcp.permission, allow_read_only: mcp.allow_read_only.unwrap_or(false), servers }
+    }
+
+    /// The configured permission of `tool` of `server`, and the key that sets it.
+    fn permission(&self, server: &str, tool: &str) -> (ShellPermission, String) {
+        let own = self.servers.get(server);
+        if let Some(permission) = own.and_then(|(_, tools)| tools.get(tool)) {
+            return (*permission, format!("mcp_servers.{server}.tool_permissions.{tool}"));
+        }
+        if let Some(permission) = own.and_then(|(permission, _)| *permission) {
+            return (permission, format!("mcp_servers.{server}.permission"));
+        }
+        (self.default.unwrap_or(ShellPermission::Ask), "mcp.permission".into())
+    }
 }
 
 impl ShellPolicy {
@@ -59,7 +104,14 @@ impl ShellPolicy {
             allow: shell.allow.clone().unwrap_or_default(),
             root,
             rules,
+            mcp: McpRules::default(),
         }
+    }
+
+    /// The same policy deciding MCP calls by `mcp`.
+    pub fn with_mcp(mut self, mcp: McpRules) -> Self {
+        self.mcp = mcp;
+        self
     }
 
     pub fn mode(&self) -> ShellPermission {
@@ -72,6 +124,22 @@ impl ShellPolicy {
 
     /// Decides `request` from the settings and the stored rules alone.
     pub fn verdict(&self, request: &PermissionRequest) -> Verdict {
+        if let Some(call) = &request.mcp {
+            let (permission, key) = self.mcp.permission(&call.server, &call.tool);
+            return match permission {
+                ShellPermission::Deny => Verdict::Deny(format!(
+                    "The tool `{}` of the MCP server `{}` is disabled by the user's permission policy ({key} = \
+                     \"deny\"); nothing was called. Do the task without it.",
+                    call.tool, call.server
+                )),
+                ShellPermission::Allow => Verdict::Allow,
+                ShellPermission::Ask if call.read_only_hint && self.mcp.allow_read_only => Verdict::Allow,
+                ShellPermission::Ask if self.rules.allows_mcp(&self.root, &call.server, &call.tool) => {
+                    Verdict::Allow
+                }
+                ShellPermission::Ask => Verdict::Ask,
+            };
+        }
         match self.mode {
             ShellPermission::Deny => {
                 let what = if request.tool_name == CODE_TOOL { "Running code" } else { "Shell commands" };
@@ -92,9 +160,17 @@ impl ShellPolicy {
         Verdict::Ask
     }
 
-    /// Stores "always allow" for `command`'s rule (its first two words) in this folder.
-    pub fn remember(&self, command: &str) {
-        let rule = rule_for(command);
+    /// Stores "always allow" for `request` in this folder: a command's rule (its first two
+    /// words), or an MCP call's server and tool.
+    pub fn remember(&self, request: &PermissionRequest) {
+        if let Some(call) = &request.mcp {
+            match self.rules.add_mcp(&self.root, &call.server, &call.tool) {
+                Ok(()) => tracing::info!("always allowing MCP tool {} of {}", call.tool, call.server),
+                Err(e) => tracing::warn!("cannot store the MCP allow-rule: {e}"),
+            }
+            return;
+        }
+        let rule = rule_for(&request.command);
         match self.rules.add(&self.root, &rule) {
             Ok(()) => tracing::info!("always allowing `{rule}` in {}", self.root.display()),
             Err(e) => tracing::warn!("cannot store the allow-rule `{rule}`: {e}"),
@@ -126,10 +202,10 @@ impl EditorPort for PolicedPort {
             Verdict::Allow => PermissionDecision::AllowOnce,
             Verdict::Deny(reason) => PermissionDecision::Deny { feedback: Some(reason) },
             Verdict::Ask => {
-                let command = request.command.clone();
+                let asked = request.clone();
                 let decision = self.host.ask_permission(request).await;
                 if decision == PermissionDecision::AllowAlways {
-                    self.policy.remember(&command);
+                    self.policy.remember(&asked);
                 }
                 decision
             }
@@ -173,6 +249,7 @@ mod tests {
             tool_name: tool.into(),
             command: command.into(),
             cwd: PathBuf::from("/w"),
+            mcp: None,
         }
     }
 
@@ -200,6 +277,47 @@ mod tests {
             let Verdict::Deny(reason) = deny.verdict(&request(tool, "cargo test")) else { panic!("{tool}") };
             assert!(reason.contains("shell.permission = \"deny\""), "{reason}");
         }
+    }
+
+    fn mcp_request(server: &str, tool: &str, read_only_hint: bool) -> PermissionRequest {
+        PermissionRequest {
+            mcp: Some(crate::workspace::McpCall {
+                server: server.into(),
+                tool: tool.into(),
+                arguments: serde_json::json!({"q": 1}),
+                read_only_hint,
+            }),
+            ..request(&format!("mcp__{server}__{tool}"), "mcp")
+        }
+    }
+
+    #[test]
+    fn mcp_calls_follow_tool_then_server_then_mcp_rules_never_the_shell_ones() {
+        let config = crate::config::Config::defaults().overlay(
+            crate::config::ConfigLayer::parse_toml(
+                "[mcp]\nallow_read_only = true\n[shell]\npermission = \"allow\"\n\
+                 [mcp_servers.gh]\ncommand = \"x\"\npermission = \"allow\"\ntool_permissions = { delete = \"deny\" }\n\
+                 [mcp_servers.docs]\nurl = \"http://h\"\n",
+                Path::new("t.toml"),
+            )
+            .unwrap(),
+        );
+        let rules = Arc::new(PermissionRules::open(None));
+        let policy = ShellPolicy::new(&config.shell(), PathBuf::from("/w"), rules.clone())
+            .with_mcp(McpRules::from_config(&config));
+        assert_eq!(policy.verdict(&mcp_request("gh", "search", false)), Verdict::Allow);
+        let Verdict::Deny(reason) = policy.verdict(&mcp_request("gh", "delete", true)) else { panic!() };
+        assert!(reason.contains("mcp_servers.gh.tool_permissions.delete = \"deny\""), "{reason}");
+        assert_eq!(
+            policy.verdict(&mcp_request("docs", "write", false)),
+            Verdict::Ask,
+            "shell's allow does not count"
+        );
+        assert_eq!(policy.verdict(&mcp_request("docs", "read", true)), Verdict::Allow, "allow_read_only");
+        rules.add_mcp(Path::new("/w"), "docs", "write").unwrap();
+        assert_eq!(policy.verdict(&mcp_request("docs", "write", false)), Verdict::Allow, "a stored rule");
+        assert_eq!(policy.verdict(&mcp_request("docs", "other", false)), Verdict::Ask);
+        assert!(!rules.allows(Path::new("/w"), "docs/write"), "MCP rules are no command prefixes");
     }
 
     #[tokio::test]

@@ -71,6 +71,23 @@ impl PermissionRules {
         root.display().to_string()
     }
 
+    /// MCP rules are kept beside a project's command prefixes, under a key no path has.
+    fn mcp_key(root: &Path) -> String {
+        format!("mcp:{}", root.display())
+    }
+
+    /// Whether a stored rule of `root` allows `tool` of the MCP server `server`.
+    pub fn allows_mcp(&self, root: &Path, server: &str, tool: &str) -> bool {
+        let rule = format!("{server}/{tool}");
+        let rules = self.rules.lock().unwrap_or_else(|p| p.into_inner());
+        rules.get(&Self::mcp_key(root)).is_some_and(|list| list.contains(&rule))
+    }
+
+    /// Always allows `tool` of `server` in `root`, and writes the file.
+    pub fn add_mcp(&self, root: &Path, server: &str, tool: &str) -> Result<(), RulesError> {
+        self.add_under(Self::mcp_key(root), &format!("{server}/{tool}"))
+    }
+
     /// Whether a stored rule of `root` allows `command`.
     pub fn allows(&self, root: &Path, command: &str) -> bool {
         let rules = self.rules.lock().unwrap_or_else(|p| p.into_inner());
@@ -84,9 +101,13 @@ impl PermissionRules {
 
     /// Adds `prefix` for `root` and writes the file.
     pub fn add(&self, root: &Path, prefix: &str) -> Result<(), RulesError> {
+        self.add_under(Self::key(root), prefix)
+    }
+
+    fn add_under(&self, key: String, prefix: &str) -> Result<(), RulesError> {
         let snapshot = {
             let mut rules = self.rules.lock().unwrap_or_else(|p| p.into_inner());
-            let list = rules.entry(Self::key(root)).or_default();
+            let list = rules.entry(key).or_default();
             if !list.iter().any(|p| p == prefix) {
                 list.push(prefix.to_string());
             }

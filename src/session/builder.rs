@@ -13,6 +13,8 @@
 //!   and show its whole message.
 //! - Every session's editor port is behind the one permission policy ([`crate::policy`]): no
 //!   host decides shell permission itself.
+//! - MCP servers start when their first session is built, in the background: building never
+//!   waits for them (the session's first model call does, bounded by their startup timeouts).
 //! - The project file is read under the user's workspace trust (`config::trust`); what it was
 //!   not allowed to set is in [`SessionBuilder::trust`] for the host to report.
 //! - The transcript is the host's: the builder opens it through the host's [`Transcripts`] and
@@ -29,7 +31,8 @@ use crate::config::{
 };
 use crate::exec::{ExecutionEnvironment, LocalExecutionEnvironment, LocalOptions};
 use crate::llm::{self, LlmError};
-use crate::policy::{PermissionRules, PolicedPort, ShellPolicy};
+use crate::mcp::McpHub;
+use crate::policy::{McpRules, PermissionRules, PolicedPort, ShellPolicy};
 use crate::tools::codebase_search::CodebaseSearchTool;
 use crate::tools::{ModelAccess, Tool};
 use crate::workspace::{DocumentStore, EditorPort, Workspace};
@@ -68,6 +71,9 @@ pub struct SessionParts {
     /// Where the session's transcript is kept (created, or reopened when resuming); `None`
     /// keeps the session in memory only.
     pub transcripts: Option<Arc<dyn Transcripts>>,
+    /// The host's MCP servers; the session uses the ones its configuration names. `None`: no
+    /// MCP tools.
+    pub mcp: Option<Arc<McpHub>>,
 }
 
 /// A session ready to spawn, with what its host shows about it.
@@ -220,7 +226,16 @@ impl SessionBuilder {
         if profile != ProfileKind::Code {
             tools.extend(parts.extra_tools);
         }
-        let policy = ShellPolicy::new(&config.shell(), root.clone(), parts.permission_rules);
+        let policy = ShellPolicy::new(&config.shell(), root.clone(), parts.permission_rules)
+            .with_mcp(McpRules::from_config(config));
+        // Code mode's model has only its REPL; every other profile gets the configured servers,
+        // started now in the background.
+        let tool_source = match (parts.mcp, profile) {
+            (Some(hub), profile) if profile != ProfileKind::Code => {
+                Some(hub.session(config, env, root) as Arc<dyn crate::tools::ToolSource>)
+            }
+            _ => None,
+        };
         let options = SessionOptions {
             id: Some(id.clone()),
             profile,
@@ -234,6 +249,7 @@ impl SessionBuilder {
             agents: stored.agents,
             tools,
             transcript: transcript.clone().map(|t| t as Arc<dyn HistorySink>),
+            tool_source,
         };
         Ok(BuiltSession { options, id, profile, model, transcript })
     }

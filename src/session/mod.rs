@@ -258,6 +258,8 @@ pub struct SessionOptions {
     /// Where the history is written as it changes; `None` keeps it in memory only (subagents,
     /// whose histories their parent's host stores).
     pub transcript: Option<Arc<dyn HistorySink>>,
+    /// Tools that come and go (the session's MCP servers), asked before every model call.
+    pub tool_source: Option<Arc<dyn crate::tools::ToolSource>>,
 }
 
 /// Work queued for the session task.

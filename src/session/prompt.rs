@@ -32,6 +32,7 @@ struct PromptKey {
     one_call_per_step: bool,
     code: CodeLayer,
     docs_generation: u64,
+    tools_generation: u64,
 }
 
 /// The system prompt of one session and the requests that carry it.
@@ -41,6 +42,8 @@ pub(super) struct PromptCache {
     project_docs: ProjectDocs,
     /// Bumped whenever `project_docs` changes (a key of the cache).
     docs_generation: u64,
+    /// Bumped whenever the tools change (a tool source's came or went; a key of the cache).
+    tools_generation: u64,
     /// The user's prompt section overrides, read at session start.
     overrides: PromptOverrides,
     /// Prompt problems already told.
@@ -63,11 +66,17 @@ impl PromptCache {
             environment,
             project_docs,
             docs_generation: 0,
+            tools_generation: 0,
             overrides,
             problems_told: Mutex::default(),
             rendered: Mutex::default(),
             events,
         }
+    }
+
+    /// The tools changed: the prompt, which lists them, is rendered again.
+    pub(super) fn tools_changed(&mut self) {
+        self.tools_generation += 1;
     }
 
     /// Reads the instruction files of `cwd` again (one changed); the prompt is rendered again
@@ -127,6 +136,7 @@ impl PromptCache {
             one_call_per_step: config.one_call_per_step,
             code: config.code.clone(),
             docs_generation: self.docs_generation,
+            tools_generation: self.tools_generation,
         };
         let mut rendered = lock(&self.rendered);
         if let Some((cached, text)) = rendered.as_ref()

@@ -37,7 +37,7 @@ use crate::llm::{self, LlmError, Request, Response, StreamEvent, ToolCall, ToolD
 use crate::profiles::{EnvironmentInfo, PromptOverrides, discover_project_docs};
 use crate::tools::registry::ToolRegistry;
 use crate::tools::subagents::{AgentControl, SUBAGENT_TOOLS};
-use crate::tools::{ModelAccess, OutputForCall, TaskEnd, ToolContext};
+use crate::tools::{ModelAccess, OutputForCall, TaskEnd, ToolContext, ToolSource};
 use crate::workspace::ReadTracker;
 
 struct Runner {
@@ -53,6 +53,8 @@ struct Runner {
     totals: Usage,
     /// 0 for a host's session, 1 for its children, …
     depth: u32,
+    /// Tools that come and go (the session's MCP servers), asked before every model call.
+    tool_source: Option<Arc<dyn ToolSource>>,
 }
 
 pub(super) async fn run(
@@ -115,6 +117,7 @@ pub(super) async fn run(
         client: opts.client,
         totals: Usage::default(),
         depth,
+        tool_source: opts.tool_source.clone(),
     };
     // The context figures are there when the host hears of the session.
     let config = runner.config();
@@ -191,6 +194,25 @@ fn tool_context(opts: &SessionOptions, events: &Emitter, agents: Option<&Arc<Sub
 }
 
 impl Runner {
+    /// Takes the tool source's tools when they changed (MCP servers that started, failed or
+    /// changed their list), waiting for starting servers no longer than their startup timeouts
+    /// or the turn; tells the user what happened to them.
+    async fn refresh_tools(&mut self, token: &CancellationToken) {
+        let Some(source) = self.tool_source.clone() else { return };
+        let refresh = tokio::select! {
+            refresh = source.refresh() => refresh,
+            _ = token.cancelled() => return,
+        };
+        for message in refresh.warnings {
+            self.events.emit(EventData::Warning(Warning { message, ..Warning::default() }));
+        }
+        if let Some(tools) = refresh.tools {
+            self.round.replace_source_tools(tools);
+            self.prompt.tools_changed();
+            self.context.tools_changed();
+        }
+    }
+
     fn set_state(&self, state: SessionState) {
         *lock(&self.shared.state) = state;
     }
@@ -316,6 +338,10 @@ impl Runner {
                 }
             }
 
+            self.refresh_tools(token).await;
+            if token.is_cancelled() {
+                return (EndReason::Cancelled, last_text);
+            }
             steps += 1;
             let response = match self.call(&config, token).await {
                 Ok(r) => r,

@@ -172,6 +172,7 @@ impl Subagents {
                 agents: Vec::new(),
                 tools: self.parts.tools.clone(),
                 transcript: None,
+                tool_source: None,
             };
             if let Err(e) =
                 self.start(info, options, Progress { result: Some(result), ..Progress::default() })
@@ -273,6 +274,7 @@ impl AgentControl for Subagents {
             agents: Vec::new(),
             tools: self.parts.tools.clone(),
             transcript: None,
+            tool_source: None,
         };
         let child = self.start(info, options, Progress { sent: 1, ..Progress::default() })?;
         child.handle.submit(request.task);

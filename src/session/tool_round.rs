@@ -8,7 +8,7 @@
 //!   registry, by the session's limits of the round).
 //! - A call is described by the tool it runs ([`Tool::summary`](crate::tools::Tool::summary)).
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
@@ -20,7 +20,7 @@ use crate::llm::{self, ToolCall, ToolDefinition, ToolResult};
 use crate::profiles::ProfileKind;
 use crate::tools::registry::{BatchEvent, BatchMode, ToolCallOutcome, ToolRegistry};
 use crate::tools::truncate::TruncationPolicy;
-use crate::tools::{ModelAccess, TaskEnd, ToolContext};
+use crate::tools::{ModelAccess, TaskEnd, Tool, ToolContext};
 use crate::workspace::ReadTracker;
 
 /// What a round produced.
@@ -39,6 +39,8 @@ pub(super) struct ToolRound {
     template: ToolContext,
     profile: ProfileKind,
     events: Emitter,
+    /// The names of the tools a tool source added (MCP servers').
+    source_tools: Vec<String>,
 }
 
 impl ToolRound {
@@ -48,7 +50,21 @@ impl ToolRound {
         profile: ProfileKind,
         events: Emitter,
     ) -> Self {
-        Self { registry, template, profile, events }
+        Self { registry, template, profile, events, source_tools: Vec::new() }
+    }
+
+    /// Replaces the tools a tool source added with `tools`; a source never replaces a tool of
+    /// the profile.
+    pub(super) fn replace_source_tools(&mut self, tools: Vec<Arc<dyn Tool>>) {
+        for name in self.source_tools.drain(..) {
+            self.registry.unregister(&name);
+        }
+        for tool in tools {
+            if self.registry.get(tool.name()).is_none() {
+                self.source_tools.push(tool.name().to_string());
+                self.registry.register(tool);
+            }
+        }
     }
 
     /// The tools' definitions for the model, in registration order.

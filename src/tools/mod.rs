@@ -145,6 +145,23 @@ impl ToolContext {
     }
 }
 
+/// Tools that come and go while a session runs (an MCP server's): the session asks before
+/// every model call.
+#[async_trait]
+pub trait ToolSource: Send + Sync {
+    /// The source's tools when they changed since the last call, and what the user should be
+    /// told (a server that failed or came back). May wait, bounded, for tools still starting.
+    async fn refresh(&self) -> ToolRefresh;
+}
+
+/// What [`ToolSource::refresh`] found.
+#[derive(Default)]
+pub struct ToolRefresh {
+    /// The whole new set of the source's tools; `None` when unchanged.
+    pub tools: Option<Vec<Arc<dyn Tool>>>,
+    pub warnings: Vec<String>,
+}
+
 /// A tool the model can call.
 #[async_trait]
 pub trait Tool: Send + Sync {

@@ -135,6 +135,7 @@ impl Tool for ShellTool {
             tool_name: self.name().to_string(),
             command: args.command.clone(),
             cwd: cwd.clone(),
+            mcp: None,
         };
         if let PermissionDecision::Deny { feedback } = ctx.editor.ask_permission(request).await {
             let mut message = String::from("The user denied running this command.");

@@ -27,7 +27,7 @@ pub use disk_port::DiskPort;
 pub use documents::{BufferText, DocumentError, DocumentStore, TextChange};
 pub use hunks::{DIFF_DEADLINE, Hunk, apply_hunks, check_hunks, compute_hunks, split_lines, unified_diff};
 pub use plan::{Action, Current, MoveCycle, Plan, PlanError, Step};
-pub use port::{EditorPort, PermissionDecision, PermissionRequest, PortError};
+pub use port::{EditorPort, McpCall, PermissionDecision, PermissionRequest, PortError};
 pub use reads::{ReadCheckError, ReadTracker};
 pub use rebase::{RebaseConflict, rebase};
 

@@ -12,13 +12,27 @@ use super::{ChangeOutcome, ChangeSet};
 #[error("{0}")]
 pub struct PortError(pub String);
 
-/// A shell command waiting for the user's permission.
+/// A shell command (or an MCP tool call) waiting for the user's permission.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PermissionRequest {
     pub call_id: String,
     pub tool_name: String,
+    /// The command, or an MCP call's one-line form (`mcp SERVER TOOL {args}`).
     pub command: String,
     pub cwd: PathBuf,
+    /// Set for a call of an MCP server's tool.
+    pub mcp: Option<McpCall>,
+}
+
+/// An MCP tool call waiting for permission: what the question shows and the policy decides on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpCall {
+    pub server: String,
+    /// The server's own name of the tool.
+    pub tool: String,
+    pub arguments: serde_json::Value,
+    /// The server says the tool only reads (`readOnlyHint`); a hint, not a promise.
+    pub read_only_hint: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]

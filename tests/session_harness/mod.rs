@@ -184,6 +184,7 @@ impl Harness {
             agents: setup.agents,
             tools,
             transcript: None,
+            tool_source: None,
         };
         let (handle, events) = session::spawn(opts);
         Self { mock, handle, events, dir, seen: Vec::new() }

@@ -85,6 +85,11 @@ impl ContextManager {
         }
     }
 
+    /// The session's tools changed (a tool source's came or went): their share is counted again.
+    pub(in crate::session) fn tools_changed(&mut self) {
+        self.tools_chars = OnceLock::new();
+    }
+
     /// A new input starts: automatic compaction may be tried again.
     pub(in crate::session) fn begin_input(&mut self) {
         self.auto_compact_spent = false;

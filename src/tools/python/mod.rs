@@ -75,6 +75,7 @@ impl PythonTool {
             tool_name: "python".into(),
             command: code.to_string(),
             cwd: ctx.cwd.clone(),
+            mcp: None,
         };
         if let PermissionDecision::Deny { feedback } = ctx.editor.ask_permission(request).await {
             return Err(ToolError::new(

@@ -1,0 +1,316 @@
+//! MCP servers as tools of the session (issue 26): the user's servers (`[mcp_servers.NAME]`,
+//! and a trusted project's `.mcp.json` / `.vscode/mcp.json`), reached with the `rmcp` SDK over
+//! stdio or Streamable HTTP, offered to the model as `mcp__server__tool`.
+//!
+//! [`McpHub`] is the host's (one per process): it starts each distinct server once, when the
+//! first session needs it, and shares it with every session that configures the same one.
+//! [`McpTools`] is one session's view: its servers, filtered by `allow_tools`/`deny_tools`, as a
+//! [`ToolSource`] the session asks before every model call.
+//!
+//! Invariants:
+//! - Servers start in parallel and in the background; a model call waits for a starting server
+//!   at most until its startup timeout, then goes on without its tools.
+//! - A failed server's tools are absent, and the session says so once per failure (a warning);
+//!   a server that recovers brings them back at the next model call.
+//! - Every call is asked about through the session's editor port, behind the one permission
+//!   policy (`crate::policy`): the policy decides what it can, the host asks the rest.
+
+mod result;
+mod server;
+pub mod spec;
+mod tool;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+
+pub use server::{CallError, MAX_FAILED_STARTS, STDERR_TAIL, Server, State, Status};
+pub use spec::{ServerSpec, Transport};
+pub use tool::McpTool;
+
+use crate::config::{Config, Env};
+use crate::exec::LiveGroups;
+use crate::tools::{Tool, ToolRefresh, ToolSource};
+
+/// The longest tool name providers accept.
+const MAX_TOOL_NAME: usize = 64;
+
+/// The host's MCP servers.
+#[derive(Default)]
+pub struct McpHub {
+    groups: LiveGroups,
+    servers: Mutex<HashMap<ServerSpec, Arc<Server>>>,
+}
+
+impl McpHub {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    /// The MCP servers of a session with `config` in the workspace `root`: each enabled one is
+    /// started in the background unless it already runs.
+    pub fn session(&self, config: &Config, env: &Env, root: &Path) -> Arc<McpTools> {
+        let mut entries = Vec::new();
+        let withheld = config.trust.as_ref().map(|t| &t.withheld_mcp_servers);
+        for (name, layer) in config.layer.mcp_servers.iter().flatten() {
+            // The user's settings for a project's server that waits for trust: listed once, below.
+            let transport = layer.command.is_some() || layer.url.is_some();
+            if !transport && withheld.is_some_and(|w| w.contains_key(name)) {
+                continue;
+            }
+            let filter = ToolFilter {
+                allow: layer.allow_tools.clone(),
+                deny: layer.deny_tools.clone().unwrap_or_default(),
+            };
+            let kind = if layer.enabled == Some(false) {
+                EntryKind::Disabled
+            } else {
+                match ServerSpec::resolve(name, layer, env, root) {
+                    Ok(spec) => {
+                        let server = self.server(spec);
+                        server.ensure_started();
+                        EntryKind::Server(server)
+                    }
+                    Err(error) => EntryKind::Invalid(error),
+                }
+            };
+            let (describe, origin) = (layer.describe(), layer.origin.clone());
+            entries.push(Entry { name: name.clone(), describe, origin, kind, filter });
+        }
+        for (name, layer) in config.trust.iter().flat_map(|t| &t.withheld_mcp_servers) {
+            let (describe, origin) = (layer.describe(), layer.origin.clone());
+            let filter = ToolFilter::default();
+            entries.push(Entry { name: name.clone(), describe, origin, kind: EntryKind::NeedsTrust, filter });
+        }
+        Arc::new(McpTools { entries, seen: Mutex::new(None), told: Mutex::new(BTreeMap::new()) })
+    }
+
+    fn server(&self, spec: ServerSpec) -> Arc<Server> {
+        let mut servers = self.servers.lock().unwrap_or_else(|p| p.into_inner());
+        Arc::clone(servers.entry(spec.clone()).or_insert_with(|| Server::new(spec, self.groups.clone())))
+    }
+
+    /// Stops every server (their programs are ended).
+    pub async fn shutdown(&self) {
+        let servers: Vec<Arc<Server>> =
+            self.servers.lock().unwrap_or_else(|p| p.into_inner()).drain().map(|(_, s)| s).collect();
+        futures::future::join_all(servers.iter().map(|s| s.stop())).await;
+        self.groups.terminate_all().await;
+    }
+}
+
+/// Which of a server's tools a session offers.
+#[derive(Debug, Clone, Default)]
+struct ToolFilter {
+    allow: Option<Vec<String>>,
+    deny: Vec<String>,
+}
+
+impl ToolFilter {
+    fn offers(&self, tool: &str) -> bool {
+        self.allow.as_ref().is_none_or(|a| a.iter().any(|t| t == tool))
+            && !self.deny.iter().any(|t| t == tool)
+    }
+}
+
+/// A configured server as a session sees it.
+pub struct Entry {
+    pub name: String,
+    /// The command line or URL.
+    pub describe: String,
+    /// The file that configures it.
+    pub origin: Option<std::path::PathBuf>,
+    pub kind: EntryKind,
+    filter: ToolFilter,
+}
+
+pub enum EntryKind {
+    Server(Arc<Server>),
+    /// `enabled = false`.
+    Disabled,
+    /// A project's server in a folder the user has not trusted.
+    NeedsTrust,
+    /// It cannot start as configured (a variable it names is not set, …).
+    Invalid(String),
+}
+
+impl Entry {
+    /// Its state in a word: running, starting, failed, stopped, disabled, needs trust, invalid.
+    pub fn state(&self) -> &'static str {
+        match &self.kind {
+            EntryKind::Server(server) => server.status().state.as_str(),
+            EntryKind::Disabled => "disabled",
+            EntryKind::NeedsTrust => "needs trust",
+            EntryKind::Invalid(_) => "invalid",
+        }
+    }
+
+    /// The server's tools this session offers, with the server's own descriptions.
+    pub fn tools(&self) -> Vec<rmcp::model::Tool> {
+        match &self.kind {
+            EntryKind::Server(server) => {
+                server.tools().1.iter().filter(|t| self.filter.offers(&t.name)).cloned().collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    pub fn last_error(&self) -> Option<String> {
+        match &self.kind {
+            EntryKind::Server(server) => server.status().last_error,
+            EntryKind::Invalid(error) => Some(error.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// One session's MCP servers.
+pub struct McpTools {
+    entries: Vec<Entry>,
+    /// The tool generations of the servers when the session last took their tools.
+    seen: Mutex<Option<Vec<u64>>>,
+    /// What the session was last told of each server (`None`: that it runs).
+    told: Mutex<BTreeMap<String, Option<String>>>,
+}
+
+impl McpTools {
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    fn servers(&self) -> impl Iterator<Item = &Arc<Server>> {
+        self.entries.iter().filter_map(|e| match &e.kind {
+            EntryKind::Server(server) => Some(server),
+            _ => None,
+        })
+    }
+
+    /// Waits until no server is starting, each at most until its startup timeout.
+    pub async fn wait_started(&self) {
+        futures::future::join_all(self.servers().map(|s| s.wait_started())).await;
+    }
+
+    /// The tools of every running server, under collision-free names.
+    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        let mut taken = std::collections::HashSet::new();
+        let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+        for entry in &self.entries {
+            let EntryKind::Server(server) = &entry.kind else { continue };
+            for info in entry.tools() {
+                let name = unique(tool_name(&entry.name, &info.name), &mut taken);
+                tools.push(Arc::new(McpTool::new(name, Arc::clone(server), &info)));
+            }
+        }
+        tools
+    }
+
+    /// What the user has not been told yet: servers that failed (or are invalid) and servers
+    /// that run again.
+    fn news(&self) -> Vec<String> {
+        let mut told = self.told.lock().unwrap_or_else(|p| p.into_inner());
+        let mut news = Vec::new();
+        for entry in &self.entries {
+            let now = match &entry.kind {
+                EntryKind::Server(server) => {
+                    let status = server.status();
+                    match status.state {
+                        State::Running => None,
+                        State::Failed => status.last_error.or_else(|| Some("it failed".into())),
+                        State::Starting if status.overdue => Some(format!(
+                            "it did not start within {} ms",
+                            server.spec().startup_timeout.as_millis()
+                        )),
+                        State::Starting if status.restarts > 0 => status.last_error,
+                        _ => continue,
+                    }
+                }
+                EntryKind::Invalid(error) => Some(error.clone()),
+                _ => continue,
+            };
+            let before = told.get(&entry.name);
+            match (&now, before) {
+                (Some(error), Some(Some(old))) if old == error => {}
+                (Some(error), _) => news.push(format!(
+                    "MCP server `{}` is not available, so its tools are not offered: {error}",
+                    entry.name
+                )),
+                (None, Some(Some(_))) => news.push(format!("MCP server `{}` is running again", entry.name)),
+                (None, _) => {}
+            }
+            told.insert(entry.name.clone(), now);
+        }
+        news
+    }
+}
+
+#[async_trait]
+impl ToolSource for McpTools {
+    async fn refresh(&self) -> ToolRefresh {
+        self.wait_started().await;
+        futures::future::join_all(self.servers().map(|s| s.refresh_tools())).await;
+        let generations: Vec<u64> = self.servers().map(|s| s.tools().0).collect();
+        let changed = {
+            let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+            let changed = seen.as_ref() != Some(&generations);
+            *seen = Some(generations);
+            changed
+        };
+        ToolRefresh { tools: changed.then(|| self.tools()), warnings: self.news() }
+    }
+}
+
+/// `mcp__server__tool`, with characters providers refuse replaced and shortened to 64.
+pub fn tool_name(server: &str, tool: &str) -> String {
+    let clean: String = tool
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+        .collect();
+    let name = format!("mcp__{server}__{clean}");
+    if name.len() <= MAX_TOOL_NAME {
+        return name;
+    }
+    // Long names keep their start and get a short hash of the whole, so two stay apart.
+    let hash =
+        name.bytes().fold(0xcbf29ce484222325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100000001b3));
+    format!("{}_{:08x}", &name[..MAX_TOOL_NAME - 9], hash as u32)
+}
+
+/// `name`, or `name_2`, `name_3`, … when it is taken.
+fn unique(name: String, taken: &mut std::collections::HashSet<String>) -> String {
+    let mut candidate = name.clone();
+    let mut n = 2;
+    while !taken.insert(candidate.clone()) {
+        let suffix = format!("_{n}");
+        let keep = MAX_TOOL_NAME.saturating_sub(suffix.len()).min(name.len());
+        candidate = format!("{}{suffix}", &name[..keep]);
+        n += 1;
+    }
+    candidate
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_names_are_valid_everywhere_and_never_collide() {
+        assert_eq!(tool_name("github", "create_issue"), "mcp__github__create_issue");
+        assert_eq!(tool_name("docs", "search.v2 (beta)"), "mcp__docs__search_v2__beta_");
+        let long = tool_name("server", &"x".repeat(100));
+        assert_eq!(long.len(), 64);
+        assert_ne!(long, tool_name("server", &"x".repeat(101)));
+        let mut taken = std::collections::HashSet::new();
+        assert_eq!(unique("mcp__a__b".into(), &mut taken), "mcp__a__b");
+        assert_eq!(unique("mcp__a__b".into(), &mut taken), "mcp__a__b_2");
+        assert_eq!(unique("mcp__a__b".into(), &mut taken), "mcp__a__b_3");
+    }
+
+    #[test]
+    fn filters_allow_then_deny() {
+        let filter = ToolFilter { allow: Some(vec!["a".into(), "b".into()]), deny: vec!["b".into()] };
+        assert!(filter.offers("a") && !filter.offers("b") && !filter.offers("c"));
+        assert!(ToolFilter::default().offers("anything"));
+    }
+}
