@@ -3,6 +3,8 @@
 //! in the middle of a call, which cancels it at the server. The real server is
 //! `@modelcontextprotocol/server-everything` (npm), installed by `scripts/install-mcp-servers`.
 
+#[path = "support/lsp_client.rs"]
+mod lsp_client;
 mod session_harness;
 mod support;
 
@@ -10,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use lsp_client::{LspClient, plugin_capabilities};
 use serde_json::json;
-use support::lsp_client::{LspClient, plugin_capabilities};
 use support::mock_provider::{Dialect, MockProvider, Turn};
 
 const KEY: &str = "sk-test-secret-value-123";
@@ -155,5 +157,41 @@ async fn cancelling_the_turn_cancels_the_call_at_the_server() {
     assert!(
         session_harness::wait_process_gone(pid, Duration::from_secs(10)).await,
         "{pid} outlived the server"
+    );
+}
+
+/// The process guard ends a server's program when the language server is killed outright.
+#[tokio::test]
+async fn a_killed_language_server_leaves_no_mcp_server_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("fixture.log");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/misbehaving.py");
+    let server = Server::start(&format!(
+        "[mcp_servers.bad]\ncommand = \"python3\"\nargs = [\"{}\"]\nenv = {{ MCP_FIXTURE_LOG = \"{}\" }}\npermission = \"allow\"\n",
+        fixture.display(),
+        log.display()
+    ))
+    .await;
+    server.mock.push(Turn::new().tool_call("c1", "mcp__bad__hang", json!({})));
+    let id = server.session_with_prompt("hang").await;
+    server.client.next_event(&id, "tool_call_start").await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_to_string(&log).unwrap_or_default().contains("\"hang\"") {
+        assert!(std::time::Instant::now() < deadline, "the call never reached the server");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let pid: u32 = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("pid ")?.parse().ok())
+        .expect("the fixture's pid");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(server.client.pid() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("SIGKILL the language server");
+    assert!(
+        session_harness::wait_process_gone(pid, Duration::from_secs(10)).await,
+        "{pid} outlived a killed server"
     );
 }

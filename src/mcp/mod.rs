@@ -166,13 +166,24 @@ impl Entry {
     }
 }
 
+/// What a session was last told of a server.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Told {
+    /// The server's failure count then.
+    failures: u64,
+    /// That its tools are not offered.
+    unavailable: bool,
+    /// The error told for a server that cannot start as configured.
+    invalid: Option<String>,
+}
+
 /// One session's MCP servers.
 pub struct McpTools {
     entries: Vec<Entry>,
     /// The tool generations of the servers when the session last took their tools.
     seen: Mutex<Option<Vec<u64>>>,
-    /// What the session was last told of each server (`None`: that it runs).
-    told: Mutex<BTreeMap<String, Option<String>>>,
+    /// What the session was last told of each server.
+    told: Mutex<BTreeMap<String, Told>>,
 }
 
 impl McpTools {
@@ -206,40 +217,46 @@ impl McpTools {
         tools
     }
 
-    /// What the user has not been told yet: servers that failed (or are invalid) and servers
-    /// that run again.
+    /// What the user has not been told yet: servers that failed (once per failure), that did
+    /// not start in time, that cannot start as configured, and that run again.
     fn news(&self) -> Vec<String> {
         let mut told = self.told.lock().unwrap_or_else(|p| p.into_inner());
         let mut news = Vec::new();
         for entry in &self.entries {
-            let now = match &entry.kind {
+            let seen = told.entry(entry.name.clone()).or_default();
+            match &entry.kind {
                 EntryKind::Server(server) => {
                     let status = server.status();
-                    match status.state {
-                        State::Running => None,
-                        State::Failed => status.last_error.or_else(|| Some("it failed".into())),
-                        State::Starting if status.overdue => Some(format!(
-                            "it did not start within {} ms",
+                    let running = status.state == State::Running;
+                    if status.failures > seen.failures {
+                        let error = status.last_error.unwrap_or_else(|| "it failed".into());
+                        let now = if running {
+                            "it was restarted and runs again"
+                        } else {
+                            "its tools are not offered until it runs again"
+                        };
+                        news.push(format!("MCP server `{}` is not available ({error}); {now}", entry.name));
+                        seen.failures = status.failures;
+                        seen.unavailable = !running;
+                    } else if running && seen.unavailable {
+                        news.push(format!("MCP server `{}` is running again", entry.name));
+                        seen.unavailable = false;
+                    } else if status.overdue && !seen.unavailable {
+                        news.push(format!(
+                            "MCP server `{}` is not available (it did not start within {} ms); its tools are offered \
+                             once it runs",
+                            entry.name,
                             server.spec().startup_timeout.as_millis()
-                        )),
-                        State::Starting if status.restarts > 0 => status.last_error,
-                        _ => continue,
+                        ));
+                        seen.unavailable = true;
                     }
                 }
-                EntryKind::Invalid(error) => Some(error.clone()),
-                _ => continue,
-            };
-            let before = told.get(&entry.name);
-            match (&now, before) {
-                (Some(error), Some(Some(old))) if old == error => {}
-                (Some(error), _) => news.push(format!(
-                    "MCP server `{}` is not available, so its tools are not offered: {error}",
-                    entry.name
-                )),
-                (None, Some(Some(_))) => news.push(format!("MCP server `{}` is running again", entry.name)),
-                (None, _) => {}
+                EntryKind::Invalid(error) if seen.invalid.as_ref() != Some(error) => {
+                    news.push(format!("MCP server `{}` cannot start: {error}", entry.name));
+                    seen.invalid = Some(error.clone());
+                }
+                _ => {}
             }
-            told.insert(entry.name.clone(), now);
         }
         news
     }

@@ -72,6 +72,8 @@ pub struct Status {
     pub last_error: Option<String>,
     /// Starts after the first.
     pub restarts: u32,
+    /// Failed starts and stops so far (it only grows).
+    pub failures: u64,
     /// Still starting past its startup timeout.
     pub overdue: bool,
 }
@@ -180,6 +182,7 @@ struct Inner {
     tools: Arc<Vec<McpToolInfo>>,
     last_error: Option<String>,
     restarts: u32,
+    failures: u64,
     /// When the current start attempt gives up.
     starting_until: Option<Instant>,
     /// Whether a task runs the server (starting, running or waiting to restart).
@@ -218,6 +221,7 @@ impl Server {
                 tools: Arc::new(Vec::new()),
                 last_error: None,
                 restarts: 0,
+                failures: 0,
                 starting_until: None,
                 active: false,
                 generation: 0,
@@ -254,6 +258,7 @@ impl Server {
             tools: inner.tools.clone(),
             last_error: inner.last_error.clone(),
             restarts: inner.restarts,
+            failures: inner.failures,
             overdue: inner.state == State::Starting
                 && inner.starting_until.is_some_and(|t| t <= Instant::now()),
         }
@@ -360,6 +365,7 @@ impl Server {
                     inner.generation += 1;
                 }
                 inner.last_error = Some(failure);
+                inner.failures += 1;
                 inner.starting_until = None;
                 inner.active = !give_up;
             });
@@ -558,8 +564,26 @@ impl Server {
             Ok(Err(ServiceError::McpError(error))) => {
                 Err(CallError::Refused { server: self.spec.name.clone(), message: error.message.to_string() })
             }
-            Ok(Err(e)) => Err(died(e)),
-            Err(_) => Err(died(ServiceError::TransportClosed)),
+            Ok(Err(e)) => {
+                self.wait_not_running().await;
+                Err(died(e))
+            }
+            Err(_) => {
+                self.wait_not_running().await;
+                Err(died(ServiceError::TransportClosed))
+            }
+        }
+    }
+
+    /// After a call lost its connection: waits (briefly) until the server's own task has
+    /// noticed, so the next model request already sees it failed.
+    async fn wait_not_running(&self) {
+        let mut changes = self.changed.subscribe();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+        while self.lock().state == State::Running {
+            if tokio::time::timeout_at(deadline, changes.changed()).await.is_err() {
+                return;
+            }
         }
     }
 
