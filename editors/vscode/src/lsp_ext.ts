@@ -237,7 +237,12 @@ export interface PermissionParams {
   cwd: string;
   options: PermissionDecision[];
   agent?: SubagentRef;
+  /** A call of an MCP server's tool (then `command` is its one-line form). */
+  mcp?: McpCallParams;
 }
+
+/** The MCP call an `agentls/permission` asks about. */
+export interface McpCallParams { server: string; tool: string; arguments: unknown; readOnlyHint: boolean }
 
 export const PermissionNotification = new NotificationType<PermissionParams>('agentls/permission');
 

@@ -44,6 +44,7 @@ import type {
   SessionInfo,
   SteerParams,
   SubagentRef,
+  McpCallParams,
   TrustFolderParams,
   TrustFolderResult,
   TrustRequiredParams,
@@ -274,6 +275,7 @@ export const permissionParams = object<PermissionParams>()({
   cwd: string,
   options: array(permissionDecision),
   agent: optional(subagentRef),
+  mcp: optional(object<McpCallParams>()({ server: string, tool: string, arguments: json, readOnlyHint: boolean })),
 });
 
 export const saveDocumentsParams = object<SaveDocumentsParams>()({ uris: array(string) });
