@@ -378,3 +378,78 @@ async fn a_project_mcp_json_needs_trust_and_passes_only_named_secrets() {
     assert!(!result.content.contains("other-secret-456"), "an unnamed secret is not: {result:?}");
     assert!(!result.content.contains("OPENAI_API_KEY"), "nor the variable itself: {result:?}");
 }
+
+/// `agentls mcp list`, `agentls mcp tools NAME` and `agentls doctor` start the servers as a
+/// session would and show each one's state, tools and last error.
+#[tokio::test]
+async fn the_cli_lists_servers_their_state_tools_and_last_error() {
+    let dir = tempfile::tempdir().unwrap();
+    user_config(
+        dir.path(),
+        &format!(
+            "[mcp_servers.everything]\ncommand = \"{}\"\n[mcp_servers.broken]\ncommand = \"python3\"\nargs = [\"{}\", \"--fail-start\"]\n\
+             [mcp_servers.off]\ncommand = \"x\"\nenabled = false\n[mcp_servers.unset]\nurl = \"http://127.0.0.1:9/mcp\"\nbearer_token_env_var = \"NOT_SET_TOKEN\"\n",
+            everything(),
+            fixture()
+        ),
+    );
+    std::fs::write(
+        dir.path().join(".mcp.json"),
+        r#"{"mcpServers": {"project": {"command": "project-server"}}}"#,
+    )
+    .unwrap();
+    let agentls = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_agentls"))
+            .args(args)
+            .current_dir(dir.path())
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", dir.path())
+            .env("AGENTLS_CONFIG", dir.path().join(USER_CONFIG))
+            .env("AGENTLS_LOG", "off")
+            .env("OPENAI_API_KEY", "sk-cli-test")
+            .output()
+            .expect("agentls runs")
+    };
+    let out = agentls(&["mcp", "list"]);
+    let listed = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let line = |name: &str| {
+        listed.lines().find(|l| l.starts_with(&format!("{name}: "))).unwrap_or_default().to_string()
+    };
+    assert!(line("everything").starts_with("everything: running (13 tools) "), "{listed}");
+    assert!(line("broken").starts_with("broken: failed (no tools) python3 "), "{listed}");
+    assert!(
+        listed.contains("last error: the MCP handshake failed")
+            && listed.contains("cannot start (asked to fail)"),
+        "{listed}"
+    );
+    assert!(line("off").starts_with("off: disabled"), "{listed}");
+    assert!(line("unset").starts_with("unset: invalid"), "{listed}");
+    assert!(
+        listed.contains("`mcp_servers.unset.bearer_token_env_var` names $NOT_SET_TOKEN, which is not set"),
+        "{listed}"
+    );
+    assert!(line("project").starts_with("project: needs trust (no tools) project-server ["), "{listed}");
+
+    let out = agentls(&["mcp", "tools", "everything"]);
+    let tools = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && tools.lines().any(|l| l == "mcp__everything__echo (read-only)"),
+        "{tools}"
+    );
+    let out = agentls(&["mcp", "tools", "broken"]);
+    assert!(
+        !out.status.success() && stderr(&out).contains("MCP server `broken` is not running (failed)"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = agentls(&["doctor", "--provider", "openai"]);
+    let doctor = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        doctor.contains("mcp servers:\n") && doctor.contains("  everything: running (13 tools)"),
+        "{doctor}"
+    );
+    assert!(doctor.contains("  everything tools: ") && doctor.contains("echo"), "{doctor}");
+}

@@ -82,7 +82,7 @@ fn print_tools(servers: &McpTools, name: &str) -> ExitCode {
         return ExitCode::FAILURE;
     };
     if entry.state() != "running" {
-        eprintln!("agentls: MCP server `{name}` is {}", entry.state());
+        eprintln!("agentls: MCP server `{name}` is not running ({})", entry.state());
         if let Some(error) = entry.last_error() {
             eprintln!("  last error: {error}");
         }

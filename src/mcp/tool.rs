@@ -56,7 +56,7 @@ impl McpTool {
         if args.len() > SHOWN_ARGUMENTS {
             let cut = (0..=SHOWN_ARGUMENTS).rev().find(|&i| args.is_char_boundary(i)).unwrap_or(0);
             args.truncate(cut);
-            args.push_str("…");
+            args.push('…');
         }
         format!("mcp {server} {tool} {args}")
     }
