@@ -401,30 +401,24 @@ impl Server {
         if tail.is_empty() { reason } else { format!("{reason}; its stderr ends with: {tail}") }
     }
 
-    /// Runs until the connection ends (or the host stops the server); why it ended.
+    /// Runs until the connection ends or the host stops the server; why it ended. A program
+    /// the host stops is ended gracefully (SIGTERM first); one whose connection ended is killed
+    /// with its group when its handle drops.
     async fn serve(&self, connection: Connection) -> String {
         let Connection { service, child } = connection;
         let cancel = service.cancellation_token();
-        let reason = tokio::select! {
+        tokio::select! {
             quit = service.waiting() => match quit {
-                Ok(reason) => format!("the connection closed ({reason:?})"),
-                Err(e) => format!("the connection task failed: {e}"),
+                Ok(reason) => format!("it stopped: the connection closed ({reason:?})"),
+                Err(e) => format!("it stopped: the connection task failed: {e}"),
             },
             _ = self.stop.cancelled() => {
                 cancel.cancel();
-                "stopped".to_string()
+                if let Some(child) = child {
+                    child.terminate().await;
+                }
+                "stopped by agentls".to_string()
             }
-        };
-        if let Some(child) = child {
-            if self.stop.is_cancelled() {
-                child.terminate().await;
-            } else {
-                drop(child);
-            }
-        }
-        match reason.as_str() {
-            "stopped" => reason,
-            _ => format!("it stopped: {reason}"),
         }
     }
 
