@@ -8,7 +8,8 @@
 //!   (or stops) is started again after a backoff (1 s, doubling, at most 30 s), at most
 //!   [`MAX_FAILED_STARTS`] times in a row; then it stays failed until a session asks for it again.
 //! - Its stderr is read as it comes and only its last [`STDERR_TAIL`] bytes are kept (a server
-//!   that floods stderr cannot block or fill memory); they explain a failure.
+//!   that floods stderr cannot block or fill memory); they explain a failure, so a closed
+//!   connection waits (briefly) for the reader to reach the end of the pipe before it is told.
 //! - A call ends with a result, an error, its timeout or its cancellation; a timed-out or
 //!   cancelled call is cancelled at the server (`notifications/cancelled`).
 
@@ -33,6 +34,8 @@ use tokio_util::sync::CancellationToken;
 use super::spec::{ServerSpec, Transport};
 use crate::exec::{ChildProcess, LiveGroups, OutputSink, spawn_child};
 
+/// How long a closed connection waits for the rest of the program's stderr.
+const STDERR_DRAIN: Duration = Duration::from_millis(500);
 /// Bytes of a server's stderr kept to explain a failure.
 pub const STDERR_TAIL: usize = 16 * 1024;
 /// Consecutive failed starts after which a server is left failed.
@@ -208,6 +211,8 @@ struct Connection {
     service: RunningService<RoleClient, Handler>,
     /// The program (stdio); dropping it kills its process group.
     child: Option<ChildProcess>,
+    /// The task reading the program's stderr; it ends at the pipe's end of file.
+    stderr: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Server {
@@ -405,13 +410,20 @@ impl Server {
     /// the host stops is ended gracefully (SIGTERM first); one whose connection ended is killed
     /// with its group when its handle drops.
     async fn serve(&self, connection: Connection) -> String {
-        let Connection { service, child } = connection;
+        let Connection { service, child, stderr } = connection;
         let cancel = service.cancellation_token();
         tokio::select! {
-            quit = service.waiting() => match quit {
-                Ok(reason) => format!("it stopped: the connection closed ({reason:?})"),
-                Err(e) => format!("it stopped: the connection task failed: {e}"),
-            },
+            quit = service.waiting() => {
+                // A program that crashes writes its last words just before its stdout closes:
+                // let the reader reach them (bounded: a descendant may hold the pipe open).
+                if let Some(reader) = stderr {
+                    let _ = tokio::time::timeout(STDERR_DRAIN, reader).await;
+                }
+                match quit {
+                    Ok(reason) => format!("it stopped: the connection closed ({reason:?})"),
+                    Err(e) => format!("it stopped: the connection task failed: {e}"),
+                }
+            }
             _ = self.stop.cancelled() => {
                 cancel.cancel();
                 if let Some(child) = child {
@@ -434,14 +446,14 @@ impl Server {
             preferred_versions: vec![ProtocolVersion::LATEST],
             legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
         };
-        let (service, child) = match &self.spec.transport {
+        let (service, child, stderr) = match &self.spec.transport {
             Transport::Stdio { command, args, env, cwd } => {
                 let mut child =
                     spawn_child(command, args, cwd, env.clone(), &self.groups).map_err(|e| e.to_string())?;
                 let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
                     return Err("its stdio could not be connected".into());
                 };
-                if let Some(mut stderr) = child.stderr.take() {
+                let reader = child.stderr.take().map(|mut stderr| {
                     let tail = Arc::clone(&self.stderr);
                     let name = self.spec.name.clone();
                     tokio::spawn(async move {
@@ -453,8 +465,8 @@ impl Server {
                             tracing::trace!(server = %name, "stderr: {}", String::from_utf8_lossy(&chunk[..n]));
                             tail.lock().unwrap_or_else(|p| p.into_inner()).push(&chunk[..n]);
                         }
-                    });
-                }
+                    })
+                });
                 let service = serve_client_with_lifecycle_and_ct(
                     handler,
                     (stdout, stdin),
@@ -463,7 +475,7 @@ impl Server {
                 )
                 .await
                 .map_err(|e| format!("the MCP handshake failed: {e}"))?;
-                (service, Some(child))
+                (service, Some(child), reader)
             }
             Transport::Http { url, headers } => {
                 use rmcp::transport::StreamableHttpClientTransport;
@@ -487,12 +499,12 @@ impl Server {
                 )
                 .await
                 .map_err(|e| format!("the MCP handshake with {url} failed: {e}"))?;
-                (service, None)
+                (service, None, None)
             }
         };
         let tools =
             service.peer().list_all_tools().await.map_err(|e| format!("listing its tools failed: {e}"))?;
-        Ok((Connection { service, child }, tools))
+        Ok((Connection { service, child, stderr }, tools))
     }
 
     /// Calls `tool` with `arguments`; `progress` receives the server's progress notifications
