@@ -221,6 +221,8 @@ export class Ctx implements ChatActions, vscode.Disposable {
     this.reopeningId = sessionId;
     try {
       const { result, history } = await this.resume(sessionId);
+      // reopened: a death from here on (during the header refresh, say) is not one while reopening
+      this.reopeningId = undefined;
       this.store.apply(sessionId, { kind: 'notice', level: 'info', text: reopenNotice(loss, label, { reopened: true, historyEntries: history?.length }) });
       this.store.describe({ sessionId, model: result.model });
       this.output.info(`reopened session ${sessionId} (${history ? `${history.length} history entries` : 'its history was not sent'})`);
