@@ -50,7 +50,7 @@ pub fn comment_instructions(text: &str, range: Range) -> Vec<(u32, String)> {
         .collect()
 }
 
-pub fn actions(state: &ServerState, params: &CodeActionParams) -> Vec<CodeActionOrCommand> {
+pub async fn actions(state: &ServerState, params: &CodeActionParams) -> Vec<CodeActionOrCommand> {
     let uri = params.text_document.uri.as_str().to_string();
     let Some(path) = convert::path_of(&params.text_document.uri) else { return Vec::new() };
     let display = state.shown_path(&path);
@@ -83,10 +83,7 @@ pub fn actions(state: &ServerState, params: &CodeActionParams) -> Vec<CodeAction
             diagnostic.range,
         ));
     }
-    let text = match state.documents.get(&path) {
-        Some(buffer) => buffer.text.to_string(),
-        None => std::fs::read_to_string(&path).unwrap_or_default(),
-    };
+    let text = state.shown_text(&path).await;
     for (line, instruction) in comment_instructions(&text, params.range) {
         let line_range =
             Range { start: Position { line, character: 0 }, end: Position { line: line + 1, character: 0 } };

@@ -176,7 +176,7 @@ impl LanguageServer for Backend {
     }
 
     async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
-        Ok(Some(code_actions::actions(&self.state, &params)))
+        Ok(Some(code_actions::actions(&self.state, &params).await))
     }
 
     async fn did_change_watched_files(&self, params: DidChangeWatchedFilesParams) {

@@ -24,7 +24,8 @@ use crate::config::{ConfigError, ConfigLayer, Env};
 use crate::policy::PermissionRules;
 use crate::store::TranscriptStore;
 use crate::tools::Tool;
-use crate::workspace::DocumentStore;
+use crate::exec::LocalExecutionEnvironment;
+use crate::workspace::{DocumentStore, Workspace};
 
 /// How a server instance is set up (the binary builds it from the environment; tests build it
 /// directly).
@@ -216,6 +217,18 @@ impl ServerState {
     pub(super) fn shown_path(&self, path: &std::path::Path) -> String {
         let roots = self.roots();
         crate::workspace::shown_path(path, &roots.iter().map(PathBuf::as_path).collect::<Vec<_>>())
+    }
+
+    /// The text the editor shows for `path`: its open buffer, else the file (read through
+    /// [`Workspace`] like the agent's reads, so a large file is read off the loop thread); empty
+    /// when there is neither or it is not text.
+    pub(super) async fn shown_text(&self, path: &Path) -> String {
+        let folder = path.parent().unwrap_or(path);
+        let env = LocalExecutionEnvironment::new(folder);
+        match Workspace::new(Arc::clone(&self.documents)).read(&env, path).await {
+            Ok(snapshot) => snapshot.text.to_string(),
+            Err(_) => String::new(),
+        }
     }
 
     pub(super) fn client_layer(&self) -> ConfigLayer {

@@ -69,16 +69,13 @@ impl Handler for NewSession {
 }
 
 /// The prompt text with the editor context (a file and optionally a range of it).
-fn with_context(state: &ServerState, text: String, context: Option<PromptContext>) -> Result<String> {
+async fn with_context(state: &ServerState, text: String, context: Option<PromptContext>) -> Result<String> {
     let Some(context) = context else { return Ok(text) };
     let path = convert::parse_uri(&context.uri)
         .and_then(|u| convert::path_of(&u))
         .ok_or_else(|| invalid_field("context.uri", "a file: URI"))?;
     let display = state.shown_path(&path);
-    let buffer = match state.documents.get(&path) {
-        Some(b) => b.text.to_string(),
-        None => std::fs::read_to_string(&path).unwrap_or_default(),
-    };
+    let buffer = state.shown_text(&path).await;
     Ok(prompt_context::with_context(&text, &display, &buffer, context.range, state.profile().encoding))
 }
 
@@ -113,7 +110,7 @@ impl Handler for Prompt {
                 }
             }
         };
-        let text = with_context(state, params.text, params.context)?;
+        let text = with_context(state, params.text, params.context).await?;
         // Instruction files are re-read for every new input, so an edit on disk counts even
         // before the watcher reports it.
         session.handle.reload_project_docs();
