@@ -21,10 +21,10 @@ use super::permission::PermissionBroker;
 use super::registry::{LspSession, SessionRegistry};
 use super::review::ReviewBroker;
 use crate::config::{ConfigError, ConfigLayer, Env};
+use crate::exec::LocalExecutionEnvironment;
 use crate::policy::PermissionRules;
 use crate::store::TranscriptStore;
 use crate::tools::Tool;
-use crate::exec::LocalExecutionEnvironment;
 use crate::workspace::{DocumentStore, Workspace};
 
 /// How a server instance is set up (the binary builds it from the environment; tests build it
