@@ -54,6 +54,8 @@ async fn initialize_negotiates_encoding_and_announces_commands() {
             "agentls.resolveReview",
             "agentls.resolvePermission",
             "agentls.trustFolder",
+            "agentls.mcpServers",
+            "agentls.mcpRestart",
         ]
     );
     assert_eq!(init["serverInfo"]["name"], "agentls");

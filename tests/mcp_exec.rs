@@ -453,3 +453,56 @@ async fn the_cli_lists_servers_their_state_tools_and_last_error() {
     );
     assert!(doctor.contains("  everything tools: ") && doctor.contains("echo"), "{doctor}");
 }
+
+/// A subagent gets the session's MCP tools, and its calls go through the same permission policy:
+/// the allowed tool runs at the real server, the one that would be asked is refused (no terminal).
+#[tokio::test]
+async fn a_subagent_calls_mcp_tools_through_the_same_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    user_config(
+        dir.path(),
+        &format!(
+            "[mcp_servers.everything]\ncommand = \"{}\"\ntool_permissions = {{ echo = \"allow\" }}\n",
+            everything()
+        ),
+    );
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let child = "CHILD-MCP: echo through the server";
+    mock.push_for(
+        child,
+        Reply::new().tool_call("k1", "mcp__everything__echo", json!({"message": "from the child"})),
+    );
+    mock.push_for(child, Reply::new().tool_call("k2", "mcp__everything__get-sum", json!({"a": 1, "b": 2})));
+    mock.push_for(child, Reply::new().text("child done"));
+    mock.push_for("PARENT", Reply::new().tool_call("s1", "spawn_agent", json!({"task": child})));
+    mock.push_for("PARENT", Reply::new().tool_call("w1", "wait", json!({"agent_id": "agent-1"})));
+    mock.push_for("PARENT", Reply::new().text("parent done"));
+    let out =
+        exec(&mock, dir.path(), &["--provider", "anthropic", "--json", "PARENT: delegate the echo"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let of_child: Vec<Value> = mock
+        .requests()
+        .into_iter()
+        .filter(|r| {
+            support::mock_provider::first_user_message(Dialect::Anthropic, &r.body).contains("CHILD-MCP")
+        })
+        .map(|r| r.body)
+        .collect();
+    assert_eq!(of_child.len(), 3, "the child made three requests");
+    assert!(
+        offered(&of_child[0]).contains(&"mcp__everything__echo".to_string()),
+        "{:?}",
+        offered(&of_child[0])
+    );
+    let echoed = sent_result(ProfileKind::Anthropic, &of_child[1], "k1");
+    assert_ne!(echoed.is_error, Some(true), "{echoed:?}");
+    assert!(echoed.content.contains("from the child"), "{echoed:?}");
+    let refused = sent_result(ProfileKind::Anthropic, &of_child[2], "k2");
+    assert_eq!(refused.is_error, Some(true), "{refused:?}");
+    assert!(refused.content.contains("no terminal to ask on"), "{refused:?}");
+    let child_end = events(&out)
+        .into_iter()
+        .find(|e| e["kind"] == "tool_call_end" && e["data"]["call_id"] == "k1")
+        .expect("the child's call is in the event stream");
+    assert_eq!(child_end["agent"]["agent_id"], "agent-1", "{child_end}");
+}

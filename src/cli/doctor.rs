@@ -104,7 +104,7 @@ fn print_mcp(config: &Config, env: &Env, cwd: Option<std::path::PathBuf>) -> Res
         servers.wait_started().await;
         println!("mcp servers:");
         super::mcp::print_list(&servers, "  ");
-        for entry in servers.entries().iter().filter(|e| e.state() == "running") {
+        for entry in servers.entries().iter().filter(|e| e.state() == crate::mcp::EntryState::Running) {
             let names: Vec<String> = entry.tools().iter().map(|t| t.name.to_string()).collect();
             println!("  {} tools: {}", entry.name, names.join(", "));
         }

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use super::{McpAction, load_config};
 use crate::config::{ConfigLayer, Env};
-use crate::mcp::{Entry, McpHub, McpTools, tool_name};
+use crate::mcp::{Entry, EntryState, McpHub, McpTools, tool_name};
 
 pub fn run(env: &Env, action: McpAction) -> Result<ExitCode, String> {
     let (cwd, name) = match &action {
@@ -52,14 +52,20 @@ fn root(cwd: Option<PathBuf>) -> Result<PathBuf, String> {
 pub fn print_list(servers: &McpTools, indent: &str) {
     for entry in servers.entries() {
         let tools = match entry.state() {
-            "running" => format!("{} tools", entry.tools().len()),
+            EntryState::Running => format!("{} tools", entry.tools().len()),
             _ => "no tools".into(),
         };
-        println!("{indent}{}: {} ({tools}) {}{}", entry.name, entry.state(), entry.describe, origin(entry));
+        println!(
+            "{indent}{}: {} ({tools}) {}{}",
+            entry.name,
+            entry.state().as_str(),
+            entry.describe,
+            origin(entry)
+        );
         if let Some(error) = entry.last_error() {
             println!("{indent}  last error: {error}");
         }
-        if entry.state() == "needs trust" {
+        if entry.state() == EntryState::NeedsTrust {
             println!("{indent}  a project's server starts only in a folder you trust (`agentls trust`)");
         }
     }
@@ -81,8 +87,8 @@ fn print_tools(servers: &McpTools, name: &str) -> ExitCode {
         );
         return ExitCode::FAILURE;
     };
-    if entry.state() != "running" {
-        eprintln!("agentls: MCP server `{name}` is not running ({})", entry.state());
+    if entry.state() != EntryState::Running {
+        eprintln!("agentls: MCP server `{name}` is not running ({})", entry.state().as_str());
         if let Some(error) = entry.last_error() {
             eprintln!("  last error: {error}");
         }

@@ -148,6 +148,23 @@ impl Command for TrustFolder {
     type Result = TrustFolderResult;
 }
 
+/// `agentls.mcpServers`: the MCP servers a session in a folder uses, with their state, tools and
+/// last error (each enabled one is started if it is not running).
+pub enum McpServers {}
+impl Command for McpServers {
+    const NAME: &'static str = "agentls.mcpServers";
+    type Params = McpServersParams;
+    type Result = McpServerList;
+}
+
+/// `agentls.mcpRestart`: ends an MCP server's program (or connection) and starts it again.
+pub enum McpRestart {}
+impl Command for McpRestart {
+    const NAME: &'static str = "agentls.mcpRestart";
+    type Params = McpRestartParams;
+    type Result = McpRestarted;
+}
+
 /// A string field that must hold more than blanks (ids, prompt text).
 fn non_empty<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
     let text = String::deserialize(deserializer)?;
@@ -514,6 +531,67 @@ pub struct TrustFolderParams {
 pub struct TrustFolderResult {
     pub root_uri: String,
     pub trusted: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpServersParams {
+    /// Default: the first workspace folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root_uri: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpServerList {
+    pub root_uri: String,
+    pub servers: Vec<McpServerInfo>,
+}
+
+/// One configured server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpServerInfo {
+    pub name: String,
+    pub state: McpServerState,
+    /// The command line or URL.
+    pub target: String,
+    /// The file that configures it; `None` when no file does (the editor's settings).
+    pub origin: Option<String>,
+    /// The tools a session offers (after `allow_tools`/`deny_tools`); empty unless running.
+    pub tools: Vec<McpToolInfo>,
+    pub last_error: Option<String>,
+}
+
+pub use crate::mcp::EntryState as McpServerState;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpToolInfo {
+    /// The server's own name of the tool.
+    pub name: String,
+    /// What the model calls it (`mcp__SERVER__TOOL`), the `toolName` of its events.
+    pub tool_name: String,
+    pub description: Option<String>,
+    pub read_only_hint: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpRestartParams {
+    #[serde(deserialize_with = "non_empty")]
+    pub name: String,
+    /// Default: the first workspace folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root_uri: Option<String>,
+}
+
+/// The server's state right after the restart was asked (usually `starting`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpRestarted {
+    pub name: String,
+    pub state: McpServerState,
 }
 
 /// `agentls/event`: one session event.

@@ -84,7 +84,7 @@ impl McpHub {
             let filter = ToolFilter::default();
             entries.push(Entry { name: name.clone(), describe, origin, kind: EntryKind::NeedsTrust, filter });
         }
-        Arc::new(McpTools { entries, seen: Mutex::new(None), told: Mutex::new(BTreeMap::new()) })
+        Arc::new(McpTools { entries: entries.into(), seen: Mutex::new(None), told: Arc::default() })
     }
 
     fn server(&self, spec: ServerSpec) -> Arc<Server> {
@@ -126,6 +126,50 @@ pub struct Entry {
     filter: ToolFilter,
 }
 
+/// Where a configured server stands, as hosts show it (`agentls mcp list`, `agentls.mcpServers`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryState {
+    Starting,
+    Running,
+    /// Its last start failed or it stopped; a restart may be pending.
+    Failed,
+    /// Stopped by the host.
+    Stopped,
+    /// `enabled = false`.
+    Disabled,
+    /// A project's server in a folder the user has not trusted.
+    NeedsTrust,
+    /// It cannot start as configured.
+    Invalid,
+}
+
+impl EntryState {
+    /// As a person reads it: `running`, `needs trust`, …
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Starting => "starting",
+            Self::Running => "running",
+            Self::Failed => "failed",
+            Self::Stopped => "stopped",
+            Self::Disabled => "disabled",
+            Self::NeedsTrust => "needs trust",
+            Self::Invalid => "invalid",
+        }
+    }
+}
+
+impl From<State> for EntryState {
+    fn from(state: State) -> Self {
+        match state {
+            State::Starting => Self::Starting,
+            State::Running => Self::Running,
+            State::Failed => Self::Failed,
+            State::Stopped => Self::Stopped,
+        }
+    }
+}
+
 pub enum EntryKind {
     Server(Arc<Server>),
     /// `enabled = false`.
@@ -137,13 +181,12 @@ pub enum EntryKind {
 }
 
 impl Entry {
-    /// Its state in a word: running, starting, failed, stopped, disabled, needs trust, invalid.
-    pub fn state(&self) -> &'static str {
+    pub fn state(&self) -> EntryState {
         match &self.kind {
-            EntryKind::Server(server) => server.status().state.as_str(),
-            EntryKind::Disabled => "disabled",
-            EntryKind::NeedsTrust => "needs trust",
-            EntryKind::Invalid(_) => "invalid",
+            EntryKind::Server(server) => server.status().state.into(),
+            EntryKind::Disabled => EntryState::Disabled,
+            EntryKind::NeedsTrust => EntryState::NeedsTrust,
+            EntryKind::Invalid(_) => EntryState::Invalid,
         }
     }
 
@@ -179,11 +222,13 @@ struct Told {
 
 /// One session's MCP servers.
 pub struct McpTools {
-    entries: Vec<Entry>,
+    /// Shared with the session's subagents.
+    entries: Arc<[Entry]>,
     /// The tool generations of the servers when the session last took their tools.
     seen: Mutex<Option<Vec<u64>>>,
-    /// What the session was last told of each server.
-    told: Mutex<BTreeMap<String, Told>>,
+    /// What the session tree was last told of each server (its subagents share it: a failure
+    /// is told once, not once per agent).
+    told: Arc<Mutex<BTreeMap<String, Told>>>,
 }
 
 impl McpTools {
@@ -207,7 +252,7 @@ impl McpTools {
     pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
         let mut taken = std::collections::HashSet::new();
         let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
-        for entry in &self.entries {
+        for entry in self.entries.iter() {
             let EntryKind::Server(server) = &entry.kind else { continue };
             for info in entry.tools() {
                 let name = unique(tool_name(&entry.name, &info.name), &mut taken);
@@ -222,7 +267,7 @@ impl McpTools {
     fn news(&self) -> Vec<String> {
         let mut told = self.told.lock().unwrap_or_else(|p| p.into_inner());
         let mut news = Vec::new();
-        for entry in &self.entries {
+        for entry in self.entries.iter() {
             let seen = told.entry(entry.name.clone()).or_default();
             match &entry.kind {
                 EntryKind::Server(server) => {
@@ -264,6 +309,14 @@ impl McpTools {
 
 #[async_trait]
 impl ToolSource for McpTools {
+    fn for_child(&self) -> Arc<dyn ToolSource> {
+        Arc::new(McpTools {
+            entries: Arc::clone(&self.entries),
+            seen: Mutex::new(None),
+            told: Arc::clone(&self.told),
+        })
+    }
+
     async fn refresh(&self) -> ToolRefresh {
         self.wait_started().await;
         futures::future::join_all(self.servers().map(|s| s.refresh_tools())).await;

@@ -6,7 +6,9 @@
 //!   and so with the process guard: it ends with the host however the host ends.
 //! - A start attempt never takes longer than the server's startup timeout; a server that fails
 //!   (or stops) is started again after a backoff (1 s, doubling, at most 30 s), at most
-//!   [`MAX_FAILED_STARTS`] times in a row; then it stays failed until a session asks for it again.
+//!   [`MAX_FAILED_STARTS`] times in a row; then it stays failed until a session asks for it again
+//!   or the user restarts it ([`Server::restart`]: the program is ended gracefully and started
+//!   again at once; a restart is no failure).
 //! - Its stderr is read as it comes and only its last [`STDERR_TAIL`] bytes are kept (a server
 //!   that floods stderr cannot block or fill memory); they explain a failure, so a closed
 //!   connection waits (briefly) for the reader to reach the end of the pipe before it is told.
@@ -58,12 +60,7 @@ pub enum State {
 
 impl State {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Starting => "starting",
-            Self::Running => "running",
-            Self::Failed => "failed",
-            Self::Stopped => "stopped",
-        }
+        super::EntryState::from(self).as_str()
     }
 }
 
@@ -204,6 +201,19 @@ pub struct Server {
     tools_changed: Arc<AtomicBool>,
     stderr: Arc<Mutex<Tail>>,
     stop: CancellationToken,
+    /// Wakes the server's task to restart it (a permit: it is taken even when the task is
+    /// between two waits).
+    restart: tokio::sync::Notify,
+}
+
+/// Why a connection ended.
+enum Ended {
+    /// The connection closed or failed: a failure.
+    Lost(String),
+    /// The host stopped the server.
+    Stopped,
+    /// The user asked for a restart.
+    Restart,
 }
 
 /// A live connection and what keeps it alive.
@@ -236,6 +246,7 @@ impl Server {
             tools_changed: Arc::default(),
             stderr: Arc::default(),
             stop: CancellationToken::new(),
+            restart: tokio::sync::Notify::new(),
         })
     }
 
@@ -346,10 +357,24 @@ impl Server {
                     });
                     tracing::info!(server = %self.spec.name, "MCP server running");
                     let since = Instant::now();
-                    let reason = self.serve(connection).await;
-                    if self.stop.is_cancelled() {
-                        return self.finish();
-                    }
+                    let reason = match self.serve(connection).await {
+                        _ if self.stop.is_cancelled() => return self.finish(),
+                        Ended::Stopped => return self.finish(),
+                        Ended::Restart => {
+                            tracing::info!(server = %self.spec.name, "MCP server restarted on request");
+                            failures = 0;
+                            self.update(|inner| {
+                                inner.state = State::Starting;
+                                inner.peer = None;
+                                inner.tools = Arc::new(Vec::new());
+                                inner.generation += 1;
+                                inner.restarts += 1;
+                                inner.starting_until = Some(Instant::now() + self.spec.startup_timeout);
+                            });
+                            continue;
+                        }
+                        Ended::Lost(reason) => reason,
+                    };
                     if since.elapsed() >= STABLE {
                         failures = 0;
                     }
@@ -381,6 +406,7 @@ impl Server {
             let delay = Duration::from_secs(1 << (failures - 1).min(5)).min(Duration::from_secs(30));
             tokio::select! {
                 _ = tokio::time::sleep(delay) => {}
+                _ = self.restart.notified() => failures = 0,
                 _ = self.stop.cancelled() => return self.finish(),
             }
             self.update(|inner| {
@@ -406,32 +432,32 @@ impl Server {
         if tail.is_empty() { reason } else { format!("{reason}; its stderr ends with: {tail}") }
     }
 
-    /// Runs until the connection ends or the host stops the server; why it ended. A program
-    /// the host stops is ended gracefully (SIGTERM first); one whose connection ended is killed
-    /// with its group when its handle drops.
-    async fn serve(&self, connection: Connection) -> String {
+    /// Runs until the connection ends, the host stops the server or the user restarts it; why
+    /// it ended. A program the host stops or restarts is ended gracefully (SIGTERM first); one
+    /// whose connection ended is killed with its group when its handle drops.
+    async fn serve(&self, connection: Connection) -> Ended {
         let Connection { service, child, stderr } = connection;
         let cancel = service.cancellation_token();
-        tokio::select! {
+        let ended = tokio::select! {
             quit = service.waiting() => {
                 // A program that crashes writes its last words just before its stdout closes:
                 // let the reader reach them (bounded: a descendant may hold the pipe open).
                 if let Some(reader) = stderr {
                     let _ = tokio::time::timeout(STDERR_DRAIN, reader).await;
                 }
-                match quit {
+                return Ended::Lost(match quit {
                     Ok(reason) => format!("it stopped: the connection closed ({reason:?})"),
                     Err(e) => format!("it stopped: the connection task failed: {e}"),
-                }
+                });
             }
-            _ = self.stop.cancelled() => {
-                cancel.cancel();
-                if let Some(child) = child {
-                    child.terminate().await;
-                }
-                "stopped by agentls".to_string()
-            }
+            _ = self.stop.cancelled() => Ended::Stopped,
+            _ = self.restart.notified() => Ended::Restart,
+        };
+        cancel.cancel();
+        if let Some(child) = child {
+            child.terminate().await;
         }
+        ended
     }
 
     /// Starts or reaches the server, completes the MCP handshake and lists its tools.
@@ -591,6 +617,26 @@ impl Server {
                 return;
             }
         }
+    }
+
+    /// Restarts the server now: a running one is ended gracefully and started again, one waiting
+    /// to restart stops waiting, one left failed starts again; one that is starting goes on.
+    pub fn restart(self: &Arc<Self>) {
+        {
+            let mut inner = self.lock();
+            if !inner.active {
+                drop(inner);
+                return self.ensure_started();
+            }
+            if inner.state == State::Starting {
+                return;
+            }
+            inner.state = State::Starting;
+            inner.starting_until = Some(Instant::now() + self.spec.startup_timeout);
+        }
+        self.changed.send_modify(|n| *n += 1);
+        // The task takes it where it is: serving, or waiting to restart.
+        self.restart.notify_one();
     }
 
     /// Stops the server for good: its program is ended (SIGTERM, then SIGKILL).

@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value};
 
 use super::server::{CallError, Server};
+use crate::tools::summary::CallArgs;
 use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::workspace::{McpCall, PermissionDecision, PermissionRequest};
 
@@ -74,6 +75,16 @@ impl Tool for McpTool {
 
     fn parameters(&self) -> Value {
         self.parameters.clone()
+    }
+
+    /// `server: tool {arguments}`: the server's name wherever a client shows only the summary.
+    fn summary(&self, call: &CallArgs<'_>) -> String {
+        match call.args().as_object() {
+            Some(args) if !args.is_empty() => {
+                format!("{}: {} {}", self.server.name(), self.tool, call.args())
+            }
+            _ => format!("{}: {}", self.server.name(), self.tool),
+        }
     }
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {

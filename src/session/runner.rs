@@ -80,6 +80,7 @@ pub(super) async fn run(
             workspace: opts.workspace.clone(),
             editor: opts.editor.clone(),
             tools: opts.tools.clone(),
+            tool_source: opts.tool_source.clone(),
             cwd: opts.cwd.clone(),
         };
         let agents = Arc::new(Subagents::new(Arc::downgrade(&shared), &events, lineage, parts));

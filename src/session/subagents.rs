@@ -4,7 +4,8 @@
 //! Invariants:
 //! - A child is its own session with its own history, sharing the parent's execution environment,
 //!   workspace and editor port (its edits are reviewed and its commands asked like the parent's).
-//!   It uses the parent's profile, tools and settings, with its own model and turn limit when asked.
+//!   It uses the parent's profile, tools and settings, with its own model and turn limit when asked,
+//!   and the parent's MCP servers (its own view of their tools, the same permission policy).
 //! - Every event of a child reaches the parent's stream, in order, marked with its [`AgentPath`];
 //!   a child's state changes only after the event that changed it was passed on, so the parent's
 //!   `wait` ends after the child's `processing_end` in the stream.
@@ -28,7 +29,7 @@ use crate::exec::{ExecutionEnvironment, FileKind};
 use crate::llm;
 use crate::profiles::ProfileKind;
 use crate::tools::subagents::{AgentControl, AgentReport, AgentResult, AgentStatus, SpawnRequest};
-use crate::tools::{Tool, ToolError};
+use crate::tools::{Tool, ToolError, ToolSource};
 use crate::workspace::{EditorPort, Workspace};
 
 /// Where a session stands in its tree.
@@ -48,7 +49,15 @@ pub(super) struct ChildParts {
     pub workspace: Arc<Workspace>,
     pub editor: Arc<dyn EditorPort>,
     pub tools: Vec<Arc<dyn Tool>>,
+    /// The parent's MCP servers: each child gets its own view of them.
+    pub tool_source: Option<Arc<dyn ToolSource>>,
     pub cwd: PathBuf,
+}
+
+impl ChildParts {
+    fn child_tool_source(&self) -> Option<Arc<dyn ToolSource>> {
+        self.tool_source.as_ref().map(|source| source.for_child())
+    }
 }
 
 /// A child's progress through the inputs it was given.
@@ -172,7 +181,7 @@ impl Subagents {
                 agents: Vec::new(),
                 tools: self.parts.tools.clone(),
                 transcript: None,
-                tool_source: None,
+                tool_source: self.parts.child_tool_source(),
             };
             if let Err(e) =
                 self.start(info, options, Progress { result: Some(result), ..Progress::default() })
@@ -274,7 +283,7 @@ impl AgentControl for Subagents {
             agents: Vec::new(),
             tools: self.parts.tools.clone(),
             transcript: None,
-            tool_source: None,
+            tool_source: self.parts.child_tool_source(),
         };
         let child = self.start(info, options, Progress { sent: 1, ..Progress::default() })?;
         child.handle.submit(request.task);

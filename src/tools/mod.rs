@@ -149,6 +149,9 @@ impl ToolContext {
 /// every model call.
 #[async_trait]
 pub trait ToolSource: Send + Sync {
+    /// The same tools for a subagent of the session: the same servers and permission policy,
+    /// with its own view of what it has taken.
+    fn for_child(&self) -> Arc<dyn ToolSource>;
     /// The source's tools when they changed since the last call, and what the user should be
     /// told (a server that failed or came back). May wait, bounded, for tools still starting.
     async fn refresh(&self) -> ToolRefresh;

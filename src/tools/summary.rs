@@ -35,6 +35,11 @@ impl<'a> CallArgs<'a> {
         self.args.get(key).and_then(Value::as_str)
     }
 
+    /// Every argument, as the model sent them.
+    pub fn args(&self) -> &'a Value {
+        self.args
+    }
+
     /// The argument `key`, when there is one.
     pub fn value(&self, key: &str) -> Option<&'a Value> {
         self.args.get(key)

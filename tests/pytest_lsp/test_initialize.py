@@ -20,6 +20,8 @@ COMMANDS = {
     "agentls.resolveReview",
     "agentls.resolvePermission",
     "agentls.trustFolder",
+    "agentls.mcpServers",
+    "agentls.mcpRestart",
 }
 
 # client → (position encoding the server must pick, does the client register file watching dynamically)

@@ -278,6 +278,26 @@ export const TrustRequiredNotification = new NotificationType<TrustRequiredParam
 export interface TrustFolderParams { rootUri: string }
 export interface TrustFolderResult { rootUri: string; trusted: boolean }
 
+// ---- MCP servers ----
+
+export type McpServerState = 'starting' | 'running' | 'failed' | 'stopped' | 'disabled' | 'needs_trust' | 'invalid';
+/** A tool a session offers: the server's own name, and the `toolName` of its calls' events. */
+export interface McpToolInfo { name: string; toolName: string; description: string | null; readOnlyHint: boolean }
+export interface McpServerInfo {
+  name: string;
+  state: McpServerState;
+  /** The command line or URL. */
+  target: string;
+  /** The file that configures it (null when none does). */
+  origin: string | null;
+  tools: McpToolInfo[];
+  lastError: string | null;
+}
+export interface McpServersParams { rootUri?: string }
+export interface McpServersResult { rootUri: string; servers: McpServerInfo[] }
+export interface McpRestartParams { name: string; rootUri?: string }
+export interface McpRestartResult { name: string; state: McpServerState }
+
 // ---- the commands, each name written once ----
 
 /** Every server command. The extension's own command IDs (`agentls.vscode.*`) never use these. */
@@ -296,4 +316,6 @@ export const ServerCommand = {
   resolveReview: command<ResolveReviewParams, ResolveReviewResult>('agentls.resolveReview'),
   resolvePermission: command<ResolvePermissionParams, ResolvePermissionResult>('agentls.resolvePermission'),
   trustFolder: command<TrustFolderParams, TrustFolderResult>('agentls.trustFolder'),
+  mcpServers: command<McpServersParams, McpServersResult>('agentls.mcpServers'),
+  mcpRestart: command<McpRestartParams, McpRestartResult>('agentls.mcpRestart'),
 } as const;

@@ -51,6 +51,12 @@ import type {
   Usage,
   WireDiagnostic,
   ConfigureParams,
+  McpRestartParams,
+  McpRestartResult,
+  McpServerInfo,
+  McpServersParams,
+  McpServersResult,
+  McpToolInfo,
 } from '../src/lsp_ext';
 import type { ServerLayer } from '../src/config';
 
@@ -147,6 +153,7 @@ const reasoningEffort = literal('minimal', 'low', 'medium', 'high');
 const approval = literal('review', 'auto', 'deny');
 const permissionDecision = literal('allow_once', 'allow_always', 'deny');
 const reviewDecision = literal('accept', 'reject');
+const mcpServerState = literal('starting', 'running', 'failed', 'stopped', 'disabled', 'needs_trust', 'invalid');
 
 export const subagentRef = object<SubagentRef>()({ agentId: string, sessionId: string, parentSessionId: string, parentCallId: string });
 
@@ -385,6 +392,26 @@ export const commandSchemas: { [K in keyof Commands]: { params: Schema<CommandPa
   trustFolder: {
     params: object<TrustFolderParams>()({ rootUri: string }),
     result: object<TrustFolderResult>()({ rootUri: string, trusted: boolean }),
+  },
+  mcpServers: {
+    params: object<McpServersParams>()({ rootUri: optional(string) }),
+    result: object<McpServersResult>()({
+      rootUri: string,
+      servers: array(
+        object<McpServerInfo>()({
+          name: string,
+          state: mcpServerState,
+          target: string,
+          origin: nullable(string),
+          tools: array(object<McpToolInfo>()({ name: string, toolName: string, description: nullable(string), readOnlyHint: boolean })),
+          lastError: nullable(string),
+        }),
+      ),
+    }),
+  },
+  mcpRestart: {
+    params: object<McpRestartParams>()({ name: string, rootUri: optional(string) }),
+    result: object<McpRestartResult>()({ name: string, state: mcpServerState }),
   },
 };
 

@@ -20,6 +20,17 @@ pub fn invalid_field(field: &str, expected: &str) -> Error {
     }
 }
 
+/// The folder a `rootUri` names; `None` when it is absent.
+pub fn root_of(root_uri: Option<&str>) -> Result<Option<std::path::PathBuf>, Error> {
+    match root_uri {
+        None => Ok(None),
+        Some(text) => crate::lsp::convert::parse_uri(text)
+            .and_then(|u| crate::lsp::convert::path_of(&u))
+            .map(Some)
+            .ok_or_else(|| invalid_field("rootUri", "a file: URI of a folder")),
+    }
+}
+
 /// A `RequestFailed` (-32803) error with a message that says what to do.
 pub fn request_failed(message: impl Into<String>) -> Error {
     Error { code: ErrorCode::ServerError(-32803), message: message.into().into(), data: None }

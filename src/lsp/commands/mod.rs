@@ -1,7 +1,7 @@
 //! `workspace/executeCommand`: the `agentls.*` commands, one object argument each, one object
 //! result each. [`COMMANDS`] is the one table of them: each entry is a command type of
 //! `lsp::protocol` (its name, `Params` and `Result`), whose [`Handler`] is in the file of its
-//! family (`session.rs`, `review.rs`, `permission.rs`, `trust.rs`).
+//! family (`session.rs`, `review.rs`, `permission.rs`, `trust.rs`, `mcp.rs`).
 //!
 //! Invariant: a command either returns at once (work is queued on a session task) or answers
 //! with a JSON-RPC error that names the bad field; an unknown command names the known ones.
@@ -9,6 +9,7 @@
 //! its `Result` type: no handler reads or writes JSON by key.
 
 mod args;
+mod mcp;
 mod permission;
 mod review;
 mod session;
@@ -22,8 +23,8 @@ use serde_json::Value;
 use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
 
 use super::protocol::{
-    Cancel, CloseSession, Command, Compact, Configure, FollowUp, History, ListSessions, NewSession, Prompt,
-    ResolvePermission, ResolveReview, ResumeSession, Steer, TrustFolder,
+    Cancel, CloseSession, Command, Compact, Configure, FollowUp, History, ListSessions, McpRestart,
+    McpServers, NewSession, Prompt, ResolvePermission, ResolveReview, ResumeSession, Steer, TrustFolder,
 };
 use super::state::ServerState;
 
@@ -51,6 +52,8 @@ const COMMANDS: &[Entry] = &[
     Entry::of::<ResolveReview>(),
     Entry::of::<ResolvePermission>(),
     Entry::of::<TrustFolder>(),
+    Entry::of::<McpServers>(),
+    Entry::of::<McpRestart>(),
 ];
 
 /// A command's name and its handler, behind one signature.

@@ -2,13 +2,12 @@
 //! `listSessions`, `resumeSession`, `history`, `configure`, `compact`. Each returns at once; turns
 //! run in the session's task.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use tower_lsp_server::jsonrpc::Result;
 
 use super::Handler;
-use super::args::{invalid_field, request_failed};
+use super::args::{invalid_field, request_failed, root_of};
 use crate::lsp::assembly::{self, NewSession as NewSessionRequest};
 use crate::lsp::protocol::{
     Cancel, CloseSession, Compact, CompactionQueued, Configure, ConfigureParams, FollowUp, History,
@@ -30,16 +29,6 @@ fn session(state: &ServerState, id: &str) -> Result<Arc<LspSession>> {
             "the id of an open session (agentls.listSessions shows them; resume a stored one)",
         )
     })
-}
-
-fn root_of(root_uri: Option<&str>) -> Result<Option<PathBuf>> {
-    match root_uri {
-        None => Ok(None),
-        Some(text) => convert::parse_uri(text)
-            .and_then(|u| convert::path_of(&u))
-            .map(Some)
-            .ok_or_else(|| invalid_field("rootUri", "a file: URI of a folder")),
-    }
 }
 
 fn created(session: &LspSession) -> SessionCreated {
