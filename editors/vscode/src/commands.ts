@@ -5,6 +5,7 @@ import * as vscode from 'vscode';
 import type { Ctx } from './ctx';
 import type { Entry } from './chat/model';
 import type { HunkRef } from './review/controller';
+import { showMcpServers } from './mcp';
 
 type Handler = (...args: never[]) => unknown;
 
@@ -37,6 +38,7 @@ export function registerCommands(ctx: Ctx): vscode.Disposable[] {
     'agentls.vscode.showLog': () => ctx.showLog(),
     'agentls.vscode.restartServer': () => ctx.restart(),
     'agentls.vscode.compact': () => ctx.compact(),
+    'agentls.vscode.mcpServers': () => showMcpServers(ctx),
   };
   return Object.entries(commands).map(([id, handler]) =>
     vscode.commands.registerCommand(id, async (...args: unknown[]) => {

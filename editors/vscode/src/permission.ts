@@ -5,10 +5,23 @@
 
 import * as vscode from 'vscode';
 import type { PermissionDecision, PermissionParams, ResolvePermissionParams } from './lsp_ext';
+import { mcpQuestion } from './mcp_text';
 
 /** The rule "Always allow" stores: the command's first two words (docs/protocol.md § Permissions). */
 export function alwaysRule(command: string): string {
   return command.trim().split(/\s+/).slice(0, 2).join(' ');
+}
+
+/** The question: a command with its folder, or an MCP call with its arguments (docs/protocol.md § Permissions). */
+function question(p: PermissionParams): { message: string; detail: string; always: string; what: string } {
+  if (p.mcp) return mcpQuestion(p.mcp, p.cwd);
+  const rule = alwaysRule(p.command);
+  return {
+    message: `agentls wants to run: ${p.command}`,
+    detail: `in ${p.cwd}\n\n"Always allow" stores the rule "${rule}" for this project: later commands starting with it run without asking.`,
+    always: `Always allow "${rule}"`,
+    what: p.command,
+  };
 }
 
 export class PermissionPrompter implements vscode.Disposable {
@@ -50,29 +63,24 @@ export class PermissionPrompter implements vscode.Disposable {
   }
 
   private async askOne(p: PermissionParams, epoch: number): Promise<void> {
-    const rule = alwaysRule(p.command);
+    const q = question(p);
     const once = 'Allow once';
-    const always = `Always allow "${rule}"`;
     const deny = 'Deny…';
     const items = [
       ...(p.options.includes('allow_once') ? [once] : []),
-      ...(p.options.includes('allow_always') ? [always] : []),
+      ...(p.options.includes('allow_always') ? [q.always] : []),
       ...(p.options.includes('deny') ? [deny] : []),
     ];
-    const choice = await vscode.window.showWarningMessage(
-      `agentls wants to run: ${p.command}`,
-      { modal: true, detail: `in ${p.cwd}\n\n"Always allow" stores the rule "${rule}" for this project: later commands starting with it run without asking.` },
-      ...items,
-    );
+    const choice = await vscode.window.showWarningMessage(q.message, { modal: true, detail: q.detail }, ...items);
     let decision: PermissionDecision;
     let feedback: string | undefined;
     if (choice === once) decision = 'allow_once';
-    else if (choice === always) decision = 'allow_always';
+    else if (choice === q.always) decision = 'allow_always';
     else {
       decision = 'deny';
       if (choice === deny) {
         const reason = await vscode.window.showInputBox({
-          title: `Deny: ${p.command}`,
+          title: `Deny: ${q.what}`,
           prompt: 'Why? (optional: the agent is told)',
           ignoreFocusOut: true,
         });

@@ -3,6 +3,7 @@
 
 import { ChatModel, type Entry, type SubagentCard, type ToolEntry } from '../src/chat/model';
 import type { FromWebview, ToWebview } from '../src/chat/messages';
+import { mcpTool } from '../src/mcp_text';
 import { StreamingMarkdown } from './markdown';
 
 declare function acquireVsCodeApi(): { postMessage(m: FromWebview): void };
@@ -160,7 +161,11 @@ function toolView(): EntryView {
       root.dataset.status = e.status;
       icon.textContent = STATUS_ICON[e.status];
       icon.title = e.status;
-      name.textContent = e.toolName;
+      const mcp = mcpTool(e.toolName);
+      // The summary names the server and the tool (`github: create_issue {…}`).
+      name.textContent = mcp ? 'MCP' : e.toolName;
+      name.title = mcp ? `the tool "${mcp.tool}" of the MCP server "${mcp.server}" (${e.toolName})` : '';
+      name.classList.toggle('mcp', !!mcp);
       summary.textContent = e.summary;
       duration.textContent = e.durationMs !== undefined ? formatDuration(e.durationMs) : e.status === 'running' ? 'running' : e.status;
       review.textContent = e.review ?? '';
