@@ -48,6 +48,7 @@ local commands = {
   AgentStatus = { "status", { desc = "agentls: the session's state and context use" } },
   AgentRestart = { "restart", { desc = "agentls: restart the project's server and reopen its session" } },
   AgentTrust = { "trust", { desc = "agentls: trust the project's folder (all of its .agentls.toml applies)" } },
+  AgentMcp = { "mcp", { nargs = "*", desc = "agentls: the project's MCP servers: pick one to see its tools or restart it [restart NAME]" } },
 }
 
 for name, spec in pairs(commands) do
@@ -75,6 +76,7 @@ local plugs = {
   ["agentls-status"] = "AgentStatus",
   ["agentls-restart"] = "AgentRestart",
   ["agentls-trust"] = "AgentTrust",
+  ["agentls-mcp"] = "AgentMcp",
 }
 for plug, command in pairs(plugs) do
   vim.keymap.set("n", ("<Plug>(%s)"):format(plug), ("<Cmd>%s<CR>"):format(command), { desc = "agentls: " .. command })

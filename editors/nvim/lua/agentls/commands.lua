@@ -314,6 +314,73 @@ function M.trust()
 end
 
 --- The data directory the server stores transcripts in.
+-- :AgentMcp: the MCP servers a session of the current project uses (`agentls.mcpServers`), through
+-- vim.ui.select; a picked server shows its tools or restarts (`agentls.mcpRestart`).
+-- `:AgentMcp restart NAME` restarts one directly.
+local function mcp_restart(c, root_uri, name)
+  rpc.exec(c, C.mcp_restart, { name = name, rootUri = root_uri }, function(err, res)
+    if err or not res then
+      return
+    end
+    vim.notify(("agentls: the MCP server %s is %s"):format(res.name, protocol.mcp_state_text(res.state)), vim.log.levels.INFO)
+  end)
+end
+
+local function mcp_server_text(s)
+  local tools = s.state == "running" and ("  %d tools"):format(#(s.tools or {})) or ""
+  local last_error = s.lastError ~= nil and s.lastError ~= vim.NIL and ("  last error: " .. s.lastError) or ""
+  return ("%s  %s%s%s"):format(s.name, protocol.mcp_state_text(s.state), tools, last_error)
+end
+
+function M.mcp(opts)
+  local c = client.current()
+  if not c then
+    return
+  end
+  local root_uri = vim.uri_from_fname(c.root_dir)
+  local args = opts and opts.fargs or {}
+  if args[1] == "restart" and args[2] then
+    return mcp_restart(c, root_uri, args[2])
+  end
+  rpc.exec(c, C.mcp_servers, { rootUri = root_uri }, function(err, res)
+    if err or not res then
+      return
+    end
+    local servers = res.servers or {}
+    if #servers == 0 then
+      vim.notify("agentls: no MCP servers are configured (.mcp.json, or [mcp_servers] in the agentls config)", vim.log.levels.INFO)
+      return
+    end
+    vim.ui.select(servers, { prompt = "agentls MCP servers", kind = "agentls.mcp_server", format_item = mcp_server_text }, function(server)
+      if not server then
+        return
+      end
+      local actions = {}
+      if server.state == "running" or server.state == "failed" or server.state == "starting" then
+        table.insert(actions, { label = "Restart", restart = true })
+      end
+      for _, t in ipairs(server.tools or {}) do
+        table.insert(actions, { label = ("tool %s (%s)%s"):format(t.name, t.toolName, t.readOnlyHint and ", read-only" or "") })
+      end
+      if #actions == 0 then
+        vim.notify("agentls: " .. mcp_server_text(server), vim.log.levels.INFO)
+        return
+      end
+      vim.ui.select(actions, {
+        prompt = ("MCP server %s: %s"):format(server.name, protocol.mcp_state_text(server.state)),
+        kind = "agentls.mcp_action",
+        format_item = function(a)
+          return a.label
+        end,
+      }, function(action)
+        if action and action.restart then
+          mcp_restart(c, root_uri, server.name)
+        end
+      end)
+    end)
+  end)
+end
+
 function M.data_dir()
   local env = config.get().cmd_env or {}
   local dir = env.AGENTLS_DATA_DIR or vim.env.AGENTLS_DATA_DIR

@@ -1,6 +1,7 @@
 -- :checkhealth agentls — Neovim version, the server binary and its version, `agentls doctor`'s
 -- verdict (provider and whether its key is set; doctor never prints keys), the log path, and per
--- running client whether its folder waits for trust (what `agentls/trustRequired` said).
+-- running client whether its folder waits for trust (what `agentls/trustRequired` said) and its
+-- MCP servers with their state, tools and last error.
 local M = {}
 
 local function run(argv, env)
@@ -32,6 +33,44 @@ local function trust_of(h, root)
     ":AgentTrust trusts it",
     trust.state == "denied" and "Neovim's trust database denies the file (:trust to change that)" or nil,
   })
+end
+
+-- The MCP servers of a client's folder as its server runs them (`agentls.mcpServers` answers at
+-- once: it never waits for a server).
+local function mcp_of(h, c)
+  local protocol = require("agentls.protocol")
+  local params = { command = protocol.command.mcp_servers, arguments = { { rootUri = vim.uri_from_fname(c.root_dir) } } }
+  local response
+  if vim.fn.has("nvim-0.11") == 1 then
+    response = c:request_sync("workspace/executeCommand", params, 5000)
+  else
+    response = c.request_sync("workspace/executeCommand", params, 5000)
+  end
+  local result = response and response.result and protocol.decode(protocol.command_result[protocol.command.mcp_servers], response.result)
+  if not result then
+    h.warn(("%s: the server did not list its MCP servers (%s)"):format(c.root_dir or "?", response and vim.inspect(response.err) or "no answer"))
+    return
+  end
+  if #(result.servers or {}) == 0 then
+    h.info(("%s: no MCP servers are configured"):format(c.root_dir or "?"))
+  end
+  for _, s in ipairs(result.servers or {}) do
+    local state = protocol.mcp_state_text(s.state)
+    local tools = vim.tbl_map(function(t)
+      return t.name
+    end, s.tools or {})
+    local line = ("%s: %s (%s)%s"):format(s.name, state, s.target, #tools > 0 and (", tools: " .. table.concat(tools, ", ")) or "")
+    local last_error = s.lastError ~= vim.NIL and s.lastError or nil
+    if s.state == "running" or s.state == "starting" then
+      h.ok(line)
+    elseif s.state == "failed" or s.state == "invalid" then
+      h.error(line, { last_error and ("last error: " .. last_error) or nil, ":AgentMcp restart " .. s.name .. " starts it again" })
+    elseif s.state == "needs_trust" then
+      h.warn(line, { "a project's server starts once its folder is trusted (:AgentTrust)" })
+    else
+      h.info(line)
+    end
+  end
 end
 
 function M.check()
@@ -95,6 +134,14 @@ function M.check()
     local plugin = vim.tbl_get(c.server_capabilities or {}, "experimental", "agentls")
     h.ok(("client %d: root %s, %s"):format(c.id, c.root_dir or "?", plugin and "agentls protocol " .. tostring(plugin.protocolVersion) or "no agentls extension"))
     trust_of(h, c.root_dir)
+  end
+
+  h.start("agentls: MCP servers")
+  if #clients == 0 then
+    h.info("no agentls client is running: `agentls mcp list` lists the servers of a folder")
+  end
+  for _, c in ipairs(clients) do
+    mcp_of(h, c)
   end
 end
 

@@ -37,6 +37,15 @@ end
 function M.ask(client_id, request)
   state.add_permission(request, client_id)
   local prompt = ("agentls wants to run: %s (in %s)"):format(request.command or request.toolName, request.cwd or "?")
+  local mcp = request.mcp
+  if mcp then
+    prompt = ("agentls wants to call the tool %s of the MCP server %s with %s (in %s)"):format(
+      mcp.tool,
+      mcp.server,
+      vim.json.encode(mcp.arguments == nil and vim.empty_dict() or mcp.arguments),
+      request.cwd or "?"
+    )
+  end
   vim.schedule(function()
     if not state.permission_pending(request.requestId) then
       return -- dropped before it could be asked

@@ -32,6 +32,8 @@ M.command = {
   resolve_review = "agentls.resolveReview",
   resolve_permission = "agentls.resolvePermission",
   trust_folder = "agentls.trustFolder",
+  mcp_servers = "agentls.mcpServers",
+  mcp_restart = "agentls.mcpRestart",
 }
 
 -- `agentls/event` kinds.
@@ -88,6 +90,7 @@ M.params = {
   }),
   [M.method.permission] = with(fields("requestId", "sessionId", "callId", "toolName", "command", "cwd"), {
     agent = fields("sessionId"),
+    mcp = fields("server", "tool", "arguments", "readOnlyHint"),
   }),
   [M.method.trust_required] = with(fields("rootUri", "file"), { ignored = { fields("key", "reason") } }),
   [M.method.save_documents] = fields("uris"),
@@ -139,6 +142,8 @@ M.command_args = {
   }),
   [C.resolve_permission] = fields("requestId", "decision", "feedback"),
   [C.trust_folder] = fields("rootUri"),
+  [C.mcp_servers] = fields("rootUri"),
+  [C.mcp_restart] = fields("name", "rootUri"),
 }
 M.command_result = {
   [C.new_session] = fields("sessionId", "profile", "model"),
@@ -153,7 +158,16 @@ M.command_result = {
   },
   [C.configure] = fields("model"), -- the session's listSessions entry
   [C.trust_folder] = fields("trusted"),
+  [C.mcp_servers] = {
+    servers = { with(fields("name", "state", "target", "origin", "lastError"), { tools = { fields("name", "toolName", "readOnlyHint") } }) },
+  },
+  [C.mcp_restart] = fields("name", "state"),
 }
+
+-- An MCP server's `state` as a person reads it.
+function M.mcp_state_text(state)
+  return state == "needs_trust" and "needs trust" or state
+end
 
 -- A shape's fields as lists (walked with a numeric loop: decode runs for every streamed delta).
 local compiled = setmetatable({}, { __mode = "k" })
