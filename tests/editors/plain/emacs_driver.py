@@ -20,6 +20,7 @@ class EmacsDriver:
     dismissal_answers = False
     # eglot 1.9 does not announce window.showDocument.
     shows_documents = False
+    gets_progress = False  # eglot 1.9 does not announce window.workDoneProgress
 
     def __init__(self, agentls: str, journey: Journey, first_file: str) -> None:
         self.journey = journey

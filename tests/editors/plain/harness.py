@@ -60,6 +60,7 @@ class Editor(Protocol):
     name: str
     dismissal_answers: bool  # dismissing a question answers it (null) rather than not at all
     shows_documents: bool  # the editor supports window/showDocument
+    gets_progress: bool  # the editor announces window.workDoneProgress
 
     def open(self, relative: str) -> None: ...
     def code_action(self, line: int, title: str) -> None: ...

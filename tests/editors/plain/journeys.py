@@ -1,4 +1,4 @@
-"""The plain-LSP journeys of issues 10, 14 and 24, written once for every real editor.
+"""The plain-LSP journeys of issues 10, 14, 24 and 26, written once for every real editor.
 
 Each journey is a function ``(journey, editor)``: ``journey`` holds the workspace and the fake
 provider's requests, ``editor`` is a driver (nvim_driver.NvimDriver, emacs_driver.EmacsDriver)
@@ -8,8 +8,10 @@ environment or initializationOptions."""
 
 from __future__ import annotations
 
+import json
 import pathlib
 import re
+import subprocess
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -449,3 +451,46 @@ def trust_shell_ignored(j: Journey, editor: Editor) -> None:
     wait_shown(editor, "not run, then")
     check(not j.path("ran.txt").exists(), "the command did not run")
     check(result(j, 1, "s1")["is_error"], f"the model is told the command was denied: {result(j, 1, 's1')}")
+
+
+# -- MCP (issue 26) --------------------------------------------------------------------------------
+
+
+def mcp_servers() -> pathlib.Path:
+    """Where scripts/install-mcp-servers put the real MCP servers (it installs them once)."""
+    repo = pathlib.Path(__file__).resolve().parents[3]
+    out = subprocess.run([str(repo / "scripts" / "install-mcp-servers")], check=True, capture_output=True, text=True)
+    return pathlib.Path(out.stdout.strip())
+
+
+EVERYTHING = mcp_servers() / "npm" / "node_modules" / ".bin" / "mcp-server-everything"
+MCP_JSON = json.dumps({"mcpServers": {"everything": {"command": str(EVERYTHING)}}})
+
+
+@journey(files={"main.py": MAIN, ".mcp.json": MCP_JSON},
+         turns=[[tool("m1", "mcp__everything__echo", message="hello from a plain client")],
+                [{"text": "the MCP server echoed it"}]])
+def mcp_call(j: Journey, editor: Editor) -> None:
+    """A trusted project's .mcp.json (server-everything from npm): the agent's MCP call is asked
+    with the tool, the server and its arguments; Allow once → the server's answer reaches the
+    model, and the call is seen in $/progress with the server's name (where the editor takes
+    progress: not eglot 1.9)."""
+    trust_question(j, editor, "mcp_servers.everything")
+    editor.answer("Trust this folder")
+    wait_until("the folder in the trust store", lambda: str(j.root) in stored(j), 10)
+    editor.code_action(ACTION_LINE, ACTION)
+    prompt = wait_prompt(editor, "agentls wants to call the tool", timeout=60)
+    check("`echo` of the MCP server `everything`" in prompt["message"]
+          and '"message":"hello from a plain client"' in prompt["message"],
+          f"the question shows the tool, the server and the arguments: {prompt['message']!r}")
+    check(prompt["titles"] == ["Allow once", "Always allow", "Deny"], f"the choices: {prompt['titles']}")
+    editor.answer("Allow once")
+    wait_shown(editor, "the MCP server echoed it", timeout=60)
+    outcome = result(j, 1, "m1")
+    check(not outcome["is_error"] and "Echo: hello from a plain client" in outcome["text"],
+          f"the model got the server's answer: {outcome}")
+    titles = editor.progress_titles()
+    if editor.gets_progress:
+        check(any(t.startswith("everything: echo") for t in titles), f"the call in $/progress: {titles}")
+    else:
+        note("no $/progress: the editor does not announce window.workDoneProgress")

@@ -17,6 +17,7 @@ class NvimDriver:
     # Escape at a question answers it (null): the server rejects at once.
     dismissal_answers = True
     shows_documents = True
+    gets_progress = True
 
     def __init__(self, nvim: str, agentls: str, journey: Journey, init: str = "init.lua") -> None:
         self.nvim = nvim
