@@ -17,11 +17,13 @@
 //! Usage: `cargo bench --bench mcp [-- --calls N --rounds N]`; without `--bench` (as `cargo test
 //! --all-targets` runs it) a short smoke run of every measurement.
 
+#[path = "../tests/support/mcp_servers.rs"]
+mod mcp_servers;
 #[allow(dead_code)]
 #[path = "../tests/support/mock_provider.rs"]
 mod mock_provider;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -46,17 +48,6 @@ fn options() -> Options {
         calls: value("--calls").unwrap_or(if full { 40 } else { 3 }),
         rounds: value("--rounds").unwrap_or(if full { 5 } else { 1 }),
     }
-}
-
-fn servers() -> PathBuf {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/install-mcp-servers");
-    let out = std::process::Command::new(script).output().expect("scripts/install-mcp-servers runs");
-    assert!(
-        out.status.success(),
-        "installing the MCP servers failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
 }
 
 fn median(samples: &mut [f64]) -> f64 {
@@ -129,25 +120,6 @@ async fn direct_http(url: &str, calls: usize) -> Vec<f64> {
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
     let config = StreamableHttpClientTransportConfig::with_uri(url);
     direct(rmcp::transport::StreamableHttpClientTransport::from_config(config), calls).await
-}
-
-/// server-everything over Streamable HTTP on a free port, listening.
-async fn http_server(everything: &Path) -> (tokio::process::Child, String) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
-    let child = tokio::process::Command::new(everything)
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("server-everything starts");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
-        assert!(Instant::now() < deadline, "server-everything did not listen on {port}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    (child, format!("http://127.0.0.1:{port}/mcp"))
 }
 
 /// `agentls exec --json` in a fresh folder with `config` as the user's configuration.
@@ -242,11 +214,10 @@ fn row(what: &str, direct: &mut [f64], through: &mut [f64]) {
 #[tokio::main]
 async fn main() {
     let Options { calls, rounds } = options();
-    let servers = servers();
-    let everything = servers.join("npm/node_modules/.bin/mcp-server-everything");
-    let time_server = servers.join("venv/bin/mcp-server-time");
+    let everything = mcp_servers::everything();
+    let time_server = mcp_servers::time_server();
     let load_before = load();
-    let (mut http, url) = http_server(&everything).await;
+    let (mut http, url) = mcp_servers::everything_http().await;
     let stdio_config =
         format!("[mcp_servers.everything]\ncommand = \"{}\"\npermission = \"allow\"\n", everything.display());
     let http_config = format!("[mcp_servers.everything]\nurl = \"{url}\"\npermission = \"allow\"\n");

@@ -8,40 +8,25 @@
 mod session_harness;
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use agentls::profiles::ProfileKind;
 use serde_json::{Value, json};
 use session_harness::calls::sent_result;
 use support::exec_binary::{USER_CONFIG, exec_command, trust_folder};
+use support::mcp_servers;
 use support::mock_provider::{Dialect, MockProvider, Turn as Reply};
 
 const KEY: &str = "sk-test-secret-value-123";
 
-/// The folder the real servers are installed in (installed on first use, once per test run).
-fn servers() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/install-mcp-servers");
-        let out = std::process::Command::new(&script).output().expect("scripts/install-mcp-servers runs");
-        assert!(
-            out.status.success(),
-            "installing the MCP servers failed (the registries must be reachable once):\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
-    })
-}
-
 fn everything() -> String {
-    servers().join("npm/node_modules/.bin/mcp-server-everything").display().to_string()
+    mcp_servers::everything().display().to_string()
 }
 
 fn time_server() -> String {
-    servers().join("venv/bin/mcp-server-time").display().to_string()
+    mcp_servers::time_server().display().to_string()
 }
 
 fn fixture() -> String {
@@ -80,11 +65,6 @@ fn offered(body: &Value) -> Vec<String> {
 
 fn tool<'a>(body: &'a Value, name: &str) -> &'a Value {
     body["tools"].as_array().and_then(|t| t.iter().find(|t| t["name"] == name)).unwrap_or(&Value::Null)
-}
-
-/// A free loopback port.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
 }
 
 #[tokio::test]
@@ -140,25 +120,9 @@ async fn server_everything_over_stdio_asks_then_runs_when_allowed() {
 
 #[tokio::test]
 async fn server_everything_over_streamable_http() {
-    let port = free_port();
-    let mut server = tokio::process::Command::new(everything())
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("server-everything starts");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
-        assert!(Instant::now() < deadline, "server-everything did not listen on {port}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let (mut server, url) = mcp_servers::everything_http().await;
     let dir = tempfile::tempdir().unwrap();
-    user_config(
-        dir.path(),
-        &format!("[mcp_servers.web]\nurl = \"http://127.0.0.1:{port}/mcp\"\npermission = \"allow\"\n"),
-    );
+    user_config(dir.path(), &format!("[mcp_servers.web]\nurl = \"{url}\"\npermission = \"allow\"\n"));
     let mock = MockProvider::start(Dialect::Anthropic).await;
     mock.push(Reply::new().tool_call("c1", "mcp__web__get-sum", json!({"a": 2, "b": 40})));
     mock.push(Reply::new().text("The sum is 42."));

@@ -8,8 +8,7 @@ mod lsp_client;
 mod session_harness;
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::path::Path;
 use std::time::Duration;
 
 use lsp_client::{LspClient, plugin_capabilities};
@@ -17,20 +16,6 @@ use serde_json::json;
 use support::mock_provider::{Dialect, MockProvider, Turn};
 
 const KEY: &str = "sk-test-secret-value-123";
-
-fn servers() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/install-mcp-servers");
-        let out = std::process::Command::new(&script).output().expect("scripts/install-mcp-servers runs");
-        assert!(
-            out.status.success(),
-            "installing the MCP servers failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
-    })
-}
 
 struct Server {
     dir: tempfile::TempDir,
@@ -72,7 +57,7 @@ impl Server {
 
 #[tokio::test]
 async fn the_editor_is_asked_with_the_server_tool_and_arguments_and_the_call_runs() {
-    let everything = servers().join("npm/node_modules/.bin/mcp-server-everything");
+    let everything = support::mcp_servers::everything();
     let server =
         Server::start(&format!("[mcp_servers.everything]\ncommand = \"{}\"\n", everything.display())).await;
     server.mock.push(Turn::new().tool_call(
@@ -237,7 +222,7 @@ async fn the_editor_lists_servers_and_restarts_one() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("fixture.log");
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/misbehaving.py");
-    let everything = servers().join("npm/node_modules/.bin/mcp-server-everything");
+    let everything = support::mcp_servers::everything();
     let server = Server::start(&format!(
         "[mcp_servers.bad]\ncommand = \"python3\"\nargs = [\"{fixture}\"]\nenv = {{ MCP_FIXTURE_LOG = \"{log}\" }}\n\
          permission = \"allow\"\ndeny_tools = [\"crash\"]\n\
