@@ -235,6 +235,31 @@ export class Workbench {
   }
 }
 
+/** Workbench settings that keep the window quiet: no tips, start page, telemetry, updates,
+ *  built-in chat or git. */
+export const QUIET_SETTINGS = {
+  'workbench.startupEditor': 'none',
+  'workbench.tips.enabled': false,
+  'extensions.ignoreRecommendations': true,
+  'telemetry.telemetryLevel': 'off',
+  'chat.commandCenter.enabled': false,
+  'window.commandCenter': false,
+  'update.mode': 'none',
+  'git.enabled': false,
+};
+
+/** Installs the .vsix, starts code-server on `workspace` and opens it in chromium; resolves
+ *  once the workbench shows. */
+export async function openWorkbench(codeServer, workspace, provider) {
+  codeServer.install(env('VSIX'), provider);
+  const url = await codeServer.start(workspace, provider);
+  const browser = await launchBrowser();
+  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  await page.goto(url);
+  await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 60_000 });
+  return { browser, page, wb: new Workbench(page) };
+}
+
 export async function launchBrowser() {
   const require = createRequire(env('PLAYWRIGHT_CORE'));
   const { chromium } = require('playwright-core');

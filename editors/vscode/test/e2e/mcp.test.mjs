@@ -10,7 +10,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { CodeServer, env, FakeProvider, freshDir, launchBrowser, until, Workbench } from './harness.mjs';
+import { CodeServer, env, FakeProvider, freshDir, openWorkbench, QUIET_SETTINGS, until } from './harness.mjs';
 
 const artefacts = env('ARTEFACTS');
 const run = freshDir(join(artefacts, 'mcp'));
@@ -36,31 +36,12 @@ let wb;
 
 before(async () => {
   provider = await new FakeProvider(freshDir(join(run, 'provider')), turns).start();
-  codeServer = new CodeServer(run, {
-    settings: {
-      'agentls.server.path': env('AGENTLS_BIN'),
-      'agentls.model': 'claude-test',
-      'workbench.startupEditor': 'none',
-      'workbench.tips.enabled': false,
-      'extensions.ignoreRecommendations': true,
-      'telemetry.telemetryLevel': 'off',
-      'chat.commandCenter.enabled': false,
-      'window.commandCenter': false,
-      'update.mode': 'none',
-      'git.enabled': false,
-    },
-  });
-  codeServer.install(env('VSIX'), provider);
-  const url = await codeServer.start(ws, provider);
-  browser = await launchBrowser();
-  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  wb = new Workbench(page);
-  await page.goto(url);
-  await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 60_000 });
+  codeServer = new CodeServer(run, { settings: { 'agentls.server.path': env('AGENTLS_BIN'), 'agentls.model': 'claude-test', ...QUIET_SETTINGS } });
+  ({ browser, page, wb } = await openWorkbench(codeServer, ws, provider));
 });
 
 after(async () => {
-  if (page) await wb.shot('mcp-final').catch(() => undefined);
+  if (wb) await wb.shot('mcp-final').catch(() => undefined);
   await browser?.close().catch(() => undefined);
   codeServer?.stop();
   provider?.stop();

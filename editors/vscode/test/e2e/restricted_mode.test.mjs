@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { CodeServer, env, FakeProvider, freshDir, launchBrowser, until } from './harness.mjs';
+import { CodeServer, env, FakeProvider, freshDir, openWorkbench, QUIET_SETTINGS, until } from './harness.mjs';
 
 const artefacts = env('ARTEFACTS');
 const run = freshDir(join(artefacts, 'restricted-mode'));
@@ -80,22 +80,10 @@ before(async () => {
       // open in Restricted Mode without the startup question: the user has not decided yet
       'security.workspace.trust.enabled': true,
       'security.workspace.trust.startupPrompt': 'never',
-      'workbench.startupEditor': 'none',
-      'workbench.tips.enabled': false,
-      'extensions.ignoreRecommendations': true,
-      'telemetry.telemetryLevel': 'off',
-      'chat.commandCenter.enabled': false,
-      'window.commandCenter': false,
-      'update.mode': 'none',
-      'git.enabled': false,
+      ...QUIET_SETTINGS,
     },
   });
-  codeServer.install(env('VSIX'), user);
-  const url = await codeServer.start(ws, user);
-  browser = await launchBrowser();
-  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  await page.goto(url);
-  await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 60_000 });
+  ({ browser, page } = await openWorkbench(codeServer, ws, user));
 });
 
 after(async () => {

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { CodeServer, env, FakeProvider, freshDir, launchBrowser, until, Workbench } from './harness.mjs';
+import { CodeServer, env, FakeProvider, freshDir, openWorkbench, QUIET_SETTINGS, until } from './harness.mjs';
 
 const run = freshDir(join(env('ARTEFACTS'), 'server-crash'));
 const ws = join(run, 'workspace');
@@ -41,24 +41,11 @@ before(async () => {
       'agentls.server.path': bin,
       'agentls.model': 'claude-test',
       'agentls.shell.allow': ['sleep'],
-      'workbench.startupEditor': 'none',
-      'workbench.tips.enabled': false,
+      ...QUIET_SETTINGS,
       'security.workspace.trust.enabled': false,
-      'extensions.ignoreRecommendations': true,
-      'telemetry.telemetryLevel': 'off',
-      'chat.commandCenter.enabled': false,
-      'window.commandCenter': false,
-      'update.mode': 'none',
-      'git.enabled': false,
     },
   });
-  codeServer.install(env('VSIX'), provider);
-  const url = await codeServer.start(ws, provider);
-  browser = await launchBrowser();
-  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  wb = new Workbench(page);
-  await page.goto(url);
-  await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 60_000 });
+  ({ browser, page, wb } = await openWorkbench(codeServer, ws, provider));
 });
 
 after(async () => {

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { CodeServer, env, FakeProvider, freshDir, launchBrowser, until, Workbench } from './harness.mjs';
+import { CodeServer, env, FakeProvider, freshDir, openWorkbench, QUIET_SETTINGS, until } from './harness.mjs';
 
 const artefacts = env('ARTEFACTS');
 const run = freshDir(join(artefacts, 'settings'));
@@ -26,15 +26,8 @@ const settings = {
   'agentls.loopDetection.window': 1,
   'agentls.context.charsPerToken': 40,
   'agentls.context.keepExchanges': 2,
-  'workbench.startupEditor': 'none',
-  'workbench.tips.enabled': false,
+  ...QUIET_SETTINGS,
   'security.workspace.trust.enabled': false,
-  'extensions.ignoreRecommendations': true,
-  'telemetry.telemetryLevel': 'off',
-  'chat.commandCenter.enabled': false,
-  'window.commandCenter': false,
-  'update.mode': 'none',
-  'git.enabled': false,
   // the last test types settings.json as a whole
   'editor.autoClosingBrackets': 'never',
   'editor.autoClosingQuotes': 'never',
@@ -45,13 +38,7 @@ before(async () => {
   writeFileSync(join(ws, 'README.md'), '# settings\n');
   provider = await new FakeProvider(run, [[{ text: 'The settings applied.' }]]).start();
   codeServer = new CodeServer(run, { settings });
-  codeServer.install(env('VSIX'), provider);
-  const url = await codeServer.start(ws, provider);
-  browser = await launchBrowser();
-  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  wb = new Workbench(page);
-  await page.goto(url);
-  await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 60_000 });
+  ({ browser, wb } = await openWorkbench(codeServer, ws, provider));
 });
 
 after(async () => {
