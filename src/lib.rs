@@ -6,6 +6,7 @@
 //! Only `lsp` imports LSP types; the agent core talks outward through its event stream and the
 //! `EditorPort` / `ExecutionEnvironment` traits.
 
+pub mod acp;
 pub mod cli;
 pub mod config;
 pub mod exec;

@@ -1,4 +1,4 @@
-//! The command line: `serve` (default) | `exec` | `tool` | `doctor` | `sessions` | `demo`.
+//! The command line: `serve` (default) | `acp` | `exec` | `tool` | `doctor` | `sessions` | `demo`.
 //!
 //! This module parses flags, builds the configuration layer they contribute, sets up logging
 //! and hands off to the library. Only the CLI prints to stdout; in `serve` mode stdout is the
@@ -39,6 +39,9 @@ pub enum Command {
         #[arg(long)]
         stdio: bool,
     },
+    /// Serve the Agent Client Protocol over stdio (Zed, JetBrains, Neovim and Emacs ACP clients,
+    /// acpx): newline-delimited JSON-RPC, logs to the log file.
+    Acp,
     /// Run one headless task and stream the answer to stdout.
     #[command(after_help = exec::EXIT_CODES_HELP)]
     Exec(ExecArgs),
@@ -304,6 +307,7 @@ pub fn main() -> ExitCode {
     }
     let result = match command {
         Command::Serve { stdio: _ } => serve(env),
+        Command::Acp => acp(env),
         Command::Exec(args) => Ok(exec::run(&env, args)),
         Command::Tool(args) => tool::run(&env, args),
         Command::Doctor(args) => doctor::run(&env, args),
@@ -348,6 +352,17 @@ fn serve(env: Env) -> Result<ExitCode, String> {
         crate::lsp::Ended::AfterShutdown => ExitCode::SUCCESS,
         crate::lsp::Ended::WithoutShutdown => ExitCode::FAILURE,
     })
+}
+
+/// `agentls acp`: logs go to the log file (stdout is the ACP wire).
+fn acp(env: Env) -> Result<ExitCode, String> {
+    let config = load_config(&env, None, ConfigLayer::default()).unwrap_or_else(|e| {
+        eprintln!("agentls: {e}; starting with defaults");
+        Config::defaults()
+    });
+    crate::logging::init(&config, &env, true);
+    crate::acp::run(env).map_err(|e| format!("cannot start the ACP runtime: {e}"))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]

@@ -150,7 +150,7 @@ pub fn valid_server_name(name: &str) -> bool {
 }
 
 /// A server name from a JSON file made valid: other characters become `_`.
-fn server_name_from(name: &str) -> String {
+pub fn server_name_from(name: &str) -> String {
     let mut cleaned: String =
         name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
     while cleaned.contains("__") {

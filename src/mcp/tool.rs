@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use super::server::{CallError, Server};
 use crate::tools::summary::CallArgs;
 use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};
-use crate::workspace::{McpCall, PermissionDecision, PermissionRequest};
+use crate::workspace::{McpCall, PermissionRequest};
 
 /// Characters of the arguments shown in a permission question's one-line form.
 const SHOWN_ARGUMENTS: usize = 2000;
@@ -105,7 +105,7 @@ impl Tool for McpTool {
                 read_only_hint: self.read_only_hint,
             }),
         };
-        if let PermissionDecision::Deny { feedback } = ctx.editor.ask_permission(request).await {
+        if let Some(feedback) = ctx.editor.ask_permission(request).await.denied() {
             let mut message = format!("The user denied this call of `{}`.", self.tool);
             if let Some(feedback) = feedback.filter(|f| !f.trim().is_empty()) {
                 message.push_str(&format!(" Feedback: {feedback}"));

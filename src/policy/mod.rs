@@ -17,6 +17,10 @@
 //! - The host's port is asked only for [`Verdict::Ask`]; an "always allow" answer is stored
 //!   here, once, whatever the host.
 //! - Allow-rules never cover a command that chains, substitutes or redirects (`rules.rs`).
+//! - "Always reject" (`PermissionDecision::DenyAlways`, ACP's `reject_always`) is kept for the
+//!   session, in memory: a later command that starts with the refused command's rule (its first
+//!   two words), or a later call of the same MCP tool, is refused without asking. The host's
+//!   tools only ever see a plain `Deny`.
 
 pub mod rules;
 
@@ -58,6 +62,40 @@ pub struct ShellPolicy {
     root: PathBuf,
     rules: Arc<PermissionRules>,
     mcp: McpRules,
+    /// What the user refused "always" in this session: command rules and `server/tool` keys.
+    refused: Arc<std::sync::Mutex<Vec<Refused>>>,
+}
+
+/// One "always reject" answer of this session.
+#[derive(Debug, Clone, PartialEq)]
+enum Refused {
+    /// Commands whose words start with these.
+    Command(String),
+    Mcp {
+        server: String,
+        tool: String,
+    },
+}
+
+impl Refused {
+    fn of(request: &PermissionRequest) -> Self {
+        match &request.mcp {
+            Some(call) => Self::Mcp { server: call.server.clone(), tool: call.tool.clone() },
+            None => Self::Command(rule_for(&request.command)),
+        }
+    }
+
+    fn covers(&self, request: &PermissionRequest) -> bool {
+        match (self, &request.mcp) {
+            (Self::Mcp { server, tool }, Some(call)) => *server == call.server && *tool == call.tool,
+            (Self::Command(rule), None) => {
+                let words: Vec<&str> = rule.split_whitespace().collect();
+                let command: Vec<&str> = request.command.split_whitespace().collect();
+                !words.is_empty() && command.len() >= words.len() && command[..words.len()] == words[..]
+            }
+            _ => false,
+        }
+    }
 }
 
 /// What the configuration says of MCP tool calls.
@@ -105,6 +143,7 @@ impl ShellPolicy {
             root,
             rules,
             mcp: McpRules::default(),
+            refused: Arc::default(),
         }
     }
 
@@ -124,6 +163,22 @@ impl ShellPolicy {
 
     /// Decides `request` from the settings and the stored rules alone.
     pub fn verdict(&self, request: &PermissionRequest) -> Verdict {
+        let refused = self
+            .refused
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .find(|r| r.covers(request))
+            .cloned();
+        if let Some(refused) = refused {
+            let what = match refused {
+                Refused::Command(rule) => format!("commands starting with `{rule}`"),
+                Refused::Mcp { server, tool } => format!("the tool `{tool}` of the MCP server `{server}`"),
+            };
+            return Verdict::Deny(format!(
+                "The user refused {what} for the rest of this session; nothing was run. Do the task another way."
+            ));
+        }
         if let Some(call) = &request.mcp {
             let (permission, key) = self.mcp.permission(&call.server, &call.tool);
             return match permission {
@@ -158,6 +213,13 @@ impl ShellPolicy {
             return Verdict::Allow;
         }
         Verdict::Ask
+    }
+
+    /// Refuses requests like `request` for the rest of the session ("always reject").
+    pub fn refuse(&self, request: &PermissionRequest) {
+        let refused = Refused::of(request);
+        tracing::info!("refusing {refused:?} for the rest of the session");
+        self.refused.lock().unwrap_or_else(|p| p.into_inner()).push(refused);
     }
 
     /// Stores "always allow" for `request` in this folder: a command's rule (its first two
@@ -203,11 +265,17 @@ impl EditorPort for PolicedPort {
             Verdict::Deny(reason) => PermissionDecision::Deny { feedback: Some(reason) },
             Verdict::Ask => {
                 let asked = request.clone();
-                let decision = self.host.ask_permission(request).await;
-                if decision == PermissionDecision::AllowAlways {
-                    self.policy.remember(&asked);
+                match self.host.ask_permission(request).await {
+                    PermissionDecision::AllowAlways => {
+                        self.policy.remember(&asked);
+                        PermissionDecision::AllowAlways
+                    }
+                    PermissionDecision::DenyAlways { feedback } => {
+                        self.policy.refuse(&asked);
+                        PermissionDecision::Deny { feedback }
+                    }
+                    decision => decision,
                 }
-                decision
             }
         }
     }
@@ -318,6 +386,28 @@ mod tests {
         assert_eq!(policy.verdict(&mcp_request("docs", "write", false)), Verdict::Allow, "a stored rule");
         assert_eq!(policy.verdict(&mcp_request("docs", "other", false)), Verdict::Ask);
         assert!(!rules.allows(Path::new("/w"), "docs/write"), "MCP rules are no command prefixes");
+    }
+
+    #[tokio::test]
+    async fn always_reject_refuses_the_rule_for_the_session_and_the_tools_see_a_plain_deny() {
+        let rules = Arc::new(PermissionRules::open(None));
+        let host = Arc::new(Host {
+            asked: Mutex::new(Vec::new()),
+            answer: PermissionDecision::DenyAlways { feedback: Some("no".into()) },
+        });
+        let port = PolicedPort::new(host.clone(), policy(ShellPermission::Ask, &[], rules));
+        assert_eq!(
+            port.ask_permission(request("shell", "rm -rf build")).await,
+            PermissionDecision::Deny { feedback: Some("no".into()) }
+        );
+        let PermissionDecision::Deny { feedback: Some(reason) } =
+            port.ask_permission(request("shell", "rm -rf target; ls")).await
+        else {
+            panic!("refused without asking")
+        };
+        assert!(reason.contains("`rm -rf`"), "{reason}");
+        assert_eq!(port.ask_permission(request("shell", "rm x")).await.denied(), Some(Some("no".into())));
+        assert_eq!(*host.asked.lock().unwrap(), vec!["rm -rf build".to_string(), "rm x".to_string()]);
     }
 
     #[tokio::test]

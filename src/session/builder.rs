@@ -118,6 +118,16 @@ impl SessionBuilder {
         &self.config
     }
 
+    /// Puts a host's layer in front of the execution environment (the ACP front door reads and
+    /// writes files through its client); every tool, and the port built after this, uses it.
+    pub fn wrap_environment(
+        mut self,
+        wrap: impl FnOnce(Arc<dyn ExecutionEnvironment>) -> Arc<dyn ExecutionEnvironment>,
+    ) -> Self {
+        self.environment = wrap(self.environment);
+        self
+    }
+
     /// The project file's trust, when one was read.
     pub fn trust(&self) -> Option<&ProjectTrust> {
         self.config.trust.as_ref()

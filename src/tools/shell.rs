@@ -11,7 +11,7 @@ use super::paths::parse_args;
 use super::summary::CallArgs;
 use super::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::exec::{ExecRequest, ExecResult};
-use crate::workspace::{PermissionDecision, PermissionRequest};
+use crate::workspace::PermissionRequest;
 
 /// The message appended to the output of a command that ran out of time (spec §5.4).
 pub fn timeout_message(timeout_ms: u64) -> String {
@@ -137,7 +137,7 @@ impl Tool for ShellTool {
             cwd: cwd.clone(),
             mcp: None,
         };
-        if let PermissionDecision::Deny { feedback } = ctx.editor.ask_permission(request).await {
+        if let Some(feedback) = ctx.editor.ask_permission(request).await.denied() {
             let mut message = String::from("The user denied running this command.");
             if let Some(feedback) = feedback.filter(|f| !f.trim().is_empty()) {
                 message.push_str(&format!(" Feedback: {feedback}"));

@@ -43,6 +43,22 @@ pub enum PermissionDecision {
     Deny {
         feedback: Option<String>,
     },
+    /// Denied, and the same kind of request is refused without asking for the rest of the
+    /// session (ACP's `reject_always`); the policy remembers it and passes on a plain `Deny`.
+    DenyAlways {
+        feedback: Option<String>,
+    },
+}
+
+impl PermissionDecision {
+    /// The feedback of a refusal (`Some(None)` when it has none); `None` when allowed. Tools
+    /// ask this rather than matching one refusal variant.
+    pub fn denied(self) -> Option<Option<String>> {
+        match self {
+            Self::AllowOnce | Self::AllowAlways => None,
+            Self::Deny { feedback } | Self::DenyAlways { feedback } => Some(feedback),
+        }
+    }
 }
 
 #[async_trait]

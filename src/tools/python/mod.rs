@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
 use super::{TaskEnd, Tool, ToolContext, ToolError, ToolOutput};
-use crate::workspace::{PermissionDecision, PermissionRequest};
+use crate::workspace::PermissionRequest;
 use repl::{Repl, ReplError, Reply};
 
 /// Modules the driver imports before the first call (the prompt lists them).
@@ -77,7 +77,7 @@ impl PythonTool {
             cwd: ctx.cwd.clone(),
             mcp: None,
         };
-        if let PermissionDecision::Deny { feedback } = ctx.editor.ask_permission(request).await {
+        if let Some(feedback) = ctx.editor.ask_permission(request).await.denied() {
             return Err(ToolError::new(
                 feedback.unwrap_or_else(|| "The user denied running this code.".into()),
             ));

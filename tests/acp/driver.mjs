@@ -1,0 +1,128 @@
+// A scripted ACP client on the official TypeScript SDK (@agentclientprotocol/sdk's client app):
+// it starts `$AGENTLS_BIN acp`, runs the steps of the scenario file named by its argument, and
+// prints one JSON line per thing it saw (responses, errors, session updates, permission
+// questions and its answers, file reads and writes, any call of a method it did not advertise).
+// tests/acp_clients.rs runs it against the fake providers and asserts on those lines.
+//
+// Scenario: { capabilities: {fs: {readTextFile, writeTextFile}, terminal},
+//             buffers: {"/abs/path": "unsaved text"},   // what fs/read_text_file answers
+//             permissions: ["allow_once" | "allow_always" | "reject_once" | "reject_always" | "cancel"],
+//             steps: [{op: "initialize" | "new" | "load" | "resume" | "list" | "close" | "prompt" |
+//                      "set_mode" | "set_config" | "raw", ...}] }
+// "$session" in a step's strings is the id of the session the last `new` created.
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { Readable, Writable } from "node:stream";
+import * as acp from "@agentclientprotocol/sdk";
+
+const scenario = JSON.parse(readFileSync(process.argv[2], "utf8"));
+const out = (line) => process.stdout.write(JSON.stringify(line) + "\n");
+const caps = scenario.capabilities ?? { fs: { readTextFile: false, writeTextFile: false }, terminal: false };
+const buffers = scenario.buffers ?? {};
+const answers = [...(scenario.permissions ?? [])];
+let sessionId = null;
+let connection = null;
+
+const child = spawn(process.env.AGENTLS_BIN, ["acp"], { stdio: ["pipe", "pipe", "inherit"] });
+const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+
+const unadvertised = (method) => {
+  out({ type: "unadvertised", method });
+  throw new acp.RequestError(-32601, `${method} was not advertised`);
+};
+
+const app = acp
+  .client({ name: "agentls-acp-test-driver" })
+  .onNotification(acp.methods.client.session.update, ({ params }) => {
+    out({ type: "update", sessionId: params.sessionId, update: params.update });
+  })
+  .onRequest(acp.methods.client.session.requestPermission, async ({ params }) => {
+    const answer = answers.shift() ?? "reject_once";
+    out({ type: "permission", toolCall: params.toolCall, options: params.options, answer });
+    if (answer === "cancel") {
+      await connection.notify(acp.methods.agent.session.cancel, { sessionId: params.sessionId });
+      return { outcome: { outcome: "cancelled" } };
+    }
+    const option = params.options.find((o) => o.kind === answer);
+    if (!option) {
+      out({ type: "no-such-option", answer });
+      return { outcome: { outcome: "cancelled" } };
+    }
+    return { outcome: { outcome: "selected", optionId: option.optionId } };
+  })
+  .onRequest(acp.methods.client.fs.readTextFile, ({ params }) => {
+    if (!caps.fs?.readTextFile) return unadvertised("fs/read_text_file");
+    out({ type: "read", path: params.path });
+    if (params.path in buffers) return { content: buffers[params.path] };
+    return { content: readFileSync(params.path, "utf8") };
+  })
+  .onRequest(acp.methods.client.fs.writeTextFile, ({ params }) => {
+    if (!caps.fs?.writeTextFile) return unadvertised("fs/write_text_file");
+    out({ type: "write", path: params.path, content: params.content });
+    buffers[params.path] = params.content;
+    return {};
+  })
+  .onRequest("*", ({ method }) => unadvertised(method));
+
+const subst = (value) => JSON.parse(JSON.stringify(value).replaceAll("$session", sessionId ?? ""));
+
+async function call(op, method, params) {
+  try {
+    const result = await connection.request(method, subst(params));
+    out({ type: "response", op, result });
+    return result;
+  } catch (error) {
+    out({ type: "error", op, error: { code: error.code, message: error.message, data: error.data } });
+    return null;
+  }
+}
+
+await app.connectWith(stream, async (ctx) => {
+  connection = ctx;
+  for (const step of scenario.steps) {
+    switch (step.op) {
+      case "initialize":
+        await call("initialize", acp.methods.agent.initialize, {
+          protocolVersion: acp.PROTOCOL_VERSION,
+          clientCapabilities: caps,
+          clientInfo: { name: "agentls-acp-test-driver", version: "1" },
+        });
+        break;
+      case "new": {
+        const result = await call("new", acp.methods.agent.session.new, { cwd: step.cwd, mcpServers: step.mcpServers ?? [] });
+        if (result) sessionId = result.sessionId;
+        break;
+      }
+      case "load":
+        await call("load", acp.methods.agent.session.load, { sessionId: step.sessionId, cwd: step.cwd, mcpServers: [] });
+        break;
+      case "resume":
+        await call("resume", acp.methods.agent.session.resume, { sessionId: step.sessionId, cwd: step.cwd });
+        break;
+      case "list":
+        await call("list", acp.methods.agent.session.list, step.cwd ? { cwd: step.cwd } : {});
+        break;
+      case "close":
+        await call("close", acp.methods.agent.session.close, { sessionId: step.sessionId ?? "$session" });
+        break;
+      case "set_mode":
+        await call("set_mode", acp.methods.agent.session.setMode, { sessionId: "$session", modeId: step.mode });
+        break;
+      case "set_config":
+        await call("set_config", acp.methods.agent.session.setConfigOption, {
+          sessionId: "$session",
+          configId: step.configId,
+          value: step.value,
+        });
+        break;
+      case "prompt":
+        await call("prompt", acp.methods.agent.session.prompt, { sessionId: step.sessionId ?? "$session", prompt: step.prompt });
+        break;
+      default:
+        throw new Error(`unknown step ${step.op}`);
+    }
+  }
+});
+out({ type: "done" });
+child.stdin.end();
+await new Promise((resolve) => child.on("exit", (code) => { out({ type: "exit", code }); resolve(); }));
