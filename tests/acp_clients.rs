@@ -4,6 +4,8 @@
 //! what the client saw (updates, permission questions, file reads and writes, responses), what
 //! reached the model and what is on disk.
 
+#[path = "support/lsp_client.rs"]
+mod lsp_client;
 mod session_harness;
 mod support;
 
@@ -253,9 +255,9 @@ async fn a_prompt_edits_an_unsaved_buffer_through_fs_methods_after_permission() 
     assert_eq!(writes[0]["content"], "edited line\n");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "on disk\n", "the client wrote it, not the disk");
     // Streamed updates: the thought, the tool calls with kind, locations and rawInput, the answer.
-    assert!(
-        updates(&lines, "agent_thought_chunk").iter().any(|u| u["content"]["text"] == "Reading it first.")
-    );
+    let thoughts: String =
+        updates(&lines, "agent_thought_chunk").iter().filter_map(|u| u["content"]["text"].as_str()).collect();
+    assert_eq!(thoughts, "Reading it first.", "{lines:#?}");
     let calls = updates(&lines, "tool_call");
     assert_eq!(calls[0]["kind"], "read");
     assert_eq!(calls[1]["kind"], "edit");
@@ -304,8 +306,8 @@ async fn a_rejected_edit_reaches_the_model_as_an_error_and_nothing_is_written() 
 async fn a_denied_command_is_not_run_and_always_reject_is_kept_for_the_session() {
     let mock = MockProvider::start(Dialect::Anthropic).await;
     let home = Home::new();
-    mock.push(Reply::new().tool_call("c1", "shell", json!({"command": "touch made-1"})));
-    mock.push(Reply::new().tool_call("c2", "shell", json!({"command": "touch made-2"})));
+    mock.push(Reply::new().tool_call("c1", "shell", json!({"command": "mkdir -p made-1"})));
+    mock.push(Reply::new().tool_call("c2", "shell", json!({"command": "mkdir -p made-2"})));
     mock.push(Reply::new().text("I could not run it."));
     let lines = home
         .drive(
@@ -573,4 +575,156 @@ async fn an_mcp_server_from_session_new_is_offered_and_its_call_is_asked_about()
     assert_eq!(asked.len(), 1);
     assert_eq!(asked[0]["toolCall"]["rawInput"]["tool"], "echo");
     assert!(sent_results(&mock, 1).contains("via-acp"), "{}", sent_results(&mock, 1));
+}
+
+/// `acpx --agent 'agentls acp' --format json <flags> exec PROMPT` in the workspace: the JSON-RPC
+/// lines acpx printed, and its exit status.
+async fn acpx(home: &Home, mock: &MockProvider, flags: &[&str], prompt: &str) -> (Vec<Value>, bool) {
+    let mut cmd = home.command(mock, &node());
+    cmd.arg(clients().join("node_modules/acpx/dist/cli.js"))
+        .arg("--agent")
+        .arg(format!("{} acp", env!("CARGO_BIN_EXE_agentls")))
+        .arg("--cwd")
+        .arg(home.ws())
+        .args(["--format", "json"])
+        .args(flags)
+        .args(["exec", prompt]);
+    let out = tokio::time::timeout(Duration::from_secs(120), cmd.output())
+        .await
+        .expect("acpx ends")
+        .expect("acpx runs");
+    let lines =
+        String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    (lines, out.status.success())
+}
+
+fn methods(lines: &[Value]) -> Vec<&str> {
+    lines.iter().filter_map(|l| l["method"].as_str()).collect()
+}
+
+#[tokio::test]
+async fn acpx_runs_a_prompt_that_edits_through_its_fs_methods_after_approval() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let home = Home::new();
+    let file = home.write("x.txt", "before\n");
+    mock.push(Reply::new().tool_call("c1", "read_file", json!({"file_path": "x.txt"})));
+    mock.push(Reply::new().tool_call(
+        "c2",
+        "edit_file",
+        json!({"file_path": "x.txt", "old_string": "before", "new_string": "after"}),
+    ));
+    mock.push(Reply::new().text("Changed it."));
+    let (lines, ok) = acpx(&home, &mock, &["--approve-all"], "change x").await;
+    assert!(ok, "{lines:#?}");
+    let called = methods(&lines);
+    for method in [
+        "initialize",
+        "session/new",
+        "session/prompt",
+        "fs/read_text_file",
+        "session/request_permission",
+        "fs/write_text_file",
+    ] {
+        assert!(called.contains(&method), "{method} in {called:?}");
+    }
+    let asked = called.iter().position(|m| *m == "session/request_permission").unwrap();
+    let wrote = called.iter().position(|m| *m == "fs/write_text_file").unwrap();
+    assert!(asked < wrote, "asked before writing: {called:?}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "after\n");
+    let stop = lines.iter().find_map(|l| l["result"]["stopReason"].as_str());
+    assert_eq!(stop, Some("end_turn"));
+    assert!(!called.iter().any(|m| m.starts_with("terminal/")), "the terminal was never used: {called:?}");
+}
+
+#[tokio::test]
+async fn acpx_denying_everything_keeps_a_command_from_running() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let home = Home::new();
+    mock.push(Reply::new().tool_call("c1", "shell", json!({"command": "touch acpx-made"})));
+    mock.push(Reply::new().text("Not run."));
+    let (lines, _) = acpx(&home, &mock, &["--deny-all"], "make a file").await;
+    assert!(methods(&lines).contains(&"session/request_permission"), "{lines:#?}");
+    assert!(!home.ws().join("acpx-made").exists());
+    let body = mock.requests()[1].body.to_string();
+    assert!(body.contains("denied"), "the model was told: {body}");
+}
+
+/// The language server of the same user (same data dir) as `home`'s ACP agent.
+async fn lsp(home: &Home, mock: &MockProvider) -> lsp_client::LspClient {
+    let mut env = mock.env();
+    env.push((mock.dialect().key_var().into(), KEY.into()));
+    env.push(("AGENTLS_DATA_DIR".into(), home.dir.path().join("data").display().to_string()));
+    env.push(("AGENTLS_CONFIG".into(), home.dir.path().join(USER_CONFIG).display().to_string()));
+    let options = agentls::lsp::ServerOptions::from_env(agentls::config::Env::from_pairs(env));
+    let client = lsp_client::LspClient::in_process(options);
+    client.initialize(&home.ws(), lsp_client::plugin_capabilities(), json!({})).await;
+    client
+}
+
+#[tokio::test]
+async fn a_session_created_over_acp_is_resumed_by_the_language_server_and_the_other_way_round() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let home = Home::new();
+    // ACP → LSP.
+    mock.push(Reply::new().text("noted: kumquat"));
+    let lines = home
+        .drive(
+            &mock,
+            json!({"capabilities": fs_caps(false, false), "steps": [
+                {"op": "initialize"}, {"op": "new", "cwd": home.ws()},
+                {"op": "prompt", "prompt": [{"type": "text", "text": "remember kumquat"}]},
+            ]}),
+        )
+        .await;
+    let acp_id = response(&lines, "new")["result"]["sessionId"].as_str().unwrap().to_string();
+    let client = lsp(&home, &mock).await;
+    let listed = client.command("agentls.listSessions", json!({})).await.expect("list");
+    assert!(
+        listed["sessions"].as_array().unwrap().iter().any(|s| s["sessionId"] == acp_id.as_str()),
+        "{listed}"
+    );
+    let resumed =
+        client.command("agentls.resumeSession", json!({"sessionId": acp_id})).await.expect("resume");
+    assert_eq!(resumed["resumed"], true);
+    assert_eq!(resumed["turns"], 2, "{resumed}");
+    mock.push(Reply::new().text("kumquat"));
+    client
+        .command("agentls.prompt", json!({"sessionId": acp_id, "text": "which word?"}))
+        .await
+        .expect("prompt");
+    client.next_turn_end(&acp_id).await;
+    let body = mock.requests().last().unwrap().body.to_string();
+    assert!(body.contains("remember kumquat") && body.contains("which word?"), "{body}");
+    // LSP → ACP.
+    let created = client.command("agentls.newSession", json!({})).await.expect("newSession");
+    let lsp_id = created["sessionId"].as_str().unwrap().to_string();
+    mock.push(Reply::new().text("from the editor"));
+    client
+        .command("agentls.prompt", json!({"sessionId": lsp_id, "text": "hello from lsp"}))
+        .await
+        .expect("prompt");
+    client.next_turn_end(&lsp_id).await;
+    client.shutdown().await;
+    mock.push(Reply::new().text("over acp now"));
+    let lines = home
+        .drive(
+            &mock,
+            json!({"capabilities": fs_caps(false, false), "steps": [
+                {"op": "initialize"},
+                {"op": "list", "cwd": home.ws()},
+                {"op": "load", "sessionId": lsp_id, "cwd": home.ws()},
+                {"op": "prompt", "sessionId": lsp_id, "prompt": [{"type": "text", "text": "and over acp"}]},
+            ]}),
+        )
+        .await;
+    let listed = &response(&lines, "list")["result"]["sessions"];
+    let ids: Vec<&str> =
+        listed.as_array().unwrap().iter().map(|s| s["sessionId"].as_str().unwrap()).collect();
+    assert!(ids.contains(&lsp_id.as_str()) && ids.contains(&acp_id.as_str()), "{ids:?}");
+    let replayed: String =
+        updates(&lines, "user_message_chunk").iter().map(|u| u["content"]["text"].to_string()).collect();
+    assert!(replayed.contains("hello from lsp"), "{replayed}");
+    assert_eq!(response(&lines, "prompt")["result"]["stopReason"], "end_turn");
+    let body = mock.requests().last().unwrap().body.to_string();
+    assert!(body.contains("hello from lsp") && body.contains("and over acp"), "{body}");
 }

@@ -6,9 +6,11 @@
 //! - A client method is called only when the client advertised it in `initialize`; otherwise,
 //!   and for everything else (commands, search, listing, removal), the local environment works
 //!   on the disk.
-//! - A file whose disk text changed behind the agent's back since it last looked (a shell
-//!   command, a formatter, another program) is read from the disk until the client's copy
-//!   holds that text again: a client buffer that may be stale is never trusted over it.
+//! - After a command ran, a file the disk changed since (its modification time is not older than
+//!   the command's start) is read from the disk, not from the client, unless the agent wrote it
+//!   through the client since; a file whose disk text changed behind the agent's back since it
+//!   last looked is read from the disk until the client's copy holds that text again. A client
+//!   buffer that may be stale is never trusted over the disk.
 //! - A create never overwrites: a path that holds anything on disk is refused before the client
 //!   is asked to write.
 
@@ -42,6 +44,8 @@ struct Seen {
     disk: Option<Option<u64>>,
     /// The disk changed behind the agent's back and the client's copy has not caught up.
     disk_wins: bool,
+    /// The agent wrote it through the client since the last command started.
+    written: bool,
 }
 
 pub struct ClientFs {
@@ -50,6 +54,8 @@ pub struct ClientFs {
     session: SessionId,
     access: FsAccess,
     seen: Mutex<HashMap<PathBuf, Seen>>,
+    /// When the last command started.
+    last_command: Mutex<Option<std::time::SystemTime>>,
 }
 
 impl ClientFs {
@@ -59,7 +65,14 @@ impl ClientFs {
         session: &str,
         access: FsAccess,
     ) -> Self {
-        Self { inner, wire, session: SessionId::new(session), access, seen: Mutex::default() }
+        Self {
+            inner,
+            wire,
+            session: SessionId::new(session),
+            access,
+            seen: Mutex::default(),
+            last_command: Mutex::default(),
+        }
     }
 
     fn seen(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, Seen>> {
@@ -69,6 +82,15 @@ impl ClientFs {
     /// The disk's text of `path` as the agent now knows it (`None`: no file).
     async fn disk_hash(&self, path: &Path) -> Option<u64> {
         self.inner.read_bytes(path, crate::workspace::MAX_FILE_BYTES).await.ok().map(|b| content_hash(&b))
+    }
+
+    /// Whether the file on disk was modified after the last command started.
+    fn changed_since_command(&self, path: &Path) -> bool {
+        let Some(started) = *self.last_command.lock().unwrap_or_else(|p| p.into_inner()) else {
+            return false;
+        };
+        // The local environment's file (this layer is only ever put in front of it).
+        std::fs::metadata(path).and_then(|m| m.modified()).is_ok_and(|modified| modified >= started)
     }
 
     async fn client_write(&self, path: &Path, content: &str) -> Result<(), ExecError> {
@@ -85,6 +107,7 @@ impl ClientFs {
         let entry = seen.entry(path.to_path_buf()).or_default();
         entry.disk = Some(disk);
         entry.disk_wins = false;
+        entry.written = true;
         Ok(())
     }
 }
@@ -121,6 +144,7 @@ impl ExecutionEnvironment for ClientFs {
         };
         let disk_hash = disk.as_ref().ok().map(|b| content_hash(b));
         let disk_text_matches = disk.as_ref().is_ok_and(|b| **b == *client.as_bytes());
+        let command_changed_it = self.changed_since_command(path);
         let use_disk = {
             let mut seen = self.seen();
             let entry = seen.entry(path.to_path_buf()).or_default();
@@ -131,7 +155,7 @@ impl ExecutionEnvironment for ClientFs {
                 entry.disk_wins = false;
             }
             entry.disk = Some(disk_hash);
-            entry.disk_wins
+            !disk_text_matches && !entry.written && (entry.disk_wins || command_changed_it)
         };
         if use_disk {
             tracing::info!(
@@ -192,6 +216,11 @@ impl ExecutionEnvironment for ClientFs {
     }
 
     async fn exec_command(&self, request: ExecRequest) -> Result<ExecResult, ExecError> {
+        // File times come from the kernel's coarse clock (a tick behind a precise reading): a
+        // second's margin keeps a fast command's writes from looking older than its start.
+        let started = std::time::SystemTime::now() - std::time::Duration::from_secs(1);
+        *self.last_command.lock().unwrap_or_else(|p| p.into_inner()) = Some(started);
+        self.seen().values_mut().for_each(|seen| seen.written = false);
         self.inner.exec_command(request).await
     }
 

@@ -131,11 +131,13 @@ pub fn run(env: Env) -> std::io::Result<()> {
 fn receive(agent: &Arc<Agent>, line: &str) {
     let message: Value = match serde_json::from_str(line) {
         Ok(message @ Value::Object(_)) => message,
-        Ok(_) | Err(_) => {
-            tracing::warn!(
-                "a line that is not a JSON-RPC message: {}",
-                line.chars().take(200).collect::<String>()
-            );
+        // JSON, but no message (ACP uses no batches).
+        Ok(_) => {
+            agent.wire.respond(RequestId::Null, Err(Error::invalid_request()));
+            return;
+        }
+        Err(_) => {
+            tracing::warn!("a line that is not JSON: {}", line.chars().take(200).collect::<String>());
             agent.wire.respond(RequestId::Null, Err(Error::parse_error()));
             return;
         }

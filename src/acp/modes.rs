@@ -30,7 +30,7 @@ const MODES: [(&str, &str, &str); 3] = [
     (
         READ_ONLY,
         "Read-only planning",
-        "Nothing is written and no command runs: the agent reads, searches and plans",
+        "Nothing is written and no command is asked about: the agent reads, searches and plans",
     ),
 ];
 
