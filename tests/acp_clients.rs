@@ -76,6 +76,21 @@ impl Home {
         cmd
     }
 
+    /// `initialize` with `capabilities`, `session/new` in the workspace, then `steps`, the
+    /// permission questions answered with `permissions` in order.
+    async fn journey(
+        &self,
+        mock: &MockProvider,
+        capabilities: Value,
+        permissions: Value,
+        steps: Value,
+    ) -> Vec<Value> {
+        let mut all = vec![json!({"op": "initialize"}), json!({"op": "new", "cwd": self.ws()})];
+        all.extend(steps.as_array().cloned().unwrap_or_default());
+        self.drive(mock, json!({"capabilities": capabilities, "permissions": permissions, "steps": all}))
+            .await
+    }
+
     /// Runs the SDK driver on `scenario` and returns the lines it printed.
     async fn drive(&self, mock: &MockProvider, scenario: Value) -> Vec<Value> {
         let file = self.dir.path().join("scenario.json");
@@ -122,6 +137,21 @@ fn updates<'a>(lines: &'a [Value], kind: &str) -> Vec<&'a Value> {
 
 fn message_text(lines: &[Value]) -> String {
     updates(lines, "agent_message_chunk").iter().filter_map(|u| u["content"]["text"].as_str()).collect()
+}
+
+/// The model reads `rel` (call `c1`), then replaces `old` with `new` in it (call `c2`).
+fn read_and_edit(mock: &MockProvider, rel: &str, old: &str, new: &str) {
+    mock.push(Reply::new().tool_call("c1", "read_file", json!({"file_path": rel})));
+    mock.push(Reply::new().tool_call(
+        "c2",
+        "edit_file",
+        json!({"file_path": rel, "old_string": old, "new_string": new}),
+    ));
+}
+
+/// A `session/prompt` step with one text block.
+fn prompt(text: &str) -> Value {
+    json!({"op": "prompt", "prompt": [{"type": "text", "text": text}]})
 }
 
 fn fs_caps(read: bool, write: bool) -> Value {
@@ -227,7 +257,7 @@ async fn a_prompt_edits_an_unsaved_buffer_through_fs_methods_after_permission() 
     let first = mock.requests()[0].body.to_string();
     assert!(first.contains(&format!("@{}", file.display())), "the resource link is in the prompt: {first}");
     // The question came with the diff, after the call's tool_call, and before any write.
-    let position = |pred: &dyn Fn(&Value) -> bool| lines.iter().position(|l| pred(l)).expect("present");
+    let position = |pred: &dyn Fn(&Value) -> bool| lines.iter().position(pred).expect("present");
     let asked = position(&|l| l["type"] == "permission");
     let announced = position(&|l| {
         l["type"] == "update"
@@ -276,21 +306,10 @@ async fn a_rejected_edit_reaches_the_model_as_an_error_and_nothing_is_written() 
     let mock = MockProvider::start(Dialect::Anthropic).await;
     let home = Home::new();
     let file = home.write("a.txt", "one\n");
-    mock.push(Reply::new().tool_call("c1", "read_file", json!({"file_path": "a.txt"})));
-    mock.push(Reply::new().tool_call(
-        "c2",
-        "edit_file",
-        json!({"file_path": "a.txt", "old_string": "one", "new_string": "two"}),
-    ));
+    read_and_edit(&mock, "a.txt", "one", "two");
     mock.push(Reply::new().text("Understood, I left it."));
     let lines = home
-        .drive(
-            &mock,
-            json!({"capabilities": fs_caps(false, false), "permissions": ["reject_once"], "steps": [
-                {"op": "initialize"}, {"op": "new", "cwd": home.ws()},
-                {"op": "prompt", "prompt": [{"type": "text", "text": "change one to two"}]},
-            ]}),
-        )
+        .journey(&mock, fs_caps(false, false), json!(["reject_once"]), json!([prompt("change one to two")]))
         .await;
     assert_eq!(response(&lines, "prompt")["result"]["stopReason"], "end_turn");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "one\n");
@@ -310,13 +329,7 @@ async fn a_denied_command_is_not_run_and_always_reject_is_kept_for_the_session()
     mock.push(Reply::new().tool_call("c2", "shell", json!({"command": "mkdir -p made-2"})));
     mock.push(Reply::new().text("I could not run it."));
     let lines = home
-        .drive(
-            &mock,
-            json!({"capabilities": fs_caps(false, false), "permissions": ["reject_always"], "steps": [
-                {"op": "initialize"}, {"op": "new", "cwd": home.ws()},
-                {"op": "prompt", "prompt": [{"type": "text", "text": "make files"}]},
-            ]}),
-        )
+        .journey(&mock, fs_caps(false, false), json!(["reject_always"]), json!([prompt("make files")]))
         .await;
     assert_eq!(response(&lines, "prompt")["result"]["stopReason"], "end_turn");
     assert!(!home.ws().join("made-1").exists() && !home.ws().join("made-2").exists());
@@ -368,15 +381,7 @@ async fn cancel_with_a_pending_permission_ends_the_turn_cancelled() {
     let home = Home::new();
     mock.push(Reply::new().tool_call("c1", "shell", json!({"command": "touch never"})));
     mock.push(Reply::new().text("after cancel"));
-    let lines = home
-        .drive(
-            &mock,
-            json!({"capabilities": fs_caps(false, false), "permissions": ["cancel"], "steps": [
-                {"op": "initialize"}, {"op": "new", "cwd": home.ws()},
-                {"op": "prompt", "prompt": [{"type": "text", "text": "run"}]},
-            ]}),
-        )
-        .await;
+    let lines = home.journey(&mock, fs_caps(false, false), json!(["cancel"]), json!([prompt("run")])).await;
     assert_eq!(response(&lines, "prompt")["result"]["stopReason"], "cancelled", "{lines:#?}");
     assert!(!home.ws().join("never").exists());
     assert_eq!(mock.request_count(), 1, "the model was not asked again after the cancel");
@@ -387,22 +392,10 @@ async fn without_fs_capabilities_the_disk_is_read_and_written_and_no_fs_method_i
     let mock = MockProvider::start(Dialect::Anthropic).await;
     let home = Home::new();
     let file = home.write("d.txt", "alpha\n");
-    mock.push(Reply::new().tool_call("c1", "read_file", json!({"file_path": "d.txt"})));
-    mock.push(Reply::new().tool_call(
-        "c2",
-        "edit_file",
-        json!({"file_path": "d.txt", "old_string": "alpha", "new_string": "beta"}),
-    ));
+    read_and_edit(&mock, "d.txt", "alpha", "beta");
     mock.push(Reply::new().text("ok"));
-    let lines = home
-        .drive(
-            &mock,
-            json!({"capabilities": fs_caps(false, false), "permissions": ["allow_once"], "steps": [
-                {"op": "initialize"}, {"op": "new", "cwd": home.ws()},
-                {"op": "prompt", "prompt": [{"type": "text", "text": "edit"}]},
-            ]}),
-        )
-        .await;
+    let lines =
+        home.journey(&mock, fs_caps(false, false), json!(["allow_once"]), json!([prompt("edit")])).await;
     assert_eq!(response(&lines, "prompt")["result"]["stopReason"], "end_turn");
     assert!(of_type(&lines, "read").is_empty() && of_type(&lines, "write").is_empty());
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "beta\n", "the shared disk writer wrote it");
@@ -414,12 +407,7 @@ async fn modes_switch_edits_between_asking_accepting_and_read_only() {
     let home = Home::new();
     let file = home.write("m.txt", "a\n");
     // read-only: the edit is refused without a question.
-    mock.push(Reply::new().tool_call("c1", "read_file", json!({"file_path": "m.txt"})));
-    mock.push(Reply::new().tool_call(
-        "c2",
-        "edit_file",
-        json!({"file_path": "m.txt", "old_string": "a", "new_string": "b"}),
-    ));
+    read_and_edit(&mock, "m.txt", "a", "b");
     mock.push(Reply::new().text("planned"));
     // accept edits: written without a question.
     mock.push(Reply::new().tool_call(
@@ -429,16 +417,17 @@ async fn modes_switch_edits_between_asking_accepting_and_read_only() {
     ));
     mock.push(Reply::new().text("edited"));
     let lines = home
-        .drive(
+        .journey(
             &mock,
-            json!({"capabilities": fs_caps(false, false), "steps": [
-                {"op": "initialize"}, {"op": "new", "cwd": home.ws()},
+            fs_caps(false, false),
+            json!([]),
+            json!([
                 {"op": "set_mode", "mode": "read-only"},
                 {"op": "prompt", "prompt": [{"type": "text", "text": "plan"}]},
                 {"op": "set_config", "configId": "mode", "value": "accept-edits"},
                 {"op": "prompt", "prompt": [{"type": "text", "text": "do it"}]},
                 {"op": "set_mode", "mode": "no-such-mode"},
-            ]}),
+            ]),
         )
         .await;
     assert!(of_type(&lines, "permission").is_empty(), "{lines:#?}");
@@ -458,13 +447,14 @@ async fn slash_commands_typed_by_the_user_work() {
     let mock = MockProvider::start(Dialect::Anthropic).await;
     let home = Home::new();
     let lines = home
-        .drive(
+        .journey(
             &mock,
-            json!({"capabilities": fs_caps(false, false), "steps": [
-                {"op": "initialize"}, {"op": "new", "cwd": home.ws()},
+            fs_caps(false, false),
+            json!([]),
+            json!([
                 {"op": "prompt", "prompt": [{"type": "text", "text": "/model other-model-1"}]},
                 {"op": "prompt", "prompt": [{"type": "text", "text": "/compact"}]},
-            ]}),
+            ]),
         )
         .await;
     let answers = responses(&lines, "prompt");
@@ -482,15 +472,8 @@ async fn load_replays_the_history_and_resume_goes_on_with_it() {
     home.write("r.txt", "hello\n");
     mock.push(Reply::new().tool_call("c1", "read_file", json!({"file_path": "r.txt"})));
     mock.push(Reply::new().text("It says hello."));
-    let first = home
-        .drive(
-            &mock,
-            json!({"capabilities": fs_caps(false, false), "steps": [
-                {"op": "initialize"}, {"op": "new", "cwd": home.ws()},
-                {"op": "prompt", "prompt": [{"type": "text", "text": "what does r.txt say?"}]},
-            ]}),
-        )
-        .await;
+    let first =
+        home.journey(&mock, fs_caps(false, false), json!([]), json!([prompt("what does r.txt say?")])).await;
     let id = response(&first, "new")["result"]["sessionId"].as_str().unwrap().to_string();
     mock.push(Reply::new().text("Still hello."));
     let second = home
@@ -607,12 +590,7 @@ async fn acpx_runs_a_prompt_that_edits_through_its_fs_methods_after_approval() {
     let mock = MockProvider::start(Dialect::Anthropic).await;
     let home = Home::new();
     let file = home.write("x.txt", "before\n");
-    mock.push(Reply::new().tool_call("c1", "read_file", json!({"file_path": "x.txt"})));
-    mock.push(Reply::new().tool_call(
-        "c2",
-        "edit_file",
-        json!({"file_path": "x.txt", "old_string": "before", "new_string": "after"}),
-    ));
+    read_and_edit(&mock, "x.txt", "before", "after");
     mock.push(Reply::new().text("Changed it."));
     let (lines, ok) = acpx(&home, &mock, &["--approve-all"], "change x").await;
     assert!(ok, "{lines:#?}");
@@ -667,15 +645,8 @@ async fn a_session_created_over_acp_is_resumed_by_the_language_server_and_the_ot
     let home = Home::new();
     // ACP → LSP.
     mock.push(Reply::new().text("noted: kumquat"));
-    let lines = home
-        .drive(
-            &mock,
-            json!({"capabilities": fs_caps(false, false), "steps": [
-                {"op": "initialize"}, {"op": "new", "cwd": home.ws()},
-                {"op": "prompt", "prompt": [{"type": "text", "text": "remember kumquat"}]},
-            ]}),
-        )
-        .await;
+    let lines =
+        home.journey(&mock, fs_caps(false, false), json!([]), json!([prompt("remember kumquat")])).await;
     let acp_id = response(&lines, "new")["result"]["sessionId"].as_str().unwrap().to_string();
     let client = lsp(&home, &mock).await;
     let listed = client.command("agentls.listSessions", json!({})).await.expect("list");
