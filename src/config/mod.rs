@@ -376,7 +376,7 @@ impl ConfigLayer {
                 let mut errors = Vec::new();
                 match value {
                     serde_json::Value::Object(map) => {
-                        for (key, value) in map {
+                        for (key, value) in sorted(map) {
                             keep_valid(&mut layer, &mut errors, &[key], value, origin);
                         }
                     }
@@ -629,6 +629,14 @@ impl Config {
 
 /// Merges `value`, found at `path` of an editor's layer, into `layer` when it parses; otherwise
 /// tries each key of a table on its own and reports what does not parse.
+/// A JSON object's entries in key order (its map may keep insertion order), so the errors of an
+/// editor's layer are named in the same order whatever order it sent its keys in.
+fn sorted(map: serde_json::Map<String, serde_json::Value>) -> Vec<(String, serde_json::Value)> {
+    let mut entries: Vec<(String, serde_json::Value)> = map.into_iter().collect();
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    entries
+}
+
 fn keep_valid(
     layer: &mut ConfigLayer,
     errors: &mut Vec<ConfigError>,
@@ -641,7 +649,7 @@ fn keep_valid(
         Ok(valid) => layer.merge(valid),
         Err(error) => match value {
             serde_json::Value::Object(map) if !map.is_empty() => {
-                for (key, inner) in map {
+                for (key, inner) in sorted(map) {
                     let mut deeper = path.to_vec();
                     deeper.push(key);
                     keep_valid(layer, errors, &deeper, inner, origin);

@@ -14,9 +14,30 @@ use super::turn::Turn;
 /// The signature of one tool call.
 pub fn signature(name: &str, arguments: &Value) -> (String, u64) {
     let mut hasher = DefaultHasher::new();
-    // serde_json's Map is ordered by key, so `to_string` is canonical.
-    arguments.to_string().hash(&mut hasher);
+    hash_canonical(arguments, &mut hasher);
     (name.to_string(), hasher.finish())
+}
+
+/// Hashes `value` with object keys in sorted order, whatever order its maps keep (serde_json
+/// keeps insertion order when a dependency turns on `preserve_order`).
+fn hash_canonical(value: &Value, hasher: &mut DefaultHasher) {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_by_key(|(key, _)| *key);
+            b'{'.hash(hasher);
+            for (key, value) in entries {
+                key.hash(hasher);
+                hash_canonical(value, hasher);
+            }
+        }
+        Value::Array(items) => {
+            b'['.hash(hasher);
+            items.len().hash(hasher);
+            items.iter().for_each(|item| hash_canonical(item, hasher));
+        }
+        other => other.to_string().hash(hasher),
+    }
 }
 
 /// Signatures of the last `window` tool calls in `history`, oldest first.
