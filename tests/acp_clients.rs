@@ -266,6 +266,7 @@ async fn a_prompt_edits_an_unsaved_buffer_through_fs_methods_after_permission() 
     });
     let written = position(&|l| l["type"] == "write");
     assert!(announced < asked && asked < written, "tool_call, then the question, then the write: {lines:#?}");
+    assert_eq!(of_type(&lines, "permission")[0]["meta"], Value::Null, "no review extension unless asked for");
     let question = &of_type(&lines, "permission")[0]["toolCall"];
     assert_eq!(question["toolCallId"], "c2");
     let diff = &question["content"][0];
@@ -698,4 +699,34 @@ async fn a_session_created_over_acp_is_resumed_by_the_language_server_and_the_ot
     assert_eq!(response(&lines, "prompt")["result"]["stopReason"], "end_turn");
     let body = mock.requests().last().unwrap().body.to_string();
     assert!(body.contains("hello from lsp") && body.contains("and over acp"), "{body}");
+}
+
+#[tokio::test]
+async fn a_client_that_opts_in_reviews_hunk_by_hunk_with_a_reason() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let home = Home::new();
+    let file = home.write("h.txt", "a\nb\nc\nd\ne\n");
+    mock.push(Reply::new().tool_call("c1", "read_file", json!({"file_path": "h.txt"})));
+    mock.push(Reply::new().tool_call(
+        "c2",
+        "write_file",
+        json!({"file_path": "h.txt", "content": "A\nb\nc\nd\nE\n"}),
+    ));
+    mock.push(Reply::new().text("kept e"));
+    let mut caps = fs_caps(false, false);
+    caps["_meta"] = json!({"agentls.dev/review": {"hunks": true}});
+    let answer = json!({"kind": "allow_once", "meta": {"agentls.dev/review": {
+        "files": [{"path": file.display().to_string(), "hunks": [0]}],
+        "feedback": "keep e lowercase",
+    }}});
+    let lines = home.journey(&mock, caps, json!([answer]), json!([prompt("capitalise a and e")])).await;
+    assert_eq!(response(&lines, "prompt")["result"]["stopReason"], "end_turn");
+    let asked = &of_type(&lines, "permission")[0]["meta"]["agentls.dev/review"]["files"][0];
+    assert_eq!(asked["path"], file.display().to_string());
+    let hunks = asked["hunks"].as_array().expect("hunks");
+    assert_eq!(hunks.len(), 2, "{asked}");
+    assert_eq!((hunks[1]["oldStart"].clone(), hunks[1]["newText"].clone()), (json!(4), json!("E\n")));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "A\nb\nc\nd\ne\n", "only the first hunk");
+    let told = sent_results(&mock, 2);
+    assert!(told.contains("keep e lowercase") && told.contains("rejected hunks [1]"), "{told}");
 }

@@ -9,8 +9,9 @@
 //! `session/cancel`, slash commands); `updates.rs` turns a session's events into
 //! `session/update` (and asks the permission questions in order with them), `replay.rs` a
 //! stored history into the updates `session/load` replays; `port.rs` is the editor port
-//! (review and permission through `session/request_permission`), `fs.rs` the files through the
-//! client; `wire.rs` the JSON-RPC line transport.
+//! (review and permission through `session/request_permission`), `review.rs` the per-hunk review
+//! extension in `_meta`, `fs.rs` the files through the client; `wire.rs` the JSON-RPC line
+//! transport.
 //!
 //! Invariants:
 //! - Nothing but protocol is written to stdout; logs go to the log file.
@@ -27,6 +28,7 @@ mod modes;
 mod port;
 mod prompt;
 mod replay;
+mod review;
 mod sessions;
 mod updates;
 mod wire;

@@ -8,6 +8,8 @@
 //!   per file, and a rejection reaches the model as an error result naming what was refused.
 //! - Every call returns: a question is answered by the client, or by the turn's cancellation
 //!   (`session/cancel`), which answers it as cancelled.
+//! - For a client that opted in (`review.rs`), the question carries each file's hunks and the
+//!   answer may accept some hunks, an edited text or a reason; any client may give a reason.
 //! - The four option kinds map onto the one policy: allow once / always, reject once / always
 //!   (`PermissionDecision`); the policy stores "always" (`crate::policy`).
 
@@ -15,18 +17,19 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use agent_client_protocol_schema::v1::{
-    Diff, PermissionOption, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionResponse,
+    Diff, Meta, PermissionOption, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionResponse,
     ToolCallContent, ToolCallLocation, ToolCallUpdateFields, ToolKind,
 };
 use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot};
 
+use super::review::{self, Review};
 use crate::config::Approval;
 use crate::exec::ExecutionEnvironment;
 use crate::session::{ConfigChange, SessionHandle};
 use crate::workspace::{
-    ChangeOutcome, ChangeSet, Committer, DiskCommitter, EditorPort, FileOp, FileOutcome, PermissionDecision,
-    PermissionRequest, PortError,
+    ChangeOutcome, ChangeSet, Committer, DiskCommitter, EditorPort, FileDecision, FileOp, FileOutcome,
+    PermissionDecision, PermissionRequest, PortError,
 };
 
 /// A question for the client, asked by the pump once the events before it are sent.
@@ -35,7 +38,10 @@ pub struct Ask {
     pub call_id: Option<String>,
     pub fields: ToolCallUpdateFields,
     pub options: Vec<PermissionOption>,
-    pub reply: oneshot::Sender<Option<String>>,
+    /// The question's `_meta` (the per-hunk review extension).
+    pub meta: Option<Meta>,
+    /// The client's answer; `None` when there is none (the client failed, or left).
+    pub reply: oneshot::Sender<Option<RequestPermissionResponse>>,
 }
 
 pub const ALLOW_ONCE: &str = "allow_once";
@@ -47,6 +53,8 @@ pub struct AcpPort {
     asks: mpsc::UnboundedSender<Ask>,
     pub handle: OnceLock<SessionHandle>,
     env: Arc<dyn ExecutionEnvironment>,
+    /// The client opted in to the per-hunk review extension (`review.rs`).
+    hunks: bool,
 }
 
 fn rejected(change: ChangeSet, feedback: Option<String>, error: Option<String>) -> ChangeOutcome {
@@ -55,23 +63,24 @@ fn rejected(change: ChangeSet, feedback: Option<String>, error: Option<String>) 
 }
 
 impl AcpPort {
-    pub fn new(asks: mpsc::UnboundedSender<Ask>, env: Arc<dyn ExecutionEnvironment>) -> Self {
-        Self { asks, handle: OnceLock::new(), env }
+    pub fn new(asks: mpsc::UnboundedSender<Ask>, env: Arc<dyn ExecutionEnvironment>, hunks: bool) -> Self {
+        Self { asks, handle: OnceLock::new(), env, hunks }
     }
 
     fn approval(&self) -> Approval {
         self.handle.get().map(|h| h.config().approval).unwrap_or(Approval::Review)
     }
 
-    /// Asks the client; `None` when the turn was cancelled or the client answered `cancelled`.
+    /// Asks the client; `None` when the turn was cancelled or there is no answer.
     async fn ask(
         &self,
         call_id: Option<String>,
         fields: ToolCallUpdateFields,
         options: Vec<PermissionOption>,
-    ) -> Option<String> {
+        meta: Option<Meta>,
+    ) -> Option<RequestPermissionResponse> {
         let (reply, answer) = oneshot::channel();
-        if self.asks.send(Ask { call_id, fields, options, reply }).is_err() {
+        if self.asks.send(Ask { call_id, fields, options, meta, reply }).is_err() {
             return None;
         }
         let cancelled = async {
@@ -87,9 +96,25 @@ impl AcpPort {
     }
 
     async fn commit(&self, change: ChangeSet) -> ChangeOutcome {
-        match DiskCommitter::new(Arc::clone(&self.env)).commit(change.accept_all()).await {
-            Ok(files) => ChangeOutcome { files, feedback: None, error: None },
-            Err(error) => ChangeOutcome::failed(error.to_string()),
+        self.commit_reviewed(change, Review::default()).await
+    }
+
+    /// Commits what the review accepted: each file as the answer decided, else accepted.
+    async fn commit_reviewed(&self, change: ChangeSet, review: Review) -> ChangeOutcome {
+        let feedback = review.feedback;
+        let resolved = match change
+            .resolve(|i, _| review.files.get(i).cloned().flatten().unwrap_or(FileDecision::Accept))
+        {
+            Ok(resolved) => resolved,
+            Err(e) => return ChangeOutcome { files: Vec::new(), feedback, error: Some(e.to_string()) },
+        };
+        if resolved.files.iter().all(|f| !f.accepted) {
+            let files = resolved.files.iter().map(FileOutcome::rejected).collect();
+            return ChangeOutcome { files, feedback, error: None };
+        }
+        match DiskCommitter::new(Arc::clone(&self.env)).commit(resolved).await {
+            Ok(files) => ChangeOutcome { files, feedback, error: None },
+            Err(error) => ChangeOutcome { files: Vec::new(), feedback, error: Some(error.to_string()) },
         }
     }
 }
@@ -166,15 +191,22 @@ impl EditorPort for AcpPort {
             .title(format!("Edit {shown}"))
             .content(content)
             .locations(locations);
-        match self.ask(None, fields, edit_options()).await.as_deref() {
-            Some(ALLOW_ONCE) => Ok(self.commit(change).await),
+        let meta = self.hunks.then(|| review::question(&change));
+        let answer = self.ask(None, fields, edit_options(), meta).await;
+        let review = review::answer(&change, answer.as_ref().and_then(|a| a.meta.as_ref()));
+        match answer.and_then(selected).as_deref() {
+            Some(ALLOW_ONCE) => Ok(self.commit_reviewed(change, review).await),
             Some(ALLOW_ALWAYS) => {
                 if let Some(handle) = self.handle.get() {
                     handle.configure(ConfigChange { approval: Some(Approval::Auto), ..Default::default() });
                 }
-                Ok(self.commit(change).await)
+                Ok(self.commit_reviewed(change, review).await)
             }
-            Some(_) => Ok(rejected(change, Some(format!("The user rejected the edit of {shown}.")), None)),
+            Some(_) => {
+                let reason =
+                    review.feedback.unwrap_or_else(|| format!("The user rejected the edit of {shown}."));
+                Ok(rejected(change, Some(reason), None))
+            }
             None => Ok(rejected(
                 change,
                 Some(format!(
@@ -206,7 +238,8 @@ impl EditorPort for AcpPort {
             ),
         };
         let fields = ToolCallUpdateFields::new().kind(kind).title(title).raw_input(raw);
-        match self.ask(Some(request.call_id.clone()), fields, command_options()).await.as_deref() {
+        let answer = self.ask(Some(request.call_id.clone()), fields, command_options(), None).await;
+        match answer.and_then(selected).as_deref() {
             Some(ALLOW_ONCE) => PermissionDecision::AllowOnce,
             Some(ALLOW_ALWAYS) => PermissionDecision::AllowAlways,
             Some(REJECT_ALWAYS) => PermissionDecision::DenyAlways { feedback: None },

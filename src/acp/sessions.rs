@@ -177,7 +177,7 @@ async fn start(agent: &Arc<Agent>, request: Start) -> Result<Arc<AcpSession>, Er
         tracing::warn!("{report}");
     }
     let (asks_tx, asks) = tokio::sync::mpsc::unbounded_channel();
-    let port = Arc::new(AcpPort::new(asks_tx, builder.environment()));
+    let port = Arc::new(AcpPort::new(asks_tx, builder.environment(), super::review::opted_in(&client)));
     let resumed = !request.history.is_empty();
     let built = builder
         .build(SessionParts {

@@ -37,7 +37,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::modes;
-use super::port::{Ask, selected};
+use super::port::Ask;
 use super::sessions::{AcpSession, Waiter};
 use super::wire::Wire;
 use crate::session::{CallOutcome, CallStatus, EndReason, Event, EventData, TranscriptSink};
@@ -168,14 +168,15 @@ impl Pump {
             self.session.id.clone(),
             ToolCallUpdate::new(call_id, ask.fields),
             ask.options,
-        );
+        )
+        .meta(ask.meta);
         let wire = Arc::clone(&self.wire);
         let reply = ask.reply;
         tokio::spawn(async move {
             let answer =
                 wire.request::<RequestPermissionResponse>("session/request_permission", request).await;
             let _ = reply.send(match answer {
-                Ok(response) => selected(response),
+                Ok(response) => Some(response),
                 Err(e) => {
                     tracing::warn!("session/request_permission failed: {}", e.message);
                     None

@@ -6,7 +6,8 @@
 //
 // Scenario: { capabilities: {fs: {readTextFile, writeTextFile}, terminal},
 //             buffers: {"/abs/path": "unsaved text"},   // what fs/read_text_file answers
-//             permissions: ["allow_once" | "allow_always" | "reject_once" | "reject_always" | "cancel"],
+//             permissions: ["allow_once" | "allow_always" | "reject_once" | "reject_always" | "cancel"
+//                           | {kind, meta}],   // meta: the answer's _meta
 //             steps: [{op: "initialize" | "new" | "load" | "resume" | "list" | "close" | "prompt" |
 //                      "set_mode" | "set_config" | "raw", ...}] }
 // "$session" in a step's strings is the id of the session the last `new` created.
@@ -37,8 +38,10 @@ const app = acp
     out({ type: "update", sessionId: params.sessionId, update: params.update });
   })
   .onRequest(acp.methods.client.session.requestPermission, async ({ params }) => {
-    const answer = answers.shift() ?? "reject_once";
-    out({ type: "permission", toolCall: params.toolCall, options: params.options, answer });
+    const entry = answers.shift() ?? "reject_once";
+    const answer = typeof entry === "string" ? entry : entry.kind;
+    const meta = typeof entry === "string" ? undefined : entry.meta;
+    out({ type: "permission", toolCall: params.toolCall, options: params.options, meta: params._meta ?? null, answer });
     if (answer === "cancel") {
       await connection.notify(acp.methods.agent.session.cancel, { sessionId: params.sessionId });
       return { outcome: { outcome: "cancelled" } };
@@ -48,7 +51,7 @@ const app = acp
       out({ type: "no-such-option", answer });
       return { outcome: { outcome: "cancelled" } };
     }
-    return { outcome: { outcome: "selected", optionId: option.optionId } };
+    return { outcome: { outcome: "selected", optionId: option.optionId }, ...(meta ? { _meta: meta } : {}) };
   })
   .onRequest(acp.methods.client.fs.readTextFile, ({ params }) => {
     if (!caps.fs?.readTextFile) return unadvertised("fs/read_text_file");
