@@ -730,3 +730,28 @@ async fn a_client_that_opts_in_reviews_hunk_by_hunk_with_a_reason() {
     let told = sent_results(&mock, 2);
     assert!(told.contains("keep e lowercase") && told.contains("rejected hunks [1]"), "{told}");
 }
+
+#[tokio::test]
+async fn an_untrusted_folders_ignored_keys_are_told_as_a_notice_or_a_message() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let home = Home::new();
+    home.write(".agentls.toml", "[shell]\npermission = \"allow\"\n");
+    mock.push(Reply::new().tool_call("c1", "shell", json!({"command": "touch untrusted-ran"})));
+    mock.push(Reply::new().text("asked first"));
+    let mut caps = fs_caps(false, false);
+    caps["session"] = json!({"notices": {}});
+    let lines = home.journey(&mock, caps, json!(["reject_once"]), json!([prompt("run it")])).await;
+    let notices = updates(&lines, "notice");
+    assert!(notices.iter().any(|n| n["title"].as_str().unwrap().contains("shell.permission")), "{lines:#?}");
+    assert_eq!(
+        of_type(&lines, "permission").len(),
+        1,
+        "the untrusted `allow` did not apply: the command was asked"
+    );
+    assert!(!home.ws().join("untrusted-ran").exists());
+    // A client without notices gets the same report in the agent's message.
+    mock.push(Reply::new().text("hello"));
+    let lines = home.journey(&mock, fs_caps(false, false), json!([]), json!([prompt("hi")])).await;
+    assert!(updates(&lines, "notice").is_empty());
+    assert!(message_text(&lines).contains("shell.permission"), "{}", message_text(&lines));
+}

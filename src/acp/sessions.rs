@@ -210,7 +210,12 @@ async fn start(agent: &Arc<Agent>, request: Start) -> Result<Arc<AcpSession>, Er
     });
     agent.sessions().insert(id.clone(), Arc::clone(&session));
     tracing::info!(session = %id, profile = profile.as_str(), model = %model, resumed, "ACP session started");
-    let pump = Pump::new(Arc::clone(&session), Arc::clone(&agent.wire), built.transcript);
+    let pump = Pump::new(
+        Arc::clone(&session),
+        Arc::clone(&agent.wire),
+        built.transcript,
+        client.session.as_ref().is_some_and(|s| s.notices.is_some()),
+    );
     tokio::spawn(async move {
         pump.run(events, asks).await;
         let _ = ended_tx.send(());

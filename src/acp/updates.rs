@@ -12,6 +12,8 @@
 //! | `processing_end` | `usage_update`, then the prompt's stop reason |
 //! | `config_changed` | `current_mode_update`, `config_option_update` |
 //! | `compaction` after `/compact` | `agent_message_chunk` saying what was summarised |
+//! | `warning` (the trust report, context use, MCP servers) | `notice` when the client shows them, else a quoted line of `agent_message_chunk` |
+//! | `error` | `notice` when the client shows them (the prompt's error says it anyway) |
 //!
 //! Invariants:
 //! - The pump is the only reader of its session's events and sends them in order; a question
@@ -28,10 +30,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use agent_client_protocol_schema::v1::{
-    ConfigOptionUpdate, ContentBlock, ContentChunk, CurrentModeUpdate, RequestPermissionRequest,
-    RequestPermissionResponse, SessionInfoUpdate, SessionNotification, SessionUpdate, StopReason, ToolCall,
-    ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
-    UsageUpdate,
+    ConfigOptionUpdate, ContentBlock, ContentChunk, CurrentModeUpdate, Notice, NoticeSeverity,
+    RequestPermissionRequest, RequestPermissionResponse, SessionInfoUpdate, SessionNotification,
+    SessionUpdate, StopReason, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
+    ToolCallUpdateFields, ToolKind, UsageUpdate,
 };
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -112,6 +114,8 @@ pub struct Pump {
     cwd: PathBuf,
     /// The last `error` event's message: a failed prompt's error.
     last_error: Option<String>,
+    /// The client shows `notice` updates (`clientCapabilities.session.notices`).
+    notices: bool,
 }
 
 impl Pump {
@@ -119,9 +123,30 @@ impl Pump {
         session: Arc<AcpSession>,
         wire: Arc<Wire>,
         transcript: Option<Arc<dyn TranscriptSink>>,
+        notices: bool,
     ) -> Self {
         let cwd = session.cwd.clone();
-        Self { session, wire, transcript, calls: HashMap::new(), last_started: None, cwd, last_error: None }
+        Self {
+            session,
+            wire,
+            transcript,
+            calls: HashMap::new(),
+            last_started: None,
+            cwd,
+            last_error: None,
+            notices,
+        }
+    }
+
+    /// Something the user should know: a `notice` when the client shows them, else a line of
+    /// the agent's message.
+    fn tell(&self, severity: NoticeSeverity, message: String) {
+        let update = if self.notices {
+            SessionUpdate::Notice(Notice::new(severity, message))
+        } else {
+            SessionUpdate::AgentMessageChunk(ContentChunk::new(text(format!("\n> agentls: {message}\n\n"))))
+        };
+        self.update(update);
     }
 
     fn update(&self, update: SessionUpdate) {
@@ -271,14 +296,26 @@ impl Pump {
             EventData::Warning(warning) => {
                 tracing::info!(session = %self.session.id, "warning: {}", warning.message);
                 let mut turns = self.session.turns();
-                if let Some(Waiter::Compact { reply }) = turns.waiter.take() {
+                if matches!(turns.waiter, Some(Waiter::Compact { .. }))
+                    && let Some(Waiter::Compact { reply }) = turns.waiter.take()
+                {
+                    // `/compact` found nothing to summarise: that is its answer.
                     drop(turns);
                     self.update(SessionUpdate::AgentMessageChunk(ContentChunk::new(text(warning.message))));
                     let _ = reply.send(Ok(StopReason::EndTurn));
+                } else {
+                    drop(turns);
+                    self.tell(NoticeSeverity::Warning, warning.message);
                 }
             }
             EventData::Error(error) => {
                 tracing::warn!(session = %self.session.id, "error: {}", error.message);
+                if self.notices {
+                    self.update(SessionUpdate::Notice(Notice::new(
+                        NoticeSeverity::Error,
+                        error.message.clone(),
+                    )));
+                }
                 self.last_error = Some(error.message);
             }
             EventData::ProcessingEnd(end) => {
