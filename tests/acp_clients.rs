@@ -530,7 +530,7 @@ async fn load_replays_the_history_and_resume_goes_on_with_it() {
 }
 
 #[tokio::test]
-async fn an_mcp_server_from_session_new_is_offered_and_its_call_is_asked_about() {
+async fn mcp_servers_from_session_new_over_stdio_and_http_are_offered_and_their_calls_asked_about() {
     let mock = MockProvider::start(Dialect::Anthropic).await;
     let home = Home::new();
     let servers = {
@@ -540,25 +540,47 @@ async fn an_mcp_server_from_session_new_is_offered_and_its_call_is_asked_about()
         PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
     };
     let everything = servers.join("npm/node_modules/.bin/mcp-server-everything");
+    // The same server over Streamable HTTP, on a free port.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut web = tokio::process::Command::new(&everything)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("server-everything starts");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
+        assert!(std::time::Instant::now() < deadline, "server-everything did not listen on {port}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     mock.push(Reply::new().tool_call("c1", "mcp__everything__echo", json!({"message": "via-acp"})));
-    mock.push(Reply::new().text("echoed"));
+    mock.push(Reply::new().tool_call("c2", "mcp__web__get-sum", json!({"a": 2, "b": 40})));
+    mock.push(Reply::new().text("echoed and added"));
     let lines = home
         .drive(
             &mock,
-            json!({"capabilities": fs_caps(false, false), "permissions": ["allow_once"], "steps": [
+            json!({"capabilities": fs_caps(false, false), "permissions": ["allow_once", "allow_once"], "steps": [
                 {"op": "initialize"},
-                {"op": "new", "cwd": home.ws(), "mcpServers": [{"name": "everything", "command": everything, "args": ["stdio"], "env": []}]},
-                {"op": "prompt", "prompt": [{"type": "text", "text": "echo"}]},
+                {"op": "new", "cwd": home.ws(), "mcpServers": [
+                    {"name": "everything", "command": everything, "args": ["stdio"], "env": []},
+                    {"type": "http", "name": "web", "url": format!("http://127.0.0.1:{port}/mcp"), "headers": []},
+                ]},
+                prompt("echo, then add"),
             ]}),
         )
         .await;
+    let _ = web.kill().await;
     assert_eq!(response(&lines, "prompt")["result"]["stopReason"], "end_turn", "{lines:#?}");
     let tools = mock.requests()[0].body["tools"].to_string();
-    assert!(tools.contains("mcp__everything__echo"), "{tools}");
+    assert!(tools.contains("mcp__everything__echo") && tools.contains("mcp__web__get-sum"), "{tools}");
     let asked = of_type(&lines, "permission");
-    assert_eq!(asked.len(), 1);
+    assert_eq!(asked.len(), 2);
     assert_eq!(asked[0]["toolCall"]["rawInput"]["tool"], "echo");
+    assert_eq!(asked[1]["toolCall"]["rawInput"]["server"], "web");
     assert!(sent_results(&mock, 1).contains("via-acp"), "{}", sent_results(&mock, 1));
+    assert!(sent_results(&mock, 2).contains("42"), "{}", sent_results(&mock, 2));
 }
 
 /// `acpx --agent 'agentls acp' --format json <flags> exec PROMPT` in the workspace: the JSON-RPC
