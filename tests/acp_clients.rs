@@ -107,6 +107,8 @@ impl Home {
             .collect();
         assert!(out.status.success(), "driver failed: {}\n{lines:#?}", String::from_utf8_lossy(&out.stderr));
         assert!(lines.iter().any(|l| l["type"] == "done"), "{lines:#?}");
+        let exit = lines.iter().find(|l| l["type"] == "exit").expect("the agent exited");
+        assert_eq!(exit["code"], 0, "the agent ends cleanly when the client closes its input");
         assert!(
             !lines.iter().any(|l| l["type"] == "unadvertised"),
             "an unadvertised client method was called: {lines:#?}"

@@ -145,3 +145,32 @@ async fn malformed_and_out_of_order_messages_are_answered_and_the_agent_goes_on(
         .expect("wait");
     assert!(status.success(), "{status}");
 }
+
+#[tokio::test]
+async fn a_second_prompt_while_one_runs_is_refused_and_cancel_ends_the_first() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    mock.push(Reply::new().text("slow answer").delay(Duration::from_secs(30)));
+    let home = tempfile::tempdir().unwrap();
+    let ws = home.path().canonicalize().unwrap();
+    let mut agent = Agent::start(&mock, &ws);
+    agent.send(&request(1, "initialize", json!({"protocolVersion": 1, "clientCapabilities": {}}))).await;
+    agent.response(1).await;
+    agent.send(&request(2, "session/new", json!({"cwd": ws, "mcpServers": []}))).await;
+    let id = agent.response(2).await["result"]["sessionId"].as_str().unwrap().to_string();
+    let text = |t: &str| json!([{"type": "text", "text": t}]);
+    agent.send(&request(3, "session/prompt", json!({"sessionId": id, "prompt": text("first")}))).await;
+    // The first input has started once its title is announced.
+    loop {
+        let message = agent.next().await;
+        if message["params"]["update"]["sessionUpdate"] == "session_info_update" {
+            break;
+        }
+    }
+    agent.send(&request(4, "session/prompt", json!({"sessionId": id, "prompt": text("second")}))).await;
+    let refused = agent.response(4).await;
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    agent
+        .send(&json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": id}}).to_string())
+        .await;
+    assert_eq!(agent.response(3).await["result"]["stopReason"], "cancelled");
+}
