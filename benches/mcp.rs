@@ -17,8 +17,8 @@
 //! Usage: `cargo bench --bench mcp [-- --calls N --rounds N]`; without `--bench` (as `cargo test
 //! --all-targets` runs it) a short smoke run of every measurement.
 
-#[path = "../tests/support/mcp_servers.rs"]
-mod mcp_servers;
+#[path = "../tests/support/installed.rs"]
+mod installed;
 #[allow(dead_code)]
 #[path = "../tests/support/mock_provider.rs"]
 mod mock_provider;
@@ -214,10 +214,10 @@ fn row(what: &str, direct: &mut [f64], through: &mut [f64]) {
 #[tokio::main]
 async fn main() {
     let Options { calls, rounds } = options();
-    let everything = mcp_servers::everything();
-    let time_server = mcp_servers::time_server();
+    let everything = installed::everything();
+    let time_server = installed::time_server();
     let load_before = load();
-    let (mut http, url) = mcp_servers::everything_http().await;
+    let (mut http, url) = installed::everything_http().await;
     let stdio_config =
         format!("[mcp_servers.everything]\ncommand = \"{}\"\npermission = \"allow\"\n", everything.display());
     let http_config = format!("[mcp_servers.everything]\nurl = \"{url}\"\npermission = \"allow\"\n");

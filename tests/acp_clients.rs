@@ -10,7 +10,6 @@ mod session_harness;
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -20,18 +19,8 @@ use support::mock_provider::{Dialect, MockProvider, Turn as Reply};
 const KEY: &str = "sk-test-secret-value-123";
 
 /// The folder the clients are installed in (installed on first use, once per test run).
-fn clients() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/install-acp-clients");
-        let out = std::process::Command::new(&script).output().expect("scripts/install-acp-clients runs");
-        assert!(
-            out.status.success(),
-            "installing the ACP clients failed (npm must be reachable once):\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
-    })
+fn clients() -> PathBuf {
+    support::installed::installed("install-acp-clients")
 }
 
 fn node() -> PathBuf {
@@ -535,28 +524,9 @@ async fn load_replays_the_history_and_resume_goes_on_with_it() {
 async fn mcp_servers_from_session_new_over_stdio_and_http_are_offered_and_their_calls_asked_about() {
     let mock = MockProvider::start(Dialect::Anthropic).await;
     let home = Home::new();
-    let servers = {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/install-mcp-servers");
-        let out = std::process::Command::new(&script).output().expect("scripts/install-mcp-servers runs");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
-    };
-    let everything = servers.join("npm/node_modules/.bin/mcp-server-everything");
-    // The same server over Streamable HTTP, on a free port.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let mut web = tokio::process::Command::new(&everything)
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("server-everything starts");
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
-        assert!(std::time::Instant::now() < deadline, "server-everything did not listen on {port}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let everything = support::installed::everything();
+    // The same server over Streamable HTTP.
+    let (mut web, url) = support::installed::everything_http().await;
     mock.push(Reply::new().tool_call("c1", "mcp__everything__echo", json!({"message": "via-acp"})));
     mock.push(Reply::new().tool_call("c2", "mcp__web__get-sum", json!({"a": 2, "b": 40})));
     mock.push(Reply::new().text("echoed and added"));
@@ -567,7 +537,7 @@ async fn mcp_servers_from_session_new_over_stdio_and_http_are_offered_and_their_
                 {"op": "initialize"},
                 {"op": "new", "cwd": home.ws(), "mcpServers": [
                     {"name": "everything", "command": everything, "args": ["stdio"], "env": []},
-                    {"type": "http", "name": "web", "url": format!("http://127.0.0.1:{port}/mcp"), "headers": []},
+                    {"type": "http", "name": "web", "url": url, "headers": []},
                 ]},
                 prompt("echo, then add"),
             ]}),

@@ -16,17 +16,17 @@ use agentls::profiles::ProfileKind;
 use serde_json::{Value, json};
 use session_harness::calls::sent_result;
 use support::exec_binary::{USER_CONFIG, exec_command, trust_folder};
-use support::mcp_servers;
+use support::installed;
 use support::mock_provider::{Dialect, MockProvider, Turn as Reply};
 
 const KEY: &str = "sk-test-secret-value-123";
 
 fn everything() -> String {
-    mcp_servers::everything().display().to_string()
+    installed::everything().display().to_string()
 }
 
 fn time_server() -> String {
-    mcp_servers::time_server().display().to_string()
+    installed::time_server().display().to_string()
 }
 
 fn fixture() -> String {
@@ -120,7 +120,7 @@ async fn server_everything_over_stdio_asks_then_runs_when_allowed() {
 
 #[tokio::test]
 async fn server_everything_over_streamable_http() {
-    let (mut server, url) = mcp_servers::everything_http().await;
+    let (mut server, url) = installed::everything_http().await;
     let dir = tempfile::tempdir().unwrap();
     user_config(dir.path(), &format!("[mcp_servers.web]\nurl = \"{url}\"\npermission = \"allow\"\n"));
     let mock = MockProvider::start(Dialect::Anthropic).await;

@@ -57,7 +57,7 @@ impl Server {
 
 #[tokio::test]
 async fn the_editor_is_asked_with_the_server_tool_and_arguments_and_the_call_runs() {
-    let everything = support::mcp_servers::everything();
+    let everything = support::installed::everything();
     let server =
         Server::start(&format!("[mcp_servers.everything]\ncommand = \"{}\"\n", everything.display())).await;
     server.mock.push(Turn::new().tool_call(
@@ -222,7 +222,7 @@ async fn the_editor_lists_servers_and_restarts_one() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("fixture.log");
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/misbehaving.py");
-    let everything = support::mcp_servers::everything();
+    let everything = support::installed::everything();
     let server = Server::start(&format!(
         "[mcp_servers.bad]\ncommand = \"python3\"\nargs = [\"{fixture}\"]\nenv = {{ MCP_FIXTURE_LOG = \"{log}\" }}\n\
          permission = \"allow\"\ndeny_tools = [\"crash\"]\n\

@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 pub mod exec_binary;
-pub mod mcp_servers;
+pub mod installed;
 pub mod mock_provider;
 
 use std::time::Duration;
