@@ -242,7 +242,7 @@ async fn handle(agent: &Arc<Agent>, request: ClientRequest) -> Handled {
     }
 }
 
-/// Where a session's files are, for error messages.
+/// A session's working directory: absolute (as ACP requires), canonical, and a directory.
 fn absolute(cwd: &std::path::Path) -> Result<PathBuf, Error> {
     if !cwd.is_absolute() {
         return Err(Error::invalid_params()

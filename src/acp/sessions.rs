@@ -47,6 +47,26 @@ pub struct Turns {
     pub submitted: u64,
     pub started: u64,
     pub waiter: Option<Waiter>,
+    /// A `session/cancel` waits for its marker (a `config_changed` the handle emitted after it):
+    /// every input that started before the cancel has announced itself by then.
+    pub cancel_marker: bool,
+}
+
+impl Turns {
+    /// At the cancel's marker: a prompt whose input never started (a cancel drops the inputs
+    /// queued before it) or whose compaction was dropped ends now, as cancelled.
+    pub fn cancelled(&mut self) {
+        let unstarted = match &self.waiter {
+            Some(Waiter::Input { input, .. }) => *input > self.started,
+            Some(Waiter::Compact { .. }) => true,
+            None => false,
+        };
+        self.submitted = self.started;
+        if unstarted && let Some(Waiter::Input { reply, .. } | Waiter::Compact { reply }) = self.waiter.take()
+        {
+            let _ = reply.send(Ok(StopReason::Cancelled));
+        }
+    }
 }
 
 /// A session this agent hosts.
@@ -66,22 +86,12 @@ impl AcpSession {
         self.turns.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// `session/cancel`: the turn stops; a prompt whose input had not started yet ends now.
+    /// `session/cancel`: the turn stops. Whether the prompt's input had started is known once
+    /// the events emitted before the cancel are seen: the pump settles it at the marker.
     pub fn cancel(&self) {
         self.handle.cancel();
-        let mut turns = self.turns();
-        let waiting_for_unstarted = match &turns.waiter {
-            Some(Waiter::Input { input, .. }) => *input > turns.started,
-            Some(Waiter::Compact { .. }) => true,
-            None => false,
-        };
-        if waiting_for_unstarted {
-            // A cancel drops the inputs queued before it: they never start.
-            turns.submitted = turns.started;
-            if let Some(Waiter::Input { reply, .. } | Waiter::Compact { reply }) = turns.waiter.take() {
-                let _ = reply.send(Ok(StopReason::Cancelled));
-            }
-        }
+        self.turns().cancel_marker = true;
+        self.handle.configure(ConfigChange::default());
     }
 
     pub fn close(&self) {

@@ -116,6 +116,9 @@ pub struct Pump {
     last_error: Option<String>,
     /// The client shows `notice` updates (`clientCapabilities.session.notices`).
     notices: bool,
+    /// The mode and model the client was last told of (a `config_changed` that changes neither,
+    /// such as a cancel's marker, is not announced).
+    config: Option<(crate::config::Approval, String)>,
 }
 
 impl Pump {
@@ -126,6 +129,7 @@ impl Pump {
         notices: bool,
     ) -> Self {
         let cwd = session.cwd.clone();
+        let current = session.handle.config();
         Self {
             session,
             wire,
@@ -135,6 +139,7 @@ impl Pump {
             cwd,
             last_error: None,
             notices,
+            config: Some((current.approval, current.model)),
         }
     }
 
@@ -273,11 +278,21 @@ impl Pump {
                 self.update(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(end.call_id, fields)));
             }
             EventData::ConfigChanged(change) => {
-                self.update(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(modes::mode_of(
-                    change.approval,
-                ))));
-                let options = modes::config_options(change.approval, &change.model);
-                self.update(SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(options)));
+                {
+                    let mut turns = self.session.turns();
+                    if std::mem::take(&mut turns.cancel_marker) {
+                        turns.cancelled();
+                    }
+                }
+                let config = (change.approval, change.model.clone());
+                if self.config.as_ref() != Some(&config) {
+                    self.update(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(modes::mode_of(
+                        change.approval,
+                    ))));
+                    let options = modes::config_options(change.approval, &change.model);
+                    self.update(SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(options)));
+                }
+                self.config = Some(config);
             }
             EventData::Compaction(c) => {
                 let mut turns = self.session.turns();
