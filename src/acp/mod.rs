@@ -94,7 +94,8 @@ impl Agent {
     }
 }
 
-/// Runs the agent on stdin/stdout until the client closes stdin.
+/// Runs the agent on stdin/stdout until the client closes stdin, on one thread (a current-thread
+/// runtime, as `agentls serve`; `sessions.rs` relies on it for `session/cancel`).
 pub fn run(env: Env) -> std::io::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async move {

@@ -9,6 +9,10 @@
 //! - The MCP servers a client passes in `session/new` join the session's configured ones as the
 //!   host's own layer (stdio and Streamable HTTP; SSE is refused, as `initialize` says).
 //! - A session is registered before its pump runs; its pump is the only reader of its events.
+//! - A prompt answers once: at its input's `processing_end`, or, when `session/cancel` dropped
+//!   the input before it started, at the cancel's marker. This relies on the agent's
+//!   current-thread runtime: a session announces an input (`user_input`) in the same poll that
+//!   takes it up, so no cancel falls between the two.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
