@@ -708,14 +708,14 @@ async fn a_client_that_opts_in_reviews_hunk_by_hunk_with_a_reason() {
     ));
     mock.push(Reply::new().text("kept e"));
     let mut caps = fs_caps(false, false);
-    caps["_meta"] = json!({"agentls.dev/review": {"hunks": true}});
-    let answer = json!({"kind": "allow_once", "meta": {"agentls.dev/review": {
+    caps["_meta"] = json!({"dev.agentls/review": {"hunks": true}});
+    let answer = json!({"kind": "allow_once", "meta": {"dev.agentls/review": {
         "files": [{"path": file.display().to_string(), "hunks": [0]}],
         "feedback": "keep e lowercase",
     }}});
     let lines = home.journey(&mock, caps, json!([answer]), json!([prompt("capitalise a and e")])).await;
     assert_eq!(response(&lines, "prompt")["result"]["stopReason"], "end_turn");
-    let asked = &of_type(&lines, "permission")[0]["meta"]["agentls.dev/review"]["files"][0];
+    let asked = &of_type(&lines, "permission")[0]["meta"]["dev.agentls/review"]["files"][0];
     assert_eq!(asked["path"], file.display().to_string());
     let hunks = asked["hunks"].as_array().expect("hunks");
     assert_eq!(hunks.len(), 2, "{asked}");

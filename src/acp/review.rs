@@ -1,5 +1,5 @@
 //! The agentls per-hunk review, an ACP extension carried in `_meta` under [`KEY`] for clients
-//! that opt in (`clientCapabilities._meta["agentls.dev/review"] = {"hunks": true}`).
+//! that opt in (`clientCapabilities._meta["dev.agentls/review"] = {"hunks": true}`).
 //!
 //! The question (`session/request_permission`) then carries each file's hunks; the client's
 //! answer may carry, per file, the hunks it accepts, a text it edited, or a rejection, and a
@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::workspace::{ChangeSet, FileDecision};
 
 /// The `_meta` key of the extension.
-pub const KEY: &str = "agentls.dev/review";
+pub const KEY: &str = "dev.agentls/review";
 
 /// Whether the client asked for per-hunk reviews.
 pub fn opted_in(client: &ClientCapabilities) -> bool {
