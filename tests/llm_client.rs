@@ -227,6 +227,7 @@ async fn network_failures_name_the_url_and_are_retried() {
         api_key: None,
         api_key_var: None,
         chosen_by: "test".into(),
+        network: Default::default(),
     };
     let client = Client::new(settings).unwrap().with_retry(RetryPolicy { max_retries: 1, ..fast_retry() });
     let error = client.complete(&request()).await.unwrap_err();
@@ -263,6 +264,7 @@ async fn recorded_runs_replay_identically_without_secrets() {
         api_key: None,
         api_key_var: None,
         chosen_by: "test".into(),
+        network: Default::default(),
     })
     .unwrap();
     let (replayed, error) = collect(&replay, &request()).await;

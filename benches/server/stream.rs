@@ -186,6 +186,7 @@ pub fn in_process_client(rate: f64, count: usize) -> Result<StreamRun, String> {
         api_key: Some(Secret::new("sk-ant-bench-not-a-key")),
         api_key_var: None,
         chosen_by: "bench".into(),
+        network: Default::default(),
     })
     .map_err(|e| e.to_string())?;
     let runtime =

@@ -8,6 +8,7 @@
 
 mod choices;
 pub mod mcp;
+pub mod network;
 pub mod provider;
 mod secret;
 pub mod trust;
@@ -19,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 pub use choices::{ProfileKind, PromptSection, ReasoningEffort};
 pub use mcp::{McpLayer, McpPermission, McpServerLayer};
+pub use network::{NetworkSettings, ProxyUrl};
 pub use provider::{
     ProviderKind, ProviderSettings, ResolveError, SearchProvider, resolve_provider, resolve_search_provider,
 };
@@ -125,6 +127,11 @@ pub struct NetworkLayer {
     pub max_retries: Option<u32>,
     /// The first retry's delay when the provider names none; it doubles with each retry.
     pub retry_base_delay_ms: Option<u64>,
+    /// The HTTP proxy of model requests; wins over `HTTPS_PROXY`/`HTTP_PROXY`/`ALL_PROXY`.
+    pub proxy: Option<String>,
+    /// A PEM file of certificate authorities to trust besides the system's (a company's, or a
+    /// TLS-inspecting proxy's).
+    pub ca_file: Option<PathBuf>,
 }
 
 /// The model of `codebase_search`'s search helper (`[search]`); unset keys fall back to the
@@ -305,7 +312,7 @@ impl ConfigLayer {
         }
         if let Some(network) = other.network {
             let slot = self.network.get_or_insert_with(NetworkLayer::default);
-            merge_fields!(slot, network; read_timeout_ms, max_retries, retry_base_delay_ms);
+            merge_fields!(slot, network; read_timeout_ms, max_retries, retry_base_delay_ms, proxy, ca_file);
         }
         if let Some(search) = other.search {
             let slot = self.search.get_or_insert_with(SearchLayer::default);
@@ -431,6 +438,20 @@ impl ConfigLayer {
                 return Err(invalid(
                     &format!("prompt.profiles.{profile}.{section}"),
                     &format!("a section of the {profile} profile: {}", names.join(", ")),
+                ));
+            }
+        }
+        if let Some(network) = &self.network {
+            if let Some(Err(why)) = network.proxy.as_deref().map(|p| ProxyUrl::new(p).check()) {
+                return Err(invalid(
+                    "network.proxy",
+                    &format!("an HTTP proxy URL such as http://proxy.corp:3128: {why}"),
+                ));
+            }
+            if network.ca_file.as_deref().is_some_and(|f| !f.is_absolute() && !f.starts_with("~")) {
+                return Err(invalid(
+                    "network.ca_file",
+                    "an absolute path (or one under ~/) to a PEM file of CA certificates",
                 ));
             }
         }

@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Config, Env, Secret};
+use super::{Config, Env, NetworkSettings, Secret};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum ProviderKind {
@@ -111,6 +111,8 @@ pub struct ProviderSettings {
     pub api_key_var: Option<String>,
     /// How the provider was chosen, for `agentls doctor`.
     pub chosen_by: String,
+    /// The proxy and the extra certificate authorities requests go through.
+    pub network: NetworkSettings,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -221,6 +223,7 @@ fn settings_for(config: &Config, env: &Env, kind: ProviderKind, chosen_by: &str)
         api_key: found.and_then(|v| env.get(v)).map(Secret::new),
         api_key_var: found.or(key_vars.first()).cloned(),
         chosen_by: chosen_by.to_string(),
+        network: NetworkSettings::resolve(config, env),
     }
 }
 

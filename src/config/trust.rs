@@ -294,6 +294,26 @@ pub fn restrict(mut project: ConfigLayer, below: &ConfigLayer) -> (ConfigLayer, 
         project.allow_outside_workspace = None;
         ignore("allow_outside_workspace".into(), "would let tools reach files outside the workspace".into());
     }
+    if let Some(network) = project.network.as_mut() {
+        if let Some(proxy) = network.proxy.take() {
+            ignore(
+                "network.proxy".into(),
+                format!(
+                    "would send your requests, and your API keys, through the proxy {}",
+                    super::ProxyUrl::new(&proxy)
+                ),
+            );
+        }
+        if let Some(file) = network.ca_file.take() {
+            ignore(
+                "network.ca_file".into(),
+                format!(
+                    "would trust the certificate authorities in {}, which could then pose as your provider and read your API keys",
+                    file.display()
+                ),
+            );
+        }
+    }
     if let Some(file) = project.log.as_mut().and_then(|l| l.file.take()) {
         ignore("log.file".into(), format!("would write the log to {}", file.display()));
     }

@@ -158,6 +158,7 @@ impl Harness {
             api_key: Some(Secret::new("test-key-not-secret")),
             api_key_var: kind.key_vars().first().map(|v| v.to_string()),
             chosen_by: "test".into(),
+            network: Default::default(),
         };
         let client = Client::new(settings).expect("client").with_retry(RetryPolicy {
             max_retries: 2,
