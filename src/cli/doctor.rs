@@ -50,6 +50,7 @@ pub fn run(env: &Env, args: DoctorArgs) -> Result<ExitCode, String> {
     if let Some(var) = &settings.api_key_var {
         println!("key variable: {var} ({})", if settings.api_key.is_some() { "set" } else { "not set" });
     }
+    print_network(&settings);
     println!("search model (codebase_search): {}", search_model(&config, env));
     print_context(&config, &settings);
     print_mcp(&config, env, args.cwd.clone())?;
@@ -111,6 +112,37 @@ fn print_mcp(config: &Config, env: &Env, cwd: Option<std::path::PathBuf>) -> Res
         hub.shutdown().await;
     });
     Ok(())
+}
+
+/// How requests reach the provider: the proxy (never its credentials) and the trusted
+/// certificate authorities.
+fn print_network(settings: &ProviderSettings) {
+    let network = &settings.network;
+    let route = match url::Url::parse(&settings.base_url).ok().as_ref().and_then(|u| network.proxy_for(u)) {
+        Some(proxy) => format!("through the proxy {} ({})", proxy.url, proxy.source),
+        None if network.proxies.is_empty() => "direct (no proxy set)".to_string(),
+        None => "direct (NO_PROXY names the host)".to_string(),
+    };
+    println!("network: {route}");
+    if let Some(no_proxy) = &network.no_proxy {
+        println!("  no proxy for: {no_proxy}");
+    }
+    match crate::llm::http::trusted_roots(network) {
+        Ok(roots) => {
+            let mut trusted = vec![
+                "the bundled roots (Mozilla's)".to_string(),
+                format!("the system store ({} certificates)", roots.system),
+            ];
+            for (file, count) in &roots.files {
+                trusted.push(format!("{} {} ({count} certificates)", file.source, file.path.display()));
+            }
+            println!("  trusted certificate authorities: {}", trusted.join(", "));
+        }
+        Err(LlmError::Connection { message, .. }) => {
+            println!("  trusted certificate authorities: unusable: {message}")
+        }
+        Err(e) => println!("  trusted certificate authorities: unusable: {e}"),
+    }
 }
 
 /// The shell permission policy in force, as every host applies it.
@@ -257,8 +289,9 @@ fn ping(config: &Config, settings: ProviderSettings) -> Result<(), String> {
     let mut calibration =
         Calibration::new(SessionConfig::from_config(config, request.model.clone()).chars_per_token);
     let estimate = calibration.raw_tokens(request_chars(&request));
+    let retries = config.network().max_retries.unwrap_or(RetryPolicy::default().max_retries);
     let outcome = runtime.block_on(async {
-        tokio::time::timeout(PING_TIMEOUT, stream_reply(&client, &request))
+        tokio::time::timeout(PING_TIMEOUT, stream_reply(&client, &request, retries))
             .await
             .unwrap_or_else(|_| Err(format!("no complete answer within {} s", PING_TIMEOUT.as_secs())))
     });
@@ -288,11 +321,12 @@ struct PingReport {
     usage: Usage,
 }
 
-async fn stream_reply(client: &Client, request: &Request) -> Result<PingReport, String> {
+async fn stream_reply(client: &Client, request: &Request, retries: u32) -> Result<PingReport, String> {
     let started = Instant::now();
-    let retries = RetryPolicy::default().max_retries;
-    let describe = |e: LlmError| {
-        if e.is_retryable() { format!("{e} (gave up after {retries} retries)") } else { e.to_string() }
+    let describe = |e: LlmError| match (e.is_retryable(), retries) {
+        (false, _) => e.to_string(),
+        (true, 0) => format!("{e} (no retries: network.max_retries = 0)"),
+        (true, n) => format!("{e} (gave up after {n} retries)"),
     };
     let mut stream = client.stream(request).await.map_err(describe)?;
     let mut first = None;

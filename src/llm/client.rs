@@ -1,12 +1,12 @@
 //! `llm::Client`: one entry point for every provider. Owns retries, the read timeout, SSE
-//! decoding and cassette recording; adapters only translate. Invariants: all HTTP goes through one
-//! process-wide pooled `reqwest::Client`; a stream is retried only while nothing has been handed
+//! decoding and cassette recording; adapters only translate. Invariants: all HTTP goes through the
+//! pooled client of the provider's network setup (`llm::http`); a stream is retried only while nothing has been handed
 //! to the caller; a provider that sends nothing for the read timeout (before its answer, or
 //! between two reads of a stream) ends the call with an error; nothing follows a final response.
 
 use std::collections::VecDeque;
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use eventsource_stream::{EventStreamError, Eventsource};
@@ -19,27 +19,12 @@ use super::assemble::{distinct_call_ids, events_for};
 use super::cassette::{Exchange, ExchangeMode, Player, Recorder};
 use super::error::{LlmError, classify_http};
 use super::gemini::Gemini;
+use super::http::{self, Setup};
 use super::openai::OpenAiResponses;
 use super::openai_chat::OpenAiChat;
 use super::retry::RetryPolicy;
 use super::types::{Request, Response, StreamEvent};
 use crate::config::{Config, ProviderKind, ProviderSettings};
-
-/// The shared HTTP client (connection pool, TLS sessions) for the whole process.
-pub fn http_client() -> &'static reqwest::Client {
-    static HTTP: OnceLock<reqwest::Client> = OnceLock::new();
-    HTTP.get_or_init(|| {
-        // The read timeout is each client's own (`Client::with_read_timeout`), not the pool's.
-        reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(30))
-            .user_agent(concat!("agentls/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .unwrap_or_else(|e| {
-                tracing::warn!(error = %e, "falling back to a default HTTP client");
-                reqwest::Client::new()
-            })
-    })
-}
 
 pub type EventStream = BoxStream<'static, Result<StreamEvent, LlmError>>;
 
@@ -48,7 +33,7 @@ pub type EventStream = BoxStream<'static, Result<StreamEvent, LlmError>>;
 pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(600);
 
 enum Backend {
-    Http(Arc<dyn ProviderAdapter>),
+    Http(Arc<dyn ProviderAdapter>, Arc<Setup>),
     Replay(Arc<Player>),
 }
 
@@ -76,7 +61,7 @@ impl Client {
     /// A client for `settings`. For the replay provider `base_url` is the cassette path.
     pub fn new(settings: ProviderSettings) -> Result<Self, LlmError> {
         let backend = match adapter_for(&settings) {
-            Some(adapter) => Backend::Http(adapter),
+            Some(adapter) => Backend::Http(adapter, http::setup(&settings.network)),
             None => Backend::Replay(Arc::new(Player::open(Path::new(&settings.base_url))?)),
         };
         Ok(Self {
@@ -88,13 +73,22 @@ impl Client {
         })
     }
 
-    /// Builds ahead what the first request needs: the shared HTTP client and the members every
-    /// request of `request`'s kind repeats (tools, system prompt). A session calls it with its
-    /// first request's contents when it starts, so its first prompt does not wait for them.
+    /// Builds ahead what the first request needs: the members every request of `request`'s
+    /// kind repeats (tools, system prompt), the shared HTTP client and a connection to the
+    /// provider (`warm`). A session calls it with its first request's contents when it starts,
+    /// so its first prompt waits for none of them.
     pub fn prepare(&self, request: &Request) {
-        if let Backend::Http(adapter) = self.backend.as_ref() {
-            http_client();
+        if let Backend::Http(adapter, _) = self.backend.as_ref() {
             adapter.prepare(request);
+            self.warm();
+        }
+    }
+
+    /// Opens a connection to the provider in the background unless one is open or opening
+    /// (`llm::http`); returns at once.
+    pub fn warm(&self) {
+        if let Backend::Http(_, setup) = self.backend.as_ref() {
+            setup.warm(&self.settings.base_url);
         }
     }
 
@@ -158,7 +152,7 @@ impl Client {
                     }),
                 }
             }
-            Backend::Http(adapter) => self.complete_http(adapter.as_ref(), request).await,
+            Backend::Http(adapter, setup) => self.complete_http(adapter.as_ref(), setup, request).await,
         };
         if let Some(recorder) = &self.recorder {
             recorder.record(&Exchange {
@@ -176,13 +170,15 @@ impl Client {
     async fn complete_http(
         &self,
         adapter: &dyn ProviderAdapter,
+        setup: &Setup,
         request: &Request,
     ) -> Result<Response, LlmError> {
         let mut retry = 0;
         loop {
             let attempt = async {
                 let response =
-                    send(&self.settings, adapter.http_call(request, false)?, self.read_timeout).await?;
+                    send(&self.settings, setup, adapter.http_call(request, false)?, self.read_timeout)
+                        .await?;
                 let url = response.url().to_string();
                 let body = read_json(self.settings.kind, &url, response, self.read_timeout).await?;
                 let mut response = adapter.parse_response(&body)?;
@@ -219,10 +215,11 @@ impl Client {
                 }
                 futures::stream::iter(items).boxed()
             }
-            Backend::Http(adapter) => {
+            Backend::Http(adapter, setup) => {
                 let mut state = StreamState {
                     settings: self.settings.clone(),
                     adapter: adapter.clone(),
+                    setup: setup.clone(),
                     request: request.clone(),
                     retry_policy: self.retry,
                     read_timeout: self.read_timeout,
@@ -259,19 +256,33 @@ fn adapter_for(settings: &ProviderSettings) -> Option<Arc<dyn ProviderAdapter>> 
 /// answer within `read_timeout` is a network error.
 async fn send(
     settings: &ProviderSettings,
+    setup: &Setup,
     call: HttpCall,
     read_timeout: Duration,
 ) -> Result<reqwest::Response, LlmError> {
+    let client = setup.client().await.map_err(|e| match e {
+        LlmError::Connection { message, .. } => LlmError::Connection { url: call.url.clone(), message },
+        other => other,
+    })?;
+    setup.before_request(&call.url).await;
     tracing::debug!(provider = %settings.kind, url = %call.url, "model request");
     tracing::trace!(body = %call.body, "model request body");
-    let sent = http_client().post(&call.url).headers(call.headers).body(call.body.to_bytes()).send();
+    let sent = client.post(&call.url).headers(call.headers).body(call.body.to_bytes()).send();
     let response = tokio::time::timeout(read_timeout, sent)
         .await
         .map_err(|_| LlmError::Network { url: call.url.clone(), message: silent(read_timeout) })?
-        .map_err(|e| network_error(&call.url, &e))?;
+        .map_err(|e| http::describe(&call.url, setup.network(), &e))?;
+    setup.answered(&call.url);
     let status = response.status();
     if status.is_success() {
         return Ok(response);
+    }
+    // A proxy on the way to a plain `http://` provider asks for credentials in its answer.
+    if status == reqwest::StatusCode::PROXY_AUTHENTICATION_REQUIRED
+        && let Some(proxy) =
+            url::Url::parse(&call.url).ok().and_then(|u| setup.network().proxy_for(&u).cloned())
+    {
+        return Err(http::proxy_wants_credentials(&call.url, &proxy));
     }
     let headers = response.headers().clone();
     let mut body = tokio::time::timeout(read_timeout, response.text())
@@ -319,23 +330,6 @@ enum BodyError {
     Read(reqwest::Error),
     #[error("{}", silent(*.0))]
     Silent(Duration),
-}
-
-fn network_error(url: &str, e: &reqwest::Error) -> LlmError {
-    use std::error::Error;
-    // reqwest's own message repeats the URL; the innermost cause says what actually failed.
-    let mut cause: &dyn Error = e;
-    while let Some(next) = cause.source() {
-        cause = next;
-    }
-    let kind = if e.is_timeout() {
-        "timed out"
-    } else if e.is_connect() {
-        "connection failed"
-    } else {
-        "request failed"
-    };
-    LlmError::Network { url: url.to_string(), message: format!("{kind}: {cause}") }
 }
 
 type Source = BoxStream<'static, Result<eventsource_stream::Event, LlmError>>;
@@ -396,6 +390,7 @@ async fn read_json(
 struct StreamState {
     settings: ProviderSettings,
     adapter: Arc<dyn ProviderAdapter>,
+    setup: Arc<Setup>,
     request: Request,
     retry_policy: RetryPolicy,
     read_timeout: Duration,
@@ -414,7 +409,7 @@ impl StreamState {
             let attempt = async {
                 let call = self.adapter.http_call(&self.request, true)?;
                 let url = call.url.clone();
-                let response = send(&self.settings, call, self.read_timeout).await?;
+                let response = send(&self.settings, &self.setup, call, self.read_timeout).await?;
                 let kind = self.settings.kind;
                 if is_json(&response) {
                     let body = read_json(kind, &url, response, self.read_timeout).await?;

@@ -25,8 +25,13 @@ pub enum LlmError {
     Overloaded { provider: ProviderKind, message: String, retry_after: Option<Duration> },
     #[error("{provider} server error{}: {message}", status_suffix(*.status))]
     Server { provider: ProviderKind, status: Option<u16>, message: String, retry_after: Option<Duration> },
-    #[error("cannot reach {url}: {message}; check the base URL and your network")]
+    /// A failure a retry may mend; `message` says what failed and what to check.
+    #[error("cannot reach {url}: {message}")]
     Network { url: String, message: String },
+    /// A connection that cannot be made until the user changes something (an untrusted
+    /// certificate, a proxy that wants credentials, unusable network settings); never retried.
+    #[error("cannot reach {url}: {message}")]
+    Connection { url: String, message: String },
     #[error("the conversation does not fit the model's context window ({provider}: {message})")]
     ContextLengthExceeded { provider: ProviderKind, message: String },
     #[error("{provider} rejected the request{}: {message}", status_suffix(*.status))]
@@ -86,7 +91,7 @@ impl LlmError {
             | Self::StreamCut { message, .. }
             | Self::Provider { message, .. }
             | Self::Cassette { message, .. } => fix(message),
-            Self::Network { url, message } => {
+            Self::Network { url, message } | Self::Connection { url, message } => {
                 fix(url);
                 fix(message);
             }

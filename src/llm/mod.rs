@@ -8,13 +8,14 @@ pub mod cassette;
 pub mod client;
 pub mod error;
 pub mod gemini;
+pub mod http;
 pub mod openai;
 pub mod openai_chat;
 pub mod retry;
 pub mod schema;
 pub mod types;
 
-pub use client::{Client, EventStream, http_client};
+pub use client::{Client, EventStream};
 pub use error::LlmError;
 pub use retry::RetryPolicy;
 pub use types::{
