@@ -10,6 +10,8 @@
 //! ```
 //! For a binary under test in another process, pass `mock.env()` (the base-URL variable).
 //! When the queue is empty the server answers 500 with a message naming the request.
+//! `MockProvider::start_tls` serves the same over TLS (see `tls.rs` for a CA made at test time);
+//! it does not record the `HEAD` requests that warm a connection.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
@@ -18,8 +20,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpListener;
 
 /// The four wire dialects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -369,6 +371,9 @@ struct State {
     /// task), so concurrent sessions each get their own script.
     routed: Vec<(String, VecDeque<Reply>)>,
     requests: Vec<RecordedRequest>,
+    handshakes: usize,
+    failed_handshakes: usize,
+    warmups: usize,
 }
 
 /// The first user message of a request body, as JSON text ("" when there is none).
@@ -390,6 +395,7 @@ pub fn first_user_message(dialect: Dialect, body: &Value) -> String {
 pub struct MockProvider {
     dialect: Dialect,
     addr: SocketAddr,
+    tls: bool,
     state: Arc<Mutex<State>>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -414,7 +420,42 @@ impl MockProvider {
                 });
             }
         });
-        Self { dialect, addr, state, task }
+        Self { dialect, addr, tls: false, state, task }
+    }
+
+    /// The same over TLS with `acceptor`'s certificate (`https://127.0.0.1:PORT`). Handshakes
+    /// that fail (a client that does not trust the certificate) are counted, not served.
+    pub async fn start_tls(dialect: Dialect, acceptor: tokio_rustls::TlsAcceptor) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1");
+        let addr = listener.local_addr().expect("local addr");
+        let state = Arc::new(Mutex::new(State::default()));
+        let shared = state.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                let (state, acceptor) = (shared.clone(), acceptor.clone());
+                tokio::spawn(async move {
+                    match acceptor.accept(socket).await {
+                        Ok(stream) => {
+                            state.lock().unwrap().handshakes += 1;
+                            let _ = serve_connection(stream, dialect, state).await;
+                        }
+                        Err(_) => state.lock().unwrap().failed_handshakes += 1,
+                    }
+                });
+            }
+        });
+        Self { dialect, addr, tls: true, state, task }
+    }
+
+    /// TLS handshakes completed (connections opened) and refused so far.
+    pub fn handshakes(&self) -> (usize, usize) {
+        let state = self.state.lock().unwrap();
+        (state.handshakes, state.failed_handshakes)
+    }
+
+    /// `HEAD` requests received (connections warmed), which are answered but not recorded.
+    pub fn warmups(&self) -> usize {
+        self.state.lock().unwrap().warmups
     }
 
     pub fn dialect(&self) -> Dialect {
@@ -427,9 +468,10 @@ impl MockProvider {
 
     /// The base URL as the provider's config expects it (`/v1` only for OpenAI dialects).
     pub fn url(&self) -> String {
+        let scheme = if self.tls { "https" } else { "http" };
         match self.dialect {
-            Dialect::OpenAiResponses | Dialect::OpenAiChat => format!("http://{}/v1", self.addr),
-            _ => format!("http://{}", self.addr),
+            Dialect::OpenAiResponses | Dialect::OpenAiChat => format!("{scheme}://{}/v1", self.addr),
+            _ => format!("{scheme}://{}", self.addr),
         }
     }
 
@@ -474,13 +516,18 @@ impl MockProvider {
 }
 
 async fn serve_connection(
-    mut socket: TcpStream,
+    mut socket: impl AsyncRead + AsyncWrite + Unpin,
     dialect: Dialect,
     state: Arc<Mutex<State>>,
 ) -> std::io::Result<()> {
     let mut buf = Vec::new();
     loop {
         let Some(request) = read_request(&mut socket, &mut buf).await? else { return Ok(()) };
+        if request.method == "HEAD" {
+            state.lock().unwrap().warmups += 1;
+            socket.write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n").await?;
+            continue;
+        }
         let streaming = match dialect {
             Dialect::Gemini => request.path.contains(":streamGenerateContent"),
             _ => request.body.get("stream").and_then(Value::as_bool) == Some(true),
@@ -542,7 +589,10 @@ async fn serve_connection(
     }
 }
 
-async fn read_request(socket: &mut TcpStream, buf: &mut Vec<u8>) -> std::io::Result<Option<RecordedRequest>> {
+async fn read_request(
+    socket: &mut (impl AsyncRead + Unpin),
+    buf: &mut Vec<u8>,
+) -> std::io::Result<Option<RecordedRequest>> {
     let head_end = loop {
         if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             break pos;
@@ -597,7 +647,7 @@ fn reason_phrase(status: u16) -> &'static str {
 }
 
 async fn write_json(
-    socket: &mut TcpStream,
+    socket: &mut (impl AsyncWrite + Unpin),
     status: u16,
     headers: &[(String, String)],
     body: &Value,
@@ -616,7 +666,11 @@ async fn write_json(
     socket.write_all(&body).await
 }
 
-async fn write_sse(socket: &mut TcpStream, events: &[Vec<u8>], delay: Duration) -> std::io::Result<()> {
+async fn write_sse(
+    socket: &mut (impl AsyncWrite + Unpin),
+    events: &[Vec<u8>],
+    delay: Duration,
+) -> std::io::Result<()> {
     let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n";
     socket.write_all(head.as_bytes()).await?;
     for event in events {

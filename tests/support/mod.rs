@@ -3,7 +3,9 @@
 
 pub mod exec_binary;
 pub mod installed;
+pub mod mitmproxy;
 pub mod mock_provider;
+pub mod tls;
 
 use std::time::Duration;
 
@@ -35,6 +37,7 @@ pub fn settings_for(mock: &MockProvider, model: &str) -> ProviderSettings {
         api_key: Some(Secret::new(fixture_key(dialect))),
         api_key_var: Some(dialect.key_var().to_string()),
         chosen_by: "test".into(),
+        network: Default::default(),
     }
 }
 
