@@ -5,6 +5,8 @@
 //! provider that never answers, each saying what to do. (The journeys through a real
 //! TLS-intercepting proxy are in `network_proxy.rs`.)
 
+#[path = "support/lsp_client.rs"]
+mod lsp_client;
 mod support;
 
 use std::path::{Path, PathBuf};
@@ -13,6 +15,8 @@ use std::process::Output;
 use agentls::config::NetworkSettings;
 use agentls::config::network::CaFile;
 use agentls::llm::{Client, Message, Request};
+use lsp_client::{LspClient, plugin_capabilities};
+use serde_json::json;
 use support::exec_binary::{USER_CONFIG, exec_command};
 use support::mock_provider::{Dialect, MockProvider, Turn};
 use support::tls::TestCa;
@@ -336,4 +340,69 @@ async fn a_name_that_does_not_resolve_says_dns_and_what_to_check() {
         ),
         "{line}"
     );
+}
+
+/// Waits until `done` holds (a background connection shows at the provider), at most 10 s.
+async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "waited in vain for {what}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_opens_its_connection_and_user_typing_opens_the_one_the_provider_closed() {
+    let ca = TestCa::new("agentls test CA");
+    let mock = MockProvider::start_tls(Dialect::Anthropic, ca.acceptor()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("ws");
+    std::fs::create_dir_all(&root).unwrap();
+    let (url, ca_file) = (mock.url(), ca.ca_file().display().to_string());
+    let (data, config, home) = (
+        dir.path().join("data").display().to_string(),
+        dir.path().join(USER_CONFIG).display().to_string(),
+        dir.path().display().to_string(),
+    );
+    let env = [
+        ("ANTHROPIC_BASE_URL", url.as_str()),
+        ("ANTHROPIC_API_KEY", "sk-ant-test"),
+        ("SSL_CERT_FILE", ca_file.as_str()),
+        ("AGENTLS_DATA_DIR", data.as_str()),
+        ("AGENTLS_CONFIG", config.as_str()),
+        ("HOME", home.as_str()),
+    ];
+    let client = LspClient::spawn_binary(&env, &root);
+    client.initialize(&root, plugin_capabilities(), json!({})).await;
+    assert_eq!((mock.warmups(), mock.handshakes()), (0, (0, 0)), "no connection before a session");
+
+    let created = client.command("agentls.newSession", json!({})).await.expect("newSession");
+    let session = created["sessionId"].as_str().unwrap().to_string();
+    eventually("the session's warm-up", || mock.warmups() == 1).await;
+    assert_eq!(mock.handshakes(), (1, 0));
+    mock.push(Turn::new().text("First."));
+    client.command("agentls.prompt", json!({"sessionId": session, "text": "one"})).await.expect("prompt");
+    let end = client.next_event(&session, "processing_end").await;
+    assert_eq!(end["data"]["text"], "First.", "{end:#}");
+    assert_eq!(mock.handshakes(), (1, 0), "the prompt took the connection the session opened");
+    let key = mock.requests()[0].header("x-api-key").map(str::to_string);
+    assert_eq!(key.as_deref(), Some("sk-ant-test"), "the model request carries the key; the warm-up did not");
+
+    // The provider drops the connection while the session idles; the user starts typing.
+    mock.close_idle_connections();
+    tokio::time::sleep(agentls::llm::http::FRESH + std::time::Duration::from_millis(200)).await;
+    client.notify("agentls/userTyping", json!({"sessionId": session}));
+    eventually("the warm-up of userTyping", || mock.warmups() == 2).await;
+    assert_eq!(mock.handshakes(), (2, 0));
+    mock.push(Turn::new().text("Second."));
+    client.command("agentls.prompt", json!({"sessionId": session, "text": "two"})).await.expect("prompt");
+    let end = client.next_event(&session, "processing_end").await;
+    assert_eq!(end["data"]["text"], "Second.", "{end:#}");
+    assert_eq!(mock.handshakes(), (2, 0), "the prompt took the connection opened while the user typed");
+
+    // Typing again at once opens nothing: the connection just answered.
+    client.notify("agentls/userTyping", json!({}));
+    client.command("agentls.listSessions", json!({})).await.expect("the notification was handled");
+    assert_eq!(mock.warmups(), 2);
+    client.shutdown().await;
 }

@@ -27,8 +27,10 @@ use crate::config::NetworkSettings;
 
 /// How long connecting (TCP, a proxy's tunnel, TLS) may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
-/// A connection used this recently is taken to be open: no warm-up for it.
-pub const FRESH: Duration = Duration::from_secs(15);
+/// A connection that answered this recently is taken to be open: no warm-up for it. Short,
+/// since a needless warm-up costs one round trip on an open connection and a missed one a
+/// handshake; it only folds bursts (keystrokes, sessions starting together) into one.
+pub const FRESH: Duration = Duration::from_secs(2);
 
 /// One network setup: its HTTP client and what it knows of each origin's connection.
 pub(crate) struct Setup {

@@ -1,8 +1,8 @@
 //! The payloads of agentls's own protocol (docs/protocol.md), the one source every host and
 //! mirror follows: each `agentls.*` command ([`Command`]: its name, `Params` and `Result`), the
 //! notifications the server sends (`agentls/event`, `agentls/review`, `agentls/permission`,
-//! `agentls/trustRequired`) and the requests it makes of plugin clients (`agentls/saveDocuments`,
-//! `agentls/diagnostics`).
+//! `agentls/trustRequired`), the requests it makes of plugin clients (`agentls/saveDocuments`,
+//! `agentls/diagnostics`) and the notification it gets from them (`agentls/userTyping`).
 //!
 //! Invariant: every `agentls/*` message and every command's argument and result is built from
 //! or read into these types, never ad-hoc JSON, and their names are docs/protocol.md's: a test
@@ -829,6 +829,21 @@ pub struct SaveDocumentsParams {
     pub uris: Vec<String>,
 }
 
+/// `agentls/userTyping` (client → server): the user started writing a prompt.
+pub enum UserTypingNotification {}
+impl Notification for UserTypingNotification {
+    type Params = UserTypingParams;
+    const METHOD: &'static str = "agentls/userTyping";
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UserTypingParams {
+    /// The session the prompt is for, when the client knows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+}
+
 /// docs/protocol.md's examples, as the tests read them (the editors' mirror checks read them the
 /// same way).
 ///
@@ -1023,6 +1038,16 @@ mod tests {
             .collect();
         let missing: Vec<EventKind> = EventKind::iter().filter(|k| !documented.contains(k)).collect();
         assert!(missing.is_empty(), "docs/protocol.md has no example of these events: {missing:?}");
+    }
+
+    /// `agentls/userTyping` is documented as a whole JSON-RPC notification: its params are the type.
+    #[test]
+    fn the_documented_user_typing_is_the_type() {
+        let typing = examples()
+            .into_iter()
+            .find(|e| e.value["method"] == UserTypingNotification::METHOD)
+            .expect("docs/protocol.md has an agentls/userTyping notification");
+        round_trip::<UserTypingParams>(&typing.value["params"]);
     }
 
     #[test]

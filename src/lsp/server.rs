@@ -15,7 +15,7 @@ use tower_lsp_server::{Client, LanguageServer, LspServiceBuilder};
 
 use super::capabilities::ClientProfile;
 use super::state::{ServerOptions, ServerState};
-use super::{code_actions, commands, convert, trust, watch};
+use super::{code_actions, commands, convert, protocol, trust, watch};
 use crate::workspace::DocumentStore;
 
 /// Reads the `agentls` section with `workspace/configuration` when the client supports it.
@@ -60,7 +60,10 @@ impl Backend {
 
 /// Adds the methods `LanguageServer` has no slot for.
 pub(super) fn register_custom_methods(builder: LspServiceBuilder<Backend>) -> LspServiceBuilder<Backend> {
-    builder.custom_method("window/workDoneProgress/cancel", Backend::work_done_progress_cancel)
+    builder.custom_method("window/workDoneProgress/cancel", Backend::work_done_progress_cancel).custom_method(
+        <protocol::UserTypingNotification as notification::Notification>::METHOD,
+        Backend::user_typing,
+    )
 }
 
 fn roots_of(params: &InitializeParams) -> Vec<PathBuf> {
@@ -139,6 +142,16 @@ impl Backend {
             tracing::info!(session = %id, "progress cancelled by the user: interrupting the turn");
             self.state.cancel_turn(&session);
         }
+    }
+}
+
+impl Backend {
+    /// `agentls/userTyping`: the user started writing a prompt. The connections to the
+    /// providers the sessions use are opened again where they were closed, while the user types
+    /// (`llm::http`: at most one per provider, none that is fresh); nothing waits for them.
+    pub async fn user_typing(&self, params: protocol::UserTypingParams) {
+        tracing::debug!(session = ?params.session_id, "the user is writing a prompt");
+        crate::llm::http::warm_known();
     }
 }
 

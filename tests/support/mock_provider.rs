@@ -374,6 +374,9 @@ struct State {
     handshakes: usize,
     failed_handshakes: usize,
     warmups: usize,
+    /// Bumped to make every connection waiting for its next request close (a provider that
+    /// drops idle connections).
+    closing: Option<tokio::sync::watch::Sender<u64>>,
 }
 
 /// The first user message of a request body, as JSON text ("" when there is none).
@@ -458,6 +461,12 @@ impl MockProvider {
         self.state.lock().unwrap().warmups
     }
 
+    /// Closes every connection that waits for its next request, as a provider closes idle ones.
+    pub fn close_idle_connections(&self) {
+        let mut state = self.state.lock().unwrap();
+        state.closing.get_or_insert_with(|| tokio::sync::watch::channel(0).0).send_modify(|g| *g += 1);
+    }
+
     pub fn dialect(&self) -> Dialect {
         self.dialect
     }
@@ -521,8 +530,18 @@ async fn serve_connection(
     state: Arc<Mutex<State>>,
 ) -> std::io::Result<()> {
     let mut buf = Vec::new();
+    let mut closing =
+        state.lock().unwrap().closing.get_or_insert_with(|| tokio::sync::watch::channel(0).0).subscribe();
+    closing.mark_unchanged();
     loop {
-        let Some(request) = read_request(&mut socket, &mut buf).await? else { return Ok(()) };
+        let request = tokio::select! {
+            request = read_request(&mut socket, &mut buf) => request?,
+            _ = closing.changed() => {
+                socket.shutdown().await.ok();
+                return Ok(());
+            }
+        };
+        let Some(request) = request else { return Ok(()) };
         if request.method == "HEAD" {
             state.lock().unwrap().warmups += 1;
             socket.write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n").await?;
