@@ -112,11 +112,16 @@ impl Setup {
 
     /// Opens a connection to `base_url`'s origin in the background, unless one is being opened
     /// or was used within [`FRESH`]. Only `https://` origins: a plain connection costs no
-    /// handshake worth saving (and local servers and test doubles see no extra request).
+    /// handshake worth saving (and local servers and test doubles see no extra request); for
+    /// those the HTTP client is still built ahead, so no request waits for it.
     pub(crate) fn warm(self: &Arc<Self>, base_url: &str) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
         let Some(origin) = origin_of(base_url) else { return };
         if !origin.starts_with("https://") {
+            if !self.client.initialized() {
+                let setup = self.clone();
+                runtime.spawn(async move { setup.client().await.map(drop) });
+            }
             return;
         }
         let mut origins = lock(&self.origins);
