@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use session_harness::calls::sent_result;
 use support::exec_binary::{USER_CONFIG, exec_command, trust_folder};
 use support::installed;
+use support::mitmproxy::Mitmproxy;
 use support::mock_provider::{Dialect, MockProvider, Turn as Reply};
 
 const KEY: &str = "sk-test-secret-value-123";
@@ -341,6 +342,83 @@ async fn a_project_mcp_json_needs_trust_and_passes_only_named_secrets() {
     );
     assert!(!result.content.contains("other-secret-456"), "an unnamed secret is not: {result:?}");
     assert!(!result.content.contains("OPENAI_API_KEY"), "nor the variable itself: {result:?}");
+}
+
+/// `agentls mcp list` in `dir` with only the variables given.
+async fn mcp_list(dir: &Path, vars: &[(&str, &str)]) -> String {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentls"));
+    cmd.args(["mcp", "list"])
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", dir)
+        .env("AGENTLS_CONFIG", dir.join(USER_CONFIG))
+        .env("AGENTLS_LOG", "off");
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().await.expect("agentls runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A Streamable HTTP server is reached like the provider: through the proxy of HTTP_PROXY
+/// (mitmproxy from PyPI) unless NO_PROXY names it, and over TLS re-signed by a company CA only
+/// once SSL_CERT_FILE or `[network] ca_file` trusts it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_streamable_http_server_is_reached_through_the_proxy_and_the_cas_of_the_provider() {
+    let (_server, mcp_url) = installed::everything_http().await;
+    let origin = mcp_url.trim_end_matches("/mcp");
+    let dir = tempfile::tempdir().unwrap();
+    user_config(dir.path(), &format!("[mcp_servers.web]\nurl = \"{mcp_url}\"\n"));
+    let unused_ca = support::tls::TestCa::new("agentls unused upstream CA");
+    let proxy = Mitmproxy::start(unused_ca.ca_file(), &[]).await;
+    let listed = mcp_list(dir.path(), &[("HTTP_PROXY", &proxy.url())]).await;
+    assert!(listed.contains("web: running (13 tools)"), "{listed}\n{:#?}", proxy.log());
+    // mitmdump logs a flow once it has passed the answer on: wait for the lines.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while proxy.flows().iter().filter(|f| f.ends_with(&mcp_url)).count() < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "the handshake and the tool list went through the proxy: {:#?}",
+            proxy.log()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // The same server under another URL (the query tells its requests apart), its host in NO_PROXY.
+    user_config(dir.path(), &format!("[mcp_servers.web]\nurl = \"{mcp_url}?direct=1\"\n"));
+    let listed =
+        mcp_list(dir.path(), &[("HTTP_PROXY", &proxy.url()), ("NO_PROXY", "localhost,127.0.0.1")]).await;
+    assert!(listed.contains("web: running (13 tools)"), "{listed}");
+
+    // A TLS endpoint signed by a CA of the test's (mitmproxy in reverse mode, in front of it).
+    let front =
+        Mitmproxy::start(unused_ca.ca_file(), &["--mode", &format!("reverse:{origin}")]).await;
+    let tls_url = front.url().replace("http://", "https://");
+    user_config(
+        dir.path(),
+        &format!("[mcp_servers.web]\nurl = \"{tls_url}/mcp\"\nstartup_timeout_ms = 5000\n"),
+    );
+    let listed = mcp_list(dir.path(), &[]).await;
+    assert!(
+        listed.contains("web: failed")
+            && listed.contains("unknown issuer")
+            && listed.contains("set SSL_CERT_FILE or [network] ca_file"),
+        "{listed}"
+    );
+    let ca = front.ca_file().display().to_string();
+    let listed = mcp_list(dir.path(), &[("SSL_CERT_FILE", &ca)]).await;
+    assert!(listed.contains("web: running (13 tools)"), "{listed}\n{:#?}", front.log());
+    user_config(
+        dir.path(),
+        &format!("[mcp_servers.web]\nurl = \"{tls_url}/mcp\"\n[network]\nca_file = \"{ca}\"\n"),
+    );
+    let listed = mcp_list(dir.path(), &[]).await;
+    assert!(listed.contains("web: running (13 tools)"), "{listed}");
+    // Seconds later, nothing of the NO_PROXY run has shown at the proxy.
+    let direct: Vec<String> = proxy.flows().into_iter().filter(|f| f.contains("?direct=1")).collect();
+    assert!(direct.is_empty(), "NO_PROXY names the host, yet the proxy passed on {direct:?}");
 }
 
 /// `agentls mcp list`, `agentls mcp tools NAME` and `agentls doctor` start the servers as a

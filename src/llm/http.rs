@@ -1,13 +1,16 @@
 //! The process's HTTP clients and their connections: one pooled `reqwest::Client` per network
 //! setup (proxy, extra certificate authorities; in practice one per process), shared by every
-//! session, subagent and search helper, and the connections it opens before a prompt needs them.
+//! session, subagent and search helper, and the connections it opens before a prompt needs them;
+//! and the client of MCP's Streamable HTTP servers, built from the same setup.
 //!
 //! Invariants:
 //! - Every model request goes through [`Setup::client`]; a setup's client is built once, its
 //!   certificates read on the blocking pool, and every request with equal
 //!   [`NetworkSettings`] shares its connections (HTTP/2 where the provider offers it).
-//! - Routing has one decision: [`NetworkSettings::proxy_for`] (the HTTP client asks it, and so
-//!   do the error messages).
+//! - Routing has one decision: [`NetworkSettings::proxy_for`] (the HTTP clients ask it, and so
+//!   do the error messages); trust has one list: [`trusted_roots`].
+//! - MCP's client ([`Setup::mcp_client`]) is reqwest 0.13's, the version rmcp speaks: a client of
+//!   its own (its own pool), with the same routing and the same trusted roots.
 //! - A warm-up opens a connection without waiting for a prompt: one `HEAD` of the provider's
 //!   `https://` base URL, with no key and no body. At most one is in flight per origin, none
 //!   follows a request to that origin by less than [`FRESH`], and nothing runs on a timer: an
@@ -36,6 +39,7 @@ pub const FRESH: Duration = Duration::from_secs(2);
 pub(crate) struct Setup {
     network: Arc<NetworkSettings>,
     client: tokio::sync::OnceCell<Result<reqwest::Client, LlmError>>,
+    mcp_client: tokio::sync::OnceCell<Result<mcp_reqwest::Client, LlmError>>,
     origins: Mutex<HashMap<String, Origin>>,
 }
 
@@ -65,6 +69,7 @@ pub(crate) fn setup(network: &NetworkSettings) -> Arc<Setup> {
     let setup = Arc::new(Setup {
         network: Arc::new(network.clone()),
         client: tokio::sync::OnceCell::new(),
+        mcp_client: tokio::sync::OnceCell::new(),
         origins: Mutex::default(),
     });
     all.push(setup.clone());
@@ -95,19 +100,12 @@ impl Setup {
 
     /// The HTTP client, built on the blocking pool the first time (it reads certificate files).
     pub(crate) async fn client(&self) -> Result<reqwest::Client, LlmError> {
-        self.client
-            .get_or_init(|| async {
-                let network = self.network.clone();
-                match tokio::task::spawn_blocking(move || build(&network)).await {
-                    Ok(built) => built,
-                    Err(e) => Err(LlmError::Connection {
-                        url: String::new(),
-                        message: format!("setting up the HTTP client failed: {e}"),
-                    }),
-                }
-            })
-            .await
-            .clone()
+        self.client.get_or_init(|| built_aside(self.network.clone(), build)).await.clone()
+    }
+
+    /// The client of MCP's Streamable HTTP transport, built like [`Setup::client`].
+    pub(crate) async fn mcp_client(&self) -> Result<mcp_reqwest::Client, LlmError> {
+        self.mcp_client.get_or_init(|| built_aside(self.network.clone(), build_mcp)).await.clone()
     }
 
     /// Opens a connection to `base_url`'s origin in the background, unless one is being opened
@@ -177,36 +175,82 @@ impl Setup {
     }
 }
 
-/// Builds the HTTP client of `network`: its proxy routing, and the bundled roots, the system's
-/// store and the extra files as trusted authorities.
-fn build(network: &NetworkSettings) -> Result<reqwest::Client, LlmError> {
-    let unusable = |message: String| LlmError::Connection { url: String::new(), message };
-    let mut builder = reqwest::Client::builder()
-        .connect_timeout(CONNECT_TIMEOUT)
-        .user_agent(concat!("agentls/", env!("CARGO_PKG_VERSION")))
-        .use_rustls_tls()
-        // The environment's proxy variables are read into `network`, which alone routes.
-        .no_proxy();
+/// Runs `build` (it reads certificate files) on the blocking pool.
+async fn built_aside<C: Send + 'static>(
+    network: Arc<NetworkSettings>,
+    build: fn(&NetworkSettings) -> Result<C, LlmError>,
+) -> Result<C, LlmError> {
+    tokio::task::spawn_blocking(move || build(&network)).await.unwrap_or_else(|e| {
+        Err(LlmError::Connection {
+            url: String::new(),
+            message: format!("setting up the HTTP client failed: {e}"),
+        })
+    })
+}
+
+fn unusable(message: String) -> LlmError {
+    LlmError::Connection { url: String::new(), message }
+}
+
+/// The proxies of `network`, each checked, and whether any is set.
+fn check_proxies(network: &NetworkSettings) -> Result<bool, LlmError> {
     for proxy in &network.proxies {
         proxy.url.check().map_err(|why| {
             unusable(format!("{} = {} is not a proxy agentls can use: {why}", proxy.source, proxy.url))
         })?;
     }
-    if !network.proxies.is_empty() {
+    Ok(!network.proxies.is_empty())
+}
+
+/// Builds the HTTP client of `network`: its proxy routing, and the bundled roots, the system's
+/// store and the extra files as trusted authorities.
+fn build(network: &NetworkSettings) -> Result<reqwest::Client, LlmError> {
+    let mut builder = reqwest::Client::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .user_agent(USER_AGENT)
+        .use_rustls_tls()
+        // The environment's proxy variables are read into `network`, which alone routes.
+        .no_proxy();
+    if check_proxies(network)? {
         let routes = network.clone();
         builder = builder.proxy(reqwest::Proxy::custom(move |url| {
             routes.proxy_for(url).map(|p| p.url.expose().to_string())
         }));
     }
-    for root in trusted_roots(network)?.certificates {
+    for der in trusted_roots(network)?.certificates {
+        let root = reqwest::Certificate::from_der(&der)
+            .map_err(|e| unusable(format!("a trusted certificate cannot be used: {e}")))?;
         builder = builder.add_root_certificate(root);
     }
     builder.build().map_err(|e| unusable(format!("the HTTP client cannot be set up: {e}")))
 }
 
+/// Builds MCP's client of `network` (reqwest 0.13): the same routing and trusted roots as
+/// [`build`]'s, beside the platform's verifier (the system store).
+fn build_mcp(network: &NetworkSettings) -> Result<mcp_reqwest::Client, LlmError> {
+    // rmcp's reqwest brings rustls without a provider: ring, as our own client uses.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut builder =
+        mcp_reqwest::Client::builder().connect_timeout(CONNECT_TIMEOUT).user_agent(USER_AGENT).no_proxy();
+    if check_proxies(network)? {
+        let routes = network.clone();
+        builder = builder.proxy(mcp_reqwest::Proxy::custom(move |url| {
+            routes.proxy_for(url).map(|p| p.url.expose().to_string())
+        }));
+    }
+    for der in trusted_roots(network)?.certificates {
+        let root = mcp_reqwest::Certificate::from_der(&der)
+            .map_err(|e| unusable(format!("a trusted certificate cannot be used: {e}")))?;
+        builder = builder.add_root_certificate(root);
+    }
+    builder.build().map_err(|e| unusable(format!("the MCP HTTP client cannot be set up: {e}")))
+}
+
+const USER_AGENT: &str = concat!("agentls/", env!("CARGO_PKG_VERSION"));
+
 /// Certificate authorities trusted beyond the bundled roots, and where they came from.
 pub(crate) struct TrustedRoots {
-    certificates: Vec<reqwest::Certificate>,
+    certificates: Vec<rustls::pki_types::CertificateDer<'static>>,
     /// How many came from the system's store.
     pub system: usize,
     /// Each extra file and how many certificates it held.
@@ -219,10 +263,8 @@ pub(crate) fn trusted_roots(network: &NetworkSettings) -> Result<TrustedRoots, L
     let mut certificates = Vec::new();
     let mut system = 0;
     for der in system_store() {
-        if rustls::RootCertStore::empty().add(der.clone()).is_ok()
-            && let Ok(certificate) = reqwest::Certificate::from_der(&der)
-        {
-            certificates.push(certificate);
+        if rustls::RootCertStore::empty().add(der.clone()).is_ok() {
+            certificates.push(der);
             system += 1;
         }
     }
@@ -243,12 +285,9 @@ pub(crate) fn trusted_roots(network: &NetworkSettings) -> Result<TrustedRoots, L
             rustls::RootCertStore::empty()
                 .add(der.clone())
                 .map_err(|e| unusable(format!("a certificate in it cannot be a root: {e}")))?;
-            certificates.push(
-                reqwest::Certificate::from_der(der)
-                    .map_err(|e| unusable(format!("a certificate in it: {e}")))?,
-            );
         }
         files.push((file.clone(), ders.len()));
+        certificates.extend(ders);
     }
     Ok(TrustedRoots { certificates, system, files })
 }
@@ -272,10 +311,15 @@ fn system_store() -> Vec<rustls::pki_types::CertificateDer<'static>> {
     found.certs
 }
 
-/// What failed while reaching `url` (`network` routed it), said so that the user knows what to
-/// do. A failure a retry cannot mend (an untrusted certificate, a proxy that wants credentials)
-/// is a [`LlmError::Connection`]; the rest are [`LlmError::Network`], retried.
-pub(crate) fn describe(url: &str, network: &NetworkSettings, error: &reqwest::Error) -> LlmError {
+/// A failure found anywhere in `error`'s causes that the user can act on (an untrusted or
+/// invalid certificate, a refused connection, a name that does not resolve, a proxy wanting
+/// credentials or refusing a tunnel), said so that they know what to do; `None` for others.
+/// Any client's error (MCP's too) is read this way.
+pub(crate) fn recognize(
+    url: &str,
+    network: &NetworkSettings,
+    error: &(dyn std::error::Error + 'static),
+) -> Option<LlmError> {
     let parsed = url::Url::parse(url).ok();
     let host = parsed.as_ref().and_then(|u| u.host_str()).unwrap_or("the provider").to_string();
     let proxy = parsed.as_ref().and_then(|u| network.proxy_for(u));
@@ -286,7 +330,7 @@ pub(crate) fn describe(url: &str, network: &NetworkSettings, error: &reqwest::Er
     let causes = causes(error);
     if let Some(tls) = causes.iter().find_map(|c| c.downcast_ref::<rustls::Error>()) {
         use rustls::CertificateError as Cert;
-        return match tls {
+        return Some(match tls {
             rustls::Error::InvalidCertificate(Cert::UnknownIssuer) => connection(format!(
                 "the certificate {host} presented{through} is signed by an authority agentls does not \
                  trust (unknown issuer). If a proxy or company CA re-signs TLS: set SSL_CERT_FILE or \
@@ -311,14 +355,14 @@ pub(crate) fn describe(url: &str, network: &NetworkSettings, error: &reqwest::Er
                 connection(format!("the certificate {host} presented{through} was refused: {other:?}"))
             }
             other => network_error(format!("the TLS handshake with {host}{through} failed: {other}")),
-        };
+        });
     }
     let said = |text: &str| causes.iter().any(|c| c.to_string().contains(text));
     let refused = causes.iter().any(|c| {
         c.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::ConnectionRefused)
     });
     if refused {
-        return network_error(match proxy {
+        return Some(network_error(match proxy {
             Some(p) => format!(
                 "the proxy {} ({}) refused the connection: check that it runs and that {} names it",
                 p.url, p.source, p.source
@@ -327,10 +371,10 @@ pub(crate) fn describe(url: &str, network: &NetworkSettings, error: &reqwest::Er
                 "{host} refused the connection: check the base URL and that the server runs (behind a proxy, \
                  set HTTPS_PROXY)"
             ),
-        });
+        }));
     }
     if said("dns error") || said("failed to lookup address") {
-        return network_error(match proxy {
+        return Some(network_error(match proxy {
             Some(p) => format!(
                 "the name of the proxy {} ({}) does not resolve (DNS): check {} and your network",
                 p.url, p.source, p.source
@@ -339,20 +383,35 @@ pub(crate) fn describe(url: &str, network: &NetworkSettings, error: &reqwest::Er
                 "the name {host} does not resolve (DNS): check the base URL and your network (where only a \
                  proxy reaches the internet, set HTTPS_PROXY)"
             ),
-        });
+        }));
     }
     if let Some(proxy) = proxy {
         if said("proxy authorization required") {
-            return proxy_wants_credentials(url, proxy);
+            return Some(proxy_wants_credentials(url, proxy));
         }
         if said("tunnel error") {
-            return network_error(format!(
+            return Some(network_error(format!(
                 "the proxy {} ({}) would not open a connection to {host}: check that it lets this host through, \
                  or add the host to NO_PROXY if it is reached directly",
                 proxy.url, proxy.source
-            ));
+            )));
         }
     }
+    None
+}
+
+/// What failed while reaching `url` (`network` routed it), said so that the user knows what to
+/// do. A failure a retry cannot mend (an untrusted certificate, a proxy that wants credentials)
+/// is a [`LlmError::Connection`]; the rest are [`LlmError::Network`], retried.
+pub(crate) fn describe(url: &str, network: &NetworkSettings, error: &reqwest::Error) -> LlmError {
+    if let Some(known) = recognize(url, network, error) {
+        return known;
+    }
+    let parsed = url::Url::parse(url).ok();
+    let host = parsed.as_ref().and_then(|u| u.host_str()).unwrap_or("the provider").to_string();
+    let proxy = parsed.as_ref().and_then(|u| network.proxy_for(u));
+    let through = proxy.map(|p| format!(" through the proxy {} ({})", p.url, p.source)).unwrap_or_default();
+    let network_error = |message: String| LlmError::Network { url: url.to_string(), message };
     if error.is_timeout() {
         return network_error(format!(
             "no connection to {host}{through} within {} s: check your network{}",
@@ -361,7 +420,7 @@ pub(crate) fn describe(url: &str, network: &NetworkSettings, error: &reqwest::Er
         ));
     }
     let kind = if error.is_connect() { "connection failed" } else { "request failed" };
-    let innermost = causes.last().map(|c| c.to_string()).unwrap_or_else(|| error.to_string());
+    let innermost = causes(error).last().map(|c| c.to_string()).unwrap_or_else(|| error.to_string());
     network_error(format!("{kind}{through}: {innermost}; check the base URL and your network"))
 }
 

@@ -30,7 +30,7 @@ pub use server::{CallError, MAX_FAILED_STARTS, STDERR_TAIL, Server, State, Statu
 pub use spec::{ServerSpec, Transport};
 pub use tool::McpTool;
 
-use crate::config::{Config, Env};
+use crate::config::{Config, Env, NetworkSettings};
 use crate::exec::LiveGroups;
 use crate::tools::{Tool, ToolRefresh, ToolSource};
 
@@ -53,6 +53,7 @@ impl McpHub {
     /// started in the background unless it already runs.
     pub fn session(&self, config: &Config, env: &Env, root: &Path) -> Arc<McpTools> {
         let mut entries = Vec::new();
+        let network = NetworkSettings::resolve(config, env);
         let withheld = config.trust.as_ref().map(|t| &t.withheld_mcp_servers);
         for (name, layer) in config.layer.mcp_servers.iter().flatten() {
             // The user's settings for a project's server that waits for trust: listed once, below.
@@ -67,7 +68,7 @@ impl McpHub {
             let kind = if layer.enabled == Some(false) {
                 EntryKind::Disabled
             } else {
-                match ServerSpec::resolve(name, layer, env, root) {
+                match ServerSpec::resolve(name, layer, env, root, &network) {
                     Ok(spec) => {
                         let server = self.server(spec);
                         server.ensure_started();

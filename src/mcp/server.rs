@@ -503,11 +503,16 @@ impl Server {
                 .map_err(|e| format!("the MCP handshake failed: {e}"))?;
                 (service, Some(child), reader)
             }
-            Transport::Http { url, headers } => {
+            Transport::Http { url, headers, network } => {
                 use rmcp::transport::StreamableHttpClientTransport;
                 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-                // rmcp's HTTP client brings rustls without a provider: ring, as our own client uses.
-                let _ = rustls::crypto::ring::default_provider().install_default();
+                // The proxy and the trusted CAs of the model requests.
+                let client = crate::llm::http::setup(network).mcp_client().await.map_err(|e| match e {
+                    crate::llm::LlmError::Connection { message, .. } => {
+                        format!("cannot reach {url}: {message}")
+                    }
+                    other => other.to_string(),
+                })?;
                 let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
                 for (name, value) in headers {
                     let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
@@ -516,7 +521,7 @@ impl Server {
                         .map_err(|e| format!("the value of the header `{name}` is invalid: {e}"))?;
                     config.custom_headers.insert(name, value);
                 }
-                let transport = StreamableHttpClientTransport::from_config(config);
+                let transport = StreamableHttpClientTransport::with_client(client, config);
                 let service = serve_client_with_lifecycle_and_ct(
                     handler,
                     transport,
@@ -524,7 +529,13 @@ impl Server {
                     CancellationToken::new(),
                 )
                 .await
-                .map_err(|e| format!("the MCP handshake with {url} failed: {e}"))?;
+                .map_err(|e| {
+                    match http_failure(&e).and_then(|c| crate::llm::http::recognize(url, network, c)) {
+                        // A certificate, a proxy, a name: said as for the provider, with what to do.
+                        Some(known) => format!("the MCP handshake failed: {known}"),
+                        None => format!("the MCP handshake with {url} failed: {e}"),
+                    }
+                })?;
                 (service, None, None)
             }
         };
@@ -659,6 +670,17 @@ struct RouteGuard<'a> {
 impl Drop for RouteGuard<'_> {
     fn drop(&mut self) {
         self.routes.0.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.key);
+    }
+}
+
+/// The HTTP client's error inside a failed Streamable HTTP handshake (rmcp's errors do not
+/// chain it as a `source`).
+fn http_failure(error: &rmcp::service::ClientInitializeError) -> Option<&(dyn std::error::Error + 'static)> {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    let rmcp::service::ClientInitializeError::TransportError { error, .. } = error else { return None };
+    match error.error.downcast_ref::<StreamableHttpError<mcp_reqwest::Error>>()? {
+        StreamableHttpError::Client(client) => Some(client),
+        _ => None,
     }
 }
 

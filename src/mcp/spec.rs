@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::config::Env;
+use crate::config::{Env, NetworkSettings};
 use crate::config::{EnvPolicy, McpServerLayer};
 use crate::exec::filter_environment;
 
@@ -23,8 +23,9 @@ pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(120);
 pub enum Transport {
     /// A program speaking MCP on its stdin and stdout.
     Stdio { command: String, args: Vec<String>, env: Vec<(String, String)>, cwd: PathBuf },
-    /// A Streamable HTTP endpoint.
-    Http { url: String, headers: Vec<(String, String)> },
+    /// A Streamable HTTP endpoint, reached through `network` (the proxy and trusted CAs of the
+    /// model requests: `llm::http`).
+    Http { url: String, headers: Vec<(String, String)>, network: NetworkSettings },
 }
 
 impl std::fmt::Debug for Transport {
@@ -38,10 +39,12 @@ impl std::fmt::Debug for Transport {
                 .field("env", &env.iter().map(|(k, _)| k).collect::<Vec<_>>())
                 .field("cwd", cwd)
                 .finish(),
-            Self::Http { url, headers } => f
+            Self::Http { url, headers, network } => f
                 .debug_struct("Http")
                 .field("url", url)
                 .field("headers", &headers.iter().map(|(k, _)| k).collect::<Vec<_>>())
+                // A proxy URL shows without its credentials.
+                .field("network", network)
                 .finish(),
         }
     }
@@ -68,9 +71,15 @@ impl ServerSpec {
         }
     }
 
-    /// Resolves `layer` (server `name` of the configuration) for a workspace at `root`. The
-    /// error says which key is wrong and what to do.
-    pub fn resolve(name: &str, layer: &McpServerLayer, env: &Env, root: &Path) -> Result<Self, String> {
+    /// Resolves `layer` (server `name` of the configuration) for a workspace at `root`; an HTTP
+    /// server is reached through `network`. The error says which key is wrong and what to do.
+    pub fn resolve(
+        name: &str,
+        layer: &McpServerLayer,
+        env: &Env,
+        root: &Path,
+        network: &NetworkSettings,
+    ) -> Result<Self, String> {
         let key = format!("mcp_servers.{name}");
         let expand = |value: &str, what: &str| expand(value, env).map_err(|e| format!("`{key}.{what}`: {e}"));
         let transport = match (&layer.command, &layer.url) {
@@ -114,7 +123,7 @@ impl ServerSpec {
                     })?;
                     headers.push(("Authorization".into(), format!("Bearer {token}")));
                 }
-                Transport::Http { url: expand(url, "url")?, headers }
+                Transport::Http { url: expand(url, "url")?, headers, network: network.clone() }
             }
             (Some(_), Some(_)) => return Err(format!("`{key}` sets both `command` and `url`; keep one")),
             (None, None) => {
@@ -165,8 +174,12 @@ pub fn resolve_all(
     servers: &BTreeMap<String, McpServerLayer>,
     env: &Env,
     root: &Path,
+    network: &NetworkSettings,
 ) -> BTreeMap<String, Result<ServerSpec, String>> {
-    servers.iter().map(|(name, layer)| (name.clone(), ServerSpec::resolve(name, layer, env, root))).collect()
+    servers
+        .iter()
+        .map(|(name, layer)| (name.clone(), ServerSpec::resolve(name, layer, env, root, network)))
+        .collect()
 }
 
 #[cfg(test)]
@@ -194,7 +207,8 @@ mod tests {
             cwd: Some("tools".into()),
             ..Default::default()
         };
-        let spec = ServerSpec::resolve("gh", &layer, &env(), Path::new("/w")).unwrap();
+        let spec =
+            ServerSpec::resolve("gh", &layer, &env(), Path::new("/w"), &NetworkSettings::default()).unwrap();
         let Transport::Stdio { command, args, env, cwd } = spec.transport else { panic!() };
         assert_eq!(
             (command.as_str(), args, cwd),
@@ -218,7 +232,8 @@ mod tests {
             http_headers: Some(BTreeMap::from([("X-Team".into(), "core".into())])),
             ..Default::default()
         };
-        let spec = ServerSpec::resolve("docs", &layer, &env(), Path::new("/w")).unwrap();
+        let spec = ServerSpec::resolve("docs", &layer, &env(), Path::new("/w"), &NetworkSettings::default())
+            .unwrap();
         assert_eq!(
             spec.transport,
             Transport::Http {
@@ -230,11 +245,14 @@ mod tests {
                 ]
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .to_vec(),
+                network: NetworkSettings::default(),
             }
         );
         assert!(!format!("{spec:?}").contains("secret"), "{spec:?}");
         let missing = McpServerLayer { bearer_token_env_var: Some("NOPE".into()), ..layer };
-        let error = ServerSpec::resolve("docs", &missing, &env(), Path::new("/w")).unwrap_err();
+        let error =
+            ServerSpec::resolve("docs", &missing, &env(), Path::new("/w"), &NetworkSettings::default())
+                .unwrap_err();
         assert_eq!(error, "`mcp_servers.docs.bearer_token_env_var` names $NOPE, which is not set");
     }
 

@@ -25,7 +25,8 @@ pub struct Mitmproxy {
 
 impl Mitmproxy {
     /// Starts a proxy that trusts `upstream_ca` for the servers behind it; `args` are more
-    /// mitmdump options (`--proxyauth user:pass`).
+    /// mitmdump options (`--proxyauth user:pass`, `--mode reverse:http://host:port` for a TLS
+    /// endpoint in front of a plain server).
     pub async fn start(upstream_ca: &Path, args: &[&str]) -> Self {
         let confdir = tempfile::tempdir().expect("tempdir");
         let mut child = tokio::process::Command::new(mitmdump())
@@ -50,7 +51,8 @@ impl Mitmproxy {
         let collected = log.clone();
         tokio::spawn(async move {
             while let Ok(Some(line)) = lines.next_line().await {
-                if let Some(port) = line.split("proxy listening at 127.0.0.1:").nth(1) {
+                // "HTTP(S) proxy listening at …", "reverse proxy to … listening at …".
+                if let Some(port) = line.split("listening at 127.0.0.1:").nth(1) {
                     let port: u16 = port.trim_end_matches('.').trim().parse().expect("a port");
                     if let Some(tx) = port_tx.take() {
                         let _ = tx.send(port);
