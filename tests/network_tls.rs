@@ -406,3 +406,42 @@ async fn a_session_opens_its_connection_and_user_typing_opens_the_one_the_provid
     assert_eq!(mock.warmups(), 2);
     client.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn user_typing_before_any_session_opens_the_connection_of_the_provider_a_session_would_use() {
+    let ca = TestCa::new("agentls test CA");
+    let mock = MockProvider::start_tls(Dialect::OpenAiResponses, ca.acceptor()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("ws");
+    std::fs::create_dir_all(&root).unwrap();
+    let (url, ca_file) = (mock.url(), ca.ca_file().display().to_string());
+    let (data, config, home) = (
+        dir.path().join("data").display().to_string(),
+        dir.path().join(USER_CONFIG).display().to_string(),
+        dir.path().display().to_string(),
+    );
+    let env = [
+        ("OPENAI_BASE_URL", url.as_str()),
+        ("OPENAI_API_KEY", "sk-proj-test"),
+        ("SSL_CERT_FILE", ca_file.as_str()),
+        ("AGENTLS_DATA_DIR", data.as_str()),
+        ("AGENTLS_CONFIG", config.as_str()),
+        ("HOME", home.as_str()),
+    ];
+    let client = LspClient::spawn_binary(&env, &root);
+    client.initialize(&root, plugin_capabilities(), json!({})).await;
+    client.notify("agentls/userTyping", json!({}));
+    eventually("the warm-up of userTyping", || mock.warmups() == 1).await;
+    assert_eq!(mock.handshakes(), (1, 0));
+    assert!(mock.requests().is_empty(), "the warm-up is no model request");
+
+    // The first prompt (its session started after the warm-up) takes that connection.
+    mock.push(Turn::new().text("First."));
+    let created = client.command("agentls.newSession", json!({})).await.expect("newSession");
+    let session = created["sessionId"].as_str().unwrap().to_string();
+    client.command("agentls.prompt", json!({"sessionId": session, "text": "one"})).await.expect("prompt");
+    let end = client.next_event(&session, "processing_end").await;
+    assert_eq!(end["data"]["text"], "First.", "{end:#}");
+    assert_eq!(mock.handshakes(), (1, 0), "no handshake on the prompt's path");
+    client.shutdown().await;
+}

@@ -76,15 +76,24 @@ pub(crate) fn setup(network: &NetworkSettings) -> Arc<Setup> {
     setup
 }
 
-/// Warms every origin this process has talked to (the user started writing a prompt).
-pub fn warm_known() {
+/// Warms every origin this process has talked to (the user started writing a prompt); false
+/// when it has talked to none yet.
+pub fn warm_known() -> bool {
     let all: Vec<Arc<Setup>> = lock(setups()).clone();
+    let mut known = false;
     for setup in all {
         let origins: Vec<String> = lock(&setup.origins).keys().cloned().collect();
+        known |= !origins.is_empty();
         for origin in origins {
             setup.warm(&origin);
         }
     }
+    known
+}
+
+/// Warms the connection to the provider of `settings` (no session has used it yet).
+pub fn warm(settings: &crate::config::ProviderSettings) {
+    setup(&settings.network).warm(&settings.base_url);
 }
 
 /// `scheme://host:port` of a URL, the unit connections are pooled by.

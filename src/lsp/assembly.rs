@@ -35,6 +35,16 @@ pub enum StartError {
     Build(#[from] BuildError),
 }
 
+/// Opens, in the background, the connection to the provider a new session of the first folder
+/// would use (the user is writing the first prompt before any session exists).
+pub fn warm_provider(state: &Arc<ServerState>) {
+    let Some(root) = state.roots().into_iter().next() else { return };
+    match SessionBuilder::load(&state.options.env, root, state.client_layer()) {
+        Ok(builder) => builder.warm_provider(),
+        Err(e) => tracing::debug!("no provider to warm: {e}"),
+    }
+}
+
 /// Creates (or resumes) a session and starts its pump.
 pub async fn create(state: &Arc<ServerState>, request: NewSession) -> Result<Arc<LspSession>, StartError> {
     let root = match request.root {

@@ -148,10 +148,13 @@ impl Backend {
 impl Backend {
     /// `agentls/userTyping`: the user started writing a prompt. The connections to the
     /// providers the sessions use are opened again where they were closed, while the user types
-    /// (`llm::http`: at most one per provider, none that is fresh); nothing waits for them.
+    /// (`llm::http`: at most one per provider, none that is fresh); before any session, the
+    /// provider a new session of the first folder would use. Nothing waits for them.
     pub async fn user_typing(&self, params: protocol::UserTypingParams) {
         tracing::debug!(session = ?params.session_id, "the user is writing a prompt");
-        crate::llm::http::warm_known();
+        if !crate::llm::http::warm_known() {
+            super::assembly::warm_provider(&self.state);
+        }
     }
 }
 

@@ -145,6 +145,14 @@ impl SessionBuilder {
         self.config.approval(self.default_approval)
     }
 
+    /// Opens the connection to the provider a session would use, in the background, when it is
+    /// named or keyed (no probe of a local server); nothing happens when none resolves.
+    pub fn warm_provider(&self) {
+        if let Ok(settings) = resolve_provider(&self.config, &self.env, || false) {
+            llm::http::warm(&settings);
+        }
+    }
+
     /// Resolves the provider and assembles the session.
     pub async fn build(self, parts: SessionParts) -> Result<BuiltSession, BuildError> {
         let Self { env, root, config, default_approval: _, environment } = &self;
