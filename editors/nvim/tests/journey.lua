@@ -529,6 +529,36 @@ T.test("a visual selection is sent as the prompt's context", function()
   T.truthy(H.request_has(before + 1, "WO\nth"), "the selected text: " .. H.request_text(before + 1):sub(-400))
 end)
 
+T.test(":Agent tells the server the user is writing a prompt (agentls/userTyping) as its prompt opens", function()
+  vim.cmd.edit(H.path("notes.txt"))
+  local c = H.client()
+  local session = require("agentls.state").session(c.id)
+  T.truthy(session, "a session from the tests before")
+  local sent = {}
+  -- The client's own notify, seen on its way out.
+  local notify = c.notify
+  c.notify = function(self, method, params)
+    if method == "agentls/userTyping" then
+      table.insert(sent, params)
+    end
+    return notify(self, method, params)
+  end
+  local told_when_asked
+  H.push({ { { text = "typed" } } })
+  H.stub_ui(nil, function()
+    told_when_asked = vim.deepcopy(sent)
+    return "after typing"
+  end)
+  local before = #H.requests()
+  vim.cmd("Agent")
+  T.wait(10000, function()
+    return #H.requests() > before
+  end, "the request")
+  c.notify = nil
+  T.eq(told_when_asked, { { sessionId = session.id } }, "agentls/userTyping, once, before the prompt opened")
+  T.truthy(H.request_has(before + 1, "after typing"), "the prompt still goes out")
+end)
+
 T.test("the chat: a subagent's lines are indented folds of their own under its spawn call", function()
   local chat = require("agentls.chat")
   local session = require("agentls.state").session(H.client().id).id

@@ -353,6 +353,20 @@ T.test("every method the plugin handles has its place in docs/protocol.md", func
   end
 end)
 
+T.test("every notification the plugin sends is documented, with every field it may send", function()
+  for _, method in pairs(protocol.notification) do
+    T.truthy(sections[method], method .. " is in no heading or contents entry of docs/protocol.md")
+    local params = {}
+    for _, v in ipairs(objects_where(function(v)
+      return v.method == method
+    end)) do
+      table.insert(params, v.params)
+    end
+    T.truthy(#params > 0, "docs/protocol.md has an example of " .. method)
+    T.eq(missing(protocol.notification_params[method], params), {}, method)
+  end
+end)
+
 T.test("every command the plugin sends has its place in docs/protocol.md", function()
   for _, command in pairs(protocol.command) do
     T.truthy(sections[command], command .. " is in no heading or contents entry of docs/protocol.md")

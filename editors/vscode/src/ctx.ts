@@ -17,6 +17,7 @@ import {
   SaveDocumentsRequest,
   ServerCommand,
   TrustRequiredNotification,
+  UserTypingNotification,
   type CommandParams,
   type CommandResult,
   type CommandType,
@@ -335,6 +336,14 @@ export class Ctx implements ChatActions, vscode.Disposable {
     await this.reopening;
     if (!this.store.activeId) await this.newSession();
     return this.store.activeId as string;
+  }
+
+  /** The user started writing a prompt: the server opens the provider's connection while they
+   *  type (a running server only; nothing waits for it). */
+  userTyping(): void {
+    if (this.client?.state !== State.Running) return;
+    const sessionId = this.store.activeId;
+    void this.client.sendNotification(UserTypingNotification, sessionId ? { sessionId } : {}).catch(() => undefined);
   }
 
   /** Sends the chat box's text: a prompt, or steering while a turn runs. */

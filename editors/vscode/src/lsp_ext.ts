@@ -261,6 +261,12 @@ export interface WireDiagnostic { range: Range; severity?: number; message: stri
 export interface DiagnosticsResult { files: { uri: string; diagnostics: WireDiagnostic[] }[] }
 export const DiagnosticsRequest = new RequestType<DiagnosticsParams, DiagnosticsResult, void>('agentls/diagnostics');
 
+// ---- notifications from the plugin client ----
+
+/** The user started writing a prompt: the server opens the provider's connection meanwhile. */
+export interface UserTypingParams { sessionId?: string }
+export const UserTypingNotification = new NotificationType<UserTypingParams>('agentls/userTyping');
+
 // ---- workspace trust ----
 
 export interface IgnoredKey { key: string; reason: string }

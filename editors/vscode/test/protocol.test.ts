@@ -16,6 +16,7 @@ import {
   SaveDocumentsRequest,
   ServerCommand,
   TrustRequiredNotification,
+  UserTypingNotification,
 } from '../src/lsp_ext';
 import {
   agentEvent,
@@ -28,6 +29,7 @@ import {
   serverLayer,
   serverLayerKeys,
   trustRequiredParams,
+  userTypingParams,
   type Checker,
 } from './protocol_schema';
 
@@ -86,7 +88,16 @@ const has = (v: Json, ...keys: string[]) => keys.every((k) => k in v);
 
 const kinds: Kind[] = [
   // standard LSP, not the extension's to type
-  { what: 'a JSON-RPC message (standard)', is: (v) => 'jsonrpc' in v, check: () => [] },
+  {
+    what: 'a JSON-RPC message (standard)',
+    is: (v) => 'jsonrpc' in v && !String(v.method ?? '').startsWith('agentls/'),
+    check: () => [],
+  },
+  {
+    what: 'an agentls/userTyping notification (UserTypingParams)',
+    is: (v) => 'jsonrpc' in v && v.method === UserTypingNotification.method,
+    check: (v, results) => (results.length ? ['a result (→) follows a notification'] : userTypingParams.check(v.params, '$.params')),
+  },
   { what: 'client/registerCapability params (standard)', is: (v) => 'registrations' in v, check: () => [] },
   { what: 'workspace/applyEdit params (standard)', is: (v) => has(v, 'label', 'edit'), check: () => [] },
   {

@@ -48,6 +48,7 @@ import type {
   TrustFolderParams,
   TrustFolderResult,
   TrustRequiredParams,
+  UserTypingParams,
   Usage,
   WireDiagnostic,
   ConfigureParams,
@@ -298,6 +299,7 @@ export const diagnosticsResult = object<DiagnosticsResult>()({
   files: array(object<DiagnosticsResult['files'][number]>()({ uri: string, diagnostics: array(wireDiagnostic) })),
 });
 
+export const userTypingParams = object<UserTypingParams>()({ sessionId: optional(string) });
 export const trustRequiredParams = object<TrustRequiredParams>()({
   rootUri: string,
   file: string,

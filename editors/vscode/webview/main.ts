@@ -360,11 +360,20 @@ window.addEventListener('message', (ev: MessageEvent<ToWebview>) => {
   }
 });
 
+/** Whether the host was told that the user is writing the next prompt (once per prompt). */
+let typingTold = false;
+function typing(): void {
+  if (typingTold) return;
+  typingTold = true;
+  vscode.postMessage({ type: 'typing' });
+}
+
 function send(): void {
   const text = input.value;
   if (!text.trim()) return;
   vscode.postMessage({ type: 'send', text });
   input.value = '';
+  typingTold = false;
   autosize();
 }
 
@@ -379,7 +388,11 @@ input.addEventListener('keydown', (ev) => {
     send();
   }
 });
-input.addEventListener('input', autosize);
+input.addEventListener('input', () => {
+  typing();
+  autosize();
+});
+input.addEventListener('focus', typing);
 sendButton.addEventListener('click', send);
 stopButton.addEventListener('click', () => vscode.postMessage({ type: 'stop' }));
 $('new-session').addEventListener('click', () => vscode.postMessage({ type: 'newSession' }));

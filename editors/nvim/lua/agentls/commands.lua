@@ -49,7 +49,17 @@ local function with_existing_session(callback)
   callback(c, s)
 end
 
+-- The user is about to write a prompt: the server opens the provider's connection meanwhile.
+local function user_typing()
+  local c = client.current()
+  if c then
+    local s = state.session(c.id)
+    rpc.notify(c, protocol.notification.user_typing, { sessionId = s and s.id })
+  end
+end
+
 local function ask_text(prompt, callback)
+  user_typing()
   vim.ui.input({ prompt = prompt }, function(text)
     if text and text ~= "" then
       callback(text)

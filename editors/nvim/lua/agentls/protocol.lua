@@ -77,6 +77,16 @@ end
 -- The subagent an event, review or permission question comes from.
 local agent = fields("agentId", "sessionId", "parentSessionId")
 
+-- Client → server notifications (their params: M.notification_params).
+M.notification = {
+  user_typing = "agentls/userTyping", -- the user started writing a prompt
+}
+
+--- The params of each client → server notification (every field the plugin may send).
+M.notification_params = {
+  [M.notification.user_typing] = fields("sessionId"),
+}
+
 --- The params of each server → client method.
 M.params = {
   [M.method.event] = with(fields("sessionId", "kind"), { agent = agent }), -- `data`: M.event_data[kind]

@@ -80,6 +80,24 @@ local function drop(client_id, why)
   end
 end
 
+--- Sends the notification `method` (a protocol.notification value) with `params` (fields
+--- protocol.notification_params declares) when `client` is up; nothing is queued (a
+--- notification is only worth its moment).
+---@param client vim.lsp.Client
+---@param method string
+---@param params table?
+function M.notify(client, method, params)
+  check_args(method, params, assert(protocol.notification_params[method], method .. " is not a notification of protocol.lua"))
+  if stopped(client) or not client.initialized then
+    return
+  end
+  if has_011 then
+    client:notify(method, dict(params))
+  else
+    client.notify(method, dict(params))
+  end
+end
+
 --- Sends `agentls.<command>` with one object argument (fields protocol.command_args declares);
 --- `callback(err, result)` on the answer (the fields protocol.command_result declares; nil
 --- when there is none). Errors are shown unless the callback returns true for them. Returns

@@ -11,6 +11,8 @@ export type ToWebview =
 export type FromWebview =
   | { type: 'ready' }
   | { type: 'send'; text: string }
+  /** The prompt box got focus or a first keystroke since the last send. */
+  | { type: 'typing' }
   | { type: 'stop' }
   | { type: 'newSession' }
   | { type: 'switchSession' }

@@ -9,6 +9,8 @@ import type { ChatStore } from './store';
 
 export interface ChatActions {
   send(text: string): Promise<void>;
+  /** The user started writing a prompt (`agentls/userTyping`). */
+  userTyping(): void;
   stop(): Promise<void>;
   newSession(): Promise<void>;
   switchSession(): Promise<void>;
@@ -77,6 +79,9 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
         break;
       case 'send':
         run(this.actions.send(m.text));
+        break;
+      case 'typing':
+        this.actions.userTyping();
         break;
       case 'stop':
         run(this.actions.stop());
