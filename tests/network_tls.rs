@@ -445,3 +445,71 @@ async fn user_typing_before_any_session_opens_the_connection_of_the_provider_a_s
     assert_eq!(mock.handshakes(), (1, 0), "no handshake on the prompt's path");
     client.shutdown().await;
 }
+
+/// The server of `env` in a fresh folder, a session started: (client, session id).
+async fn editor_session(
+    env: &[(&str, &str)],
+    root: &Path,
+    capabilities: serde_json::Value,
+) -> (LspClient, String) {
+    let client = LspClient::spawn_binary(env, root);
+    client.initialize(root, capabilities, json!({})).await;
+    let created = client.command("agentls.newSession", json!({})).await.expect("newSession");
+    let session = created["sessionId"].as_str().unwrap().to_string();
+    (client, session)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_editor_is_told_what_to_do_when_the_proxy_refuses_or_the_provider_is_unreachable() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("ws");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(dir.path().join(USER_CONFIG), "[network]\nmax_retries = 0\n").unwrap();
+    let (data, config, home) = (
+        dir.path().join("data").display().to_string(),
+        dir.path().join(USER_CONFIG).display().to_string(),
+        dir.path().display().to_string(),
+    );
+    let proxy = format!("http://127.0.0.1:{}", closed_port().await);
+    let unreachable = format!("https://127.0.0.1:{}", closed_port().await);
+    let base = [
+        ("ANTHROPIC_BASE_URL", unreachable.as_str()),
+        ("ANTHROPIC_API_KEY", "sk-ant-test"),
+        ("AGENTLS_DATA_DIR", data.as_str()),
+        ("AGENTLS_CONFIG", config.as_str()),
+        ("HOME", home.as_str()),
+    ];
+
+    // A plugin client: the error event, its message saying which proxy and what to check.
+    let mut env = base.to_vec();
+    env.push(("HTTPS_PROXY", proxy.as_str()));
+    let (client, session) = editor_session(&env, &root, plugin_capabilities()).await;
+    client.command("agentls.prompt", json!({"sessionId": session, "text": "hello"})).await.expect("prompt");
+    let error = client.next_event(&session, "error").await;
+    let message = error["data"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(&format!(
+            "the proxy {proxy} (HTTPS_PROXY) refused the connection: check that it runs and that HTTPS_PROXY names it"
+        )),
+        "{error:#}"
+    );
+    client.shutdown().await;
+
+    // A plain LSP client: the same as window/showMessage, here for the provider itself.
+    let (client, session) = editor_session(&base, &root, lsp_client::plain_capabilities()).await;
+    client.command("agentls.prompt", json!({"sessionId": session, "text": "hello"})).await.expect("prompt");
+    let shown = client
+        .next_notification_where("window/showMessage", |p| {
+            p["message"].as_str().is_some_and(|m| m.contains("refused the connection"))
+        })
+        .await;
+    let host = unreachable.trim_start_matches("https://").split(':').next().unwrap();
+    assert!(
+        shown["message"].as_str().unwrap().contains(&format!(
+            "{host} refused the connection: check the base URL and that the server runs (behind a proxy, set HTTPS_PROXY)"
+        )),
+        "{shown:#}"
+    );
+    assert_eq!(shown["type"], 1, "an error: {shown:#}");
+    client.shutdown().await;
+}
