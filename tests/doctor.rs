@@ -5,7 +5,7 @@ mod support;
 use std::path::Path;
 use std::process::Output;
 
-use support::exec_binary::trust_folder;
+use support::exec_binary::{model_of as model, output_text as text, ping_command, trust_folder};
 use support::fixture_key;
 use support::mock_provider::{Dialect, ErrorPreset, MockProvider, Reply, Turn};
 
@@ -15,37 +15,10 @@ fn key(dialect: Dialect) -> String {
     format!("{}{SECRET_SUFFIX}", fixture_key(dialect))
 }
 
-fn model(dialect: Dialect) -> &'static str {
-    match dialect {
-        Dialect::Anthropic => "claude-sonnet-4-5",
-        Dialect::OpenAiResponses => "gpt-5",
-        Dialect::OpenAiChat => "gpt-4.1",
-        Dialect::Gemini => "gemini-2.5-flash",
-    }
-}
-
-/// Runs `agentls doctor --ping --provider P --model M` in `dir` with only the variables given.
+/// Runs `agentls doctor --ping --provider P --model M` in `dir` (no user configuration there)
+/// with only the variables given.
 async fn ping(dialect: Dialect, base_url: &str, dir: &Path, extra: &[(&str, &str)]) -> Output {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentls"));
-    cmd.args(["doctor", "--ping", "--provider", dialect.provider(), "--model", model(dialect)])
-        .current_dir(dir)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", dir)
-        .env("AGENTLS_CONFIG", dir.join("no-user-config.toml"))
-        .env(dialect.base_url_var(), base_url)
-        .env(dialect.key_var(), key(dialect));
-    for (k, v) in extra {
-        cmd.env(k, v);
-    }
-    cmd.output().await.expect("run agentls")
-}
-
-fn text(output: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    ping_command(dialect, base_url, dir, &key(dialect), extra).output().await.expect("run agentls")
 }
 
 fn assert_no_key(dialect: Dialect, output: &Output) {

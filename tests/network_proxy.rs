@@ -13,43 +13,15 @@ use std::process::Output;
 
 use lsp_client::{LspClient, plugin_capabilities};
 use serde_json::json;
-use support::exec_binary::{USER_CONFIG, exec_command, trust_folder};
+use support::exec_binary::{USER_CONFIG, exec_command, output_text as text, ping_command, trust_folder};
 use support::fixture_key;
 use support::mitmproxy::Mitmproxy;
 use support::mock_provider::{Dialect, MockProvider, Turn};
 use support::tls::TestCa;
 
-fn model(dialect: Dialect) -> &'static str {
-    match dialect {
-        Dialect::Anthropic => "claude-sonnet-4-5",
-        Dialect::OpenAiResponses => "gpt-5",
-        Dialect::OpenAiChat => "gpt-4.1",
-        Dialect::Gemini => "gemini-2.5-flash",
-    }
-}
-
-fn text(output: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
-}
-
 /// `agentls doctor --ping` in `dir` (its user config in `dir`) with only the variables given.
 async fn ping(dialect: Dialect, base_url: &str, dir: &Path, extra: &[(&str, &str)]) -> Output {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentls"));
-    cmd.args(["doctor", "--ping", "--provider", dialect.provider(), "--model", model(dialect)])
-        .current_dir(dir)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", dir)
-        .env("AGENTLS_CONFIG", dir.join(USER_CONFIG))
-        .env(dialect.base_url_var(), base_url)
-        .env(dialect.key_var(), fixture_key(dialect));
-    for (k, v) in extra {
-        cmd.env(k, v);
-    }
-    cmd.output().await.expect("run agentls")
+    ping_command(dialect, base_url, dir, fixture_key(dialect), extra).output().await.expect("run agentls")
 }
 
 #[tokio::test(flavor = "multi_thread")]

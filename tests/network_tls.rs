@@ -17,20 +17,11 @@ use agentls::config::network::CaFile;
 use agentls::llm::{Client, Message, Request};
 use lsp_client::{LspClient, plugin_capabilities};
 use serde_json::json;
-use support::exec_binary::{USER_CONFIG, exec_command};
+use support::exec_binary::{USER_CONFIG, exec_command, model_of as model, output_text as text, ping_command};
 use support::mock_provider::{Dialect, MockProvider, Turn};
 use support::tls::TestCa;
 use support::{collect, fast_retry, fixture_key, settings_for, text_deltas};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-fn model(dialect: Dialect) -> &'static str {
-    match dialect {
-        Dialect::Anthropic => "claude-sonnet-4-5",
-        Dialect::OpenAiResponses => "gpt-5",
-        Dialect::OpenAiChat => "gpt-4.1",
-        Dialect::Gemini => "gemini-2.5-flash",
-    }
-}
 
 fn trusting(ca: &TestCa) -> NetworkSettings {
     NetworkSettings {
@@ -78,35 +69,7 @@ async fn agentls_exec_trusts_the_ca_of_ssl_cert_file_for_every_dialect() {
 /// `agentls doctor --ping` in `dir` against `base_url` with only the variables given; no retries.
 async fn ping(dialect: Dialect, base_url: &str, dir: &Path, extra: &[(&str, &str)]) -> Output {
     std::fs::write(dir.join(USER_CONFIG), "[network]\nmax_retries = 0\nread_timeout_ms = 2000\n").unwrap();
-    ping_command(dialect, base_url, dir, extra).output().await.expect("run agentls")
-}
-
-fn ping_command(
-    dialect: Dialect,
-    base_url: &str,
-    dir: &Path,
-    extra: &[(&str, &str)],
-) -> tokio::process::Command {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentls"));
-    cmd.args(["doctor", "--ping", "--provider", dialect.provider(), "--model", model(dialect)])
-        .current_dir(dir)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", dir)
-        .env("AGENTLS_CONFIG", dir.join(USER_CONFIG))
-        .env(dialect.base_url_var(), base_url)
-        .env(dialect.key_var(), fixture_key(dialect));
-    for (k, v) in extra {
-        cmd.env(k, v);
-    }
-    cmd
-}
-
-fn text(output: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    ping_command(dialect, base_url, dir, fixture_key(dialect), extra).output().await.expect("run agentls")
 }
 
 /// The line of `doctor --ping`'s stderr that says why the ping failed.
@@ -297,7 +260,13 @@ async fn a_name_that_does_not_resolve_says_dns_and_what_to_check() {
     let prefix = isolated_network();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join(USER_CONFIG), "[network]\nmax_retries = 0\n").unwrap();
-    let inner = ping_command(Dialect::Anthropic, "https://api.agentls-test.invalid", dir.path(), &[]);
+    let inner = ping_command(
+        Dialect::Anthropic,
+        "https://api.agentls-test.invalid",
+        dir.path(),
+        fixture_key(Dialect::Anthropic),
+        &[],
+    );
     let std_inner = inner.as_std();
     let mut cmd = tokio::process::Command::new(&prefix[0]);
     cmd.args(&prefix[1..]).arg(std_inner.get_program()).args(std_inner.get_args());
@@ -342,6 +311,25 @@ async fn a_name_that_does_not_resolve_says_dns_and_what_to_check() {
     );
 }
 
+/// A workspace folder in `dir` and the variables of a language server there (its data, user
+/// configuration and HOME in `dir`), with `vars` besides.
+fn server_env(dir: &Path, vars: Vec<(String, String)>) -> (PathBuf, Vec<(String, String)>) {
+    let root = dir.join("ws");
+    std::fs::create_dir_all(&root).unwrap();
+    let mut env: Vec<(String, String)> = vec![
+        ("AGENTLS_DATA_DIR".into(), dir.join("data").display().to_string()),
+        ("AGENTLS_CONFIG".into(), dir.join(USER_CONFIG).display().to_string()),
+        ("HOME".into(), dir.display().to_string()),
+    ];
+    env.extend(vars);
+    (root, env)
+}
+
+/// `env` as `LspClient::spawn_binary` takes it.
+fn pairs(env: &[(String, String)]) -> Vec<(&str, &str)> {
+    env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
+}
+
 /// Waits until `done` holds (a background connection shows at the provider), at most 10 s.
 async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
@@ -356,23 +344,11 @@ async fn a_session_opens_its_connection_and_user_typing_opens_the_one_the_provid
     let ca = TestCa::new("agentls test CA");
     let mock = MockProvider::start_tls(Dialect::Anthropic, ca.acceptor()).await;
     let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("ws");
-    std::fs::create_dir_all(&root).unwrap();
-    let (url, ca_file) = (mock.url(), ca.ca_file().display().to_string());
-    let (data, config, home) = (
-        dir.path().join("data").display().to_string(),
-        dir.path().join(USER_CONFIG).display().to_string(),
-        dir.path().display().to_string(),
-    );
-    let env = [
-        ("ANTHROPIC_BASE_URL", url.as_str()),
-        ("ANTHROPIC_API_KEY", "sk-ant-test"),
-        ("SSL_CERT_FILE", ca_file.as_str()),
-        ("AGENTLS_DATA_DIR", data.as_str()),
-        ("AGENTLS_CONFIG", config.as_str()),
-        ("HOME", home.as_str()),
-    ];
-    let client = LspClient::spawn_binary(&env, &root);
+    let mut vars = mock.env();
+    vars.push(("ANTHROPIC_API_KEY".into(), "sk-ant-test".into()));
+    vars.push(("SSL_CERT_FILE".into(), ca.ca_file().display().to_string()));
+    let (root, env) = server_env(dir.path(), vars);
+    let client = LspClient::spawn_binary(&pairs(&env), &root);
     client.initialize(&root, plugin_capabilities(), json!({})).await;
     assert_eq!((mock.warmups(), mock.handshakes()), (0, (0, 0)), "no connection before a session");
 
@@ -412,23 +388,11 @@ async fn user_typing_before_any_session_opens_the_connection_of_the_provider_a_s
     let ca = TestCa::new("agentls test CA");
     let mock = MockProvider::start_tls(Dialect::OpenAiResponses, ca.acceptor()).await;
     let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("ws");
-    std::fs::create_dir_all(&root).unwrap();
-    let (url, ca_file) = (mock.url(), ca.ca_file().display().to_string());
-    let (data, config, home) = (
-        dir.path().join("data").display().to_string(),
-        dir.path().join(USER_CONFIG).display().to_string(),
-        dir.path().display().to_string(),
-    );
-    let env = [
-        ("OPENAI_BASE_URL", url.as_str()),
-        ("OPENAI_API_KEY", "sk-proj-test"),
-        ("SSL_CERT_FILE", ca_file.as_str()),
-        ("AGENTLS_DATA_DIR", data.as_str()),
-        ("AGENTLS_CONFIG", config.as_str()),
-        ("HOME", home.as_str()),
-    ];
-    let client = LspClient::spawn_binary(&env, &root);
+    let mut vars = mock.env();
+    vars.push(("OPENAI_API_KEY".into(), "sk-proj-test".into()));
+    vars.push(("SSL_CERT_FILE".into(), ca.ca_file().display().to_string()));
+    let (root, env) = server_env(dir.path(), vars);
+    let client = LspClient::spawn_binary(&pairs(&env), &root);
     client.initialize(&root, plugin_capabilities(), json!({})).await;
     client.notify("agentls/userTyping", json!({}));
     eventually("the warm-up of userTyping", || mock.warmups() == 1).await;

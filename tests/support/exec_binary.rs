@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use super::mock_provider::MockProvider;
+use super::mock_provider::{Dialect, MockProvider};
 
 /// The user configuration file `agentls exec` reads, in the test's folder (absent unless a test
 /// writes it).
@@ -19,6 +19,48 @@ pub fn exec_command(mock: &MockProvider, dir: &Path, key: &str, args: &[&str]) -
     cmd.env("HOME", dir).env("AGENTLS_CONFIG", dir.join(USER_CONFIG));
     cmd.env(mock.dialect().key_var(), key).env(OTHER_SECRET.0, OTHER_SECRET.1);
     for (k, v) in mock.env() {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+/// A process's stdout and stderr, as text.
+pub fn output_text(output: &std::process::Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// A model of each dialect, for `--model`.
+pub fn model_of(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::Anthropic => "claude-sonnet-4-5",
+        Dialect::OpenAiResponses => "gpt-5",
+        Dialect::OpenAiChat => "gpt-4.1",
+        Dialect::Gemini => "gemini-2.5-flash",
+    }
+}
+
+/// `agentls doctor --ping --provider P --model M` in `dir` against `base_url` with `key`, with
+/// only PATH, HOME (= `dir`), the user configuration in `dir` and `extra` set besides.
+pub fn ping_command(
+    dialect: Dialect,
+    base_url: &str,
+    dir: &Path,
+    key: &str,
+    extra: &[(&str, &str)],
+) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentls"));
+    cmd.args(["doctor", "--ping", "--provider", dialect.provider(), "--model", model_of(dialect)])
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", dir)
+        .env("AGENTLS_CONFIG", dir.join(USER_CONFIG))
+        .env(dialect.base_url_var(), base_url)
+        .env(dialect.key_var(), key);
+    for (k, v) in extra {
         cmd.env(k, v);
     }
     cmd
