@@ -151,7 +151,7 @@ impl Backend {
     /// (`llm::http`: at most one per provider, none that is fresh); before any session, the
     /// provider a new session of the first folder would use. Nothing waits for them.
     pub async fn user_typing(&self, params: protocol::UserTypingParams) {
-        tracing::debug!(session = ?params.session_id, "the user is writing a prompt");
+        tracing::info!(session = ?params.session_id, "agentls/userTyping: opening the provider's connection");
         if !crate::llm::http::warm_known() {
             super::assembly::warm_provider(&self.state);
         }

@@ -155,6 +155,10 @@ test('the extension activates and the chat view opens', async () => {
   await palette('agentls: Open Chat');
   const f = await chatFrame();
   await f.locator('#prompt').waitFor({ state: 'visible' });
+  // The prompt box's focus tells the server that the user is writing a prompt (once per prompt).
+  await f.locator('#prompt').click();
+  const serverLog = join(codeServer.home, '.local', 'state', 'agentls', 'agentls.log');
+  await until('agentls/userTyping in the server\'s log', () => existsSync(serverLog) && readFileSync(serverLog, 'utf8').includes('agentls/userTyping'), 20_000);
 });
 
 test('typing into a file without saving', async () => {
