@@ -7,6 +7,7 @@
 //! `EditorPort` / `ExecutionEnvironment` traits.
 
 pub mod acp;
+pub mod checkpoint;
 pub mod cli;
 pub mod config;
 pub mod exec;

@@ -112,6 +112,7 @@ fn run_inner(env: &Env, args: ExecArgs) -> Result<u8, Failure> {
             extra_tools: Vec::new(),
             transcripts: None,
             mcp: Some(mcp.clone()),
+            checkpoints: crate::store::data_dir(env),
         };
         let built = builder.build(parts).await.map_err(|e| {
             let code = match e {

@@ -244,8 +244,27 @@ pub enum McpAction {
 #[derive(Debug, Subcommand)]
 pub enum SessionsAction {
     List,
-    Show { id: String },
-    Rm { id: String },
+    Show {
+        id: String,
+    },
+    Rm {
+        id: String,
+    },
+    /// The turns of a session that changed files, as its checkpoints recorded them.
+    Turns {
+        id: String,
+    },
+    /// Reverts the latest turn of a session that changed files (or `--turn N` and every later
+    /// one), keeping edits made since; a conflict changes nothing.
+    Undo {
+        id: String,
+        #[arg(long)]
+        turn: Option<u64>,
+    },
+    /// Re-applies the turns the latest undo reverted.
+    Redo {
+        id: String,
+    },
 }
 
 fn parse_provider(s: &str) -> Result<ProviderKind, String> {

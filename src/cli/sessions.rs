@@ -1,12 +1,21 @@
-//! `agentls sessions [list|show ID|rm ID]`: the stored transcripts under the data directory.
+//! `agentls sessions [list|show ID|rm ID|turns ID|undo ID|redo ID]`: the stored transcripts
+//! under the data directory, and the checkpoints of their turns (sessions run with `exec`
+//! included): undo and redo happen on disk, through the disk committer.
 
 use std::process::ExitCode;
+
+use std::path::Path;
+use std::sync::Arc;
 
 use serde_json::Value;
 
 use super::SessionsAction;
+use crate::checkpoint::revert::Apply;
+use crate::checkpoint::{Checkpoints, Direction};
 use crate::config::Env;
+use crate::exec::{ExecutionEnvironment, LocalExecutionEnvironment};
 use crate::store::{TranscriptStore, data_dir};
+use crate::workspace::{Committer, DiskCommitter, FileOp, ResolvedChangeSet, Workspace, shown_path};
 
 pub fn run(env: &Env, action: Option<SessionsAction>) -> Result<ExitCode, String> {
     let dir = data_dir(env).ok_or("no data directory; set AGENTLS_DATA_DIR")?;
@@ -47,9 +56,73 @@ pub fn run(env: &Env, action: Option<SessionsAction>) -> Result<ExitCode, String
             }
         }
         SessionsAction::Rm { id } => {
-            store.remove(&id).map_err(|e| e.to_string())?;
+            let checkpoints = Checkpoints::remove(&dir, &id);
+            match store.remove(&id) {
+                Err(crate::store::StoreError::NotFound(_)) if checkpoints.is_ok() => {}
+                other => other.map_err(|e| e.to_string())?,
+            }
             println!("removed {id}");
         }
+        SessionsAction::Turns { id } => {
+            let checkpoints = Checkpoints::open_stored(&dir, &id).map_err(|e| e.to_string())?;
+            for turn in checkpoints.turns().iter().filter(|t| t.changed_files()) {
+                let state = match turn.undone {
+                    Some(_) => "  (undone)",
+                    None => "",
+                };
+                let prompt: String =
+                    turn.prompt.lines().next().unwrap_or_default().chars().take(60).collect();
+                println!("turn {}  {}  {prompt}{state}", turn.id, turn.started.format("%Y-%m-%d %H:%M:%S"));
+                for file in &turn.files {
+                    println!("  {}", shown_path(&file.path, &[checkpoints.root()]));
+                }
+            }
+        }
+        SessionsAction::Undo { id, turn } => return reverse(&dir, &id, Direction::Undo, turn),
+        SessionsAction::Redo { id } => return reverse(&dir, &id, Direction::Redo, None),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The files of the session's workspace, written by the disk committer.
+struct OnDisk(DiskCommitter);
+
+#[async_trait::async_trait]
+impl Apply for OnDisk {
+    async fn apply(&self, change: ResolvedChangeSet) -> Result<(), String> {
+        self.0.commit(change).await.map(drop).map_err(|e| e.to_string())
+    }
+}
+
+/// Undoes or redoes turns of a stored session on disk and prints what changed.
+fn reverse(dir: &Path, id: &str, direction: Direction, turn: Option<u64>) -> Result<ExitCode, String> {
+    let checkpoints = Checkpoints::open_stored(dir, id).map_err(|e| e.to_string())?;
+    let root = checkpoints.root().to_path_buf();
+    let env: Arc<dyn ExecutionEnvironment> = Arc::new(LocalExecutionEnvironment::new(root.clone()));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    let apply = OnDisk(DiskCommitter::new(env.clone()));
+    let reversal = runtime
+        .block_on(checkpoints.reverse(direction, turn, &Workspace::default(), env.as_ref(), &apply))
+        .map_err(|e| e.to_string())?;
+    let verb = match direction {
+        Direction::Undo => "undid",
+        Direction::Redo => "redid",
+    };
+    let turns: Vec<String> = reversal.turns.iter().map(u64::to_string).collect();
+    println!("{verb} turn {} of session {id}", turns.join(", "));
+    for (file, letter) in reversal.files() {
+        match &file.op {
+            FileOp::Rename { to } => {
+                println!("  {letter} {} -> {}", file.display_path, shown_path(to, &[&root]))
+            }
+            _ => println!("  {letter} {}", file.display_path),
+        }
+    }
+    for (path, reason) in &reversal.not_covered {
+        println!("  not covered ({}): {}", reason.as_str(), shown_path(path, &[&root]));
     }
     Ok(ExitCode::SUCCESS)
 }

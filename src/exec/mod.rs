@@ -31,7 +31,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use env_filter::{CORE_VARIABLES, filter_environment, is_secret_name};
 pub use local::{LocalExecutionEnvironment, LocalOptions};
-pub(crate) use paths::canonicalize_lenient;
+pub(crate) use paths::{canonicalize_lenient, normalize_lexically};
 pub use process::{ChildProcess, KILL_GRACE};
 pub(crate) use process::{LiveGroups, spawn_child};
 pub(crate) use shared::{SharedStrBuilder, into_shared_str};

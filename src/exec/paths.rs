@@ -127,7 +127,7 @@ fn follow_symlink(link: &Path) -> PathBuf {
     canonicalize_lenient(&path)
 }
 
-fn normalize_lexically(path: &Path) -> PathBuf {
+pub(crate) fn normalize_lexically(path: &Path) -> PathBuf {
     let mut normalized = PathBuf::new();
     for component in path.components() {
         match component {

@@ -63,8 +63,8 @@ pub async fn create(state: &Arc<ServerState>, request: NewSession) -> Result<Arc
     // The port needs the session id before the session exists: a resumed one keeps its own.
     let id = request.id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let (announce_tx, announcements) = tokio::sync::mpsc::unbounded_channel();
-    let port =
-        Arc::new(LspEditorPort::new(id.clone(), Arc::downgrade(state), announce_tx, builder.environment()));
+    let env = builder.environment();
+    let port = Arc::new(LspEditorPort::new(id.clone(), Arc::downgrade(state), announce_tx, env.clone()));
     let mut extra_tools: Vec<Arc<dyn Tool>> = state.options.extra_tools.clone();
     if state.profile().plugin {
         extra_tools.push(Arc::new(super::diagnostics::DiagnosticsTool::new(Arc::downgrade(state))));
@@ -84,12 +84,13 @@ pub async fn create(state: &Arc<ServerState>, request: NewSession) -> Result<Arc
                 .clone()
                 .map(|store| Arc::new(store) as Arc<dyn session::Transcripts>),
             mcp: Some(state.mcp.clone()),
+            checkpoints: state.options.data_dir.clone(),
         })
         .await?;
     let (profile, model) = (built.profile, built.model.clone());
     let (handle, events) = session::spawn(built.options);
     let _ = port.handle.set(handle.clone());
-    let session = Arc::new(LspSession { id: id.clone(), root, profile, handle });
+    let session = Arc::new(LspSession { id: id.clone(), root, profile, handle, env });
     state.sessions.insert(session.clone());
     tracing::info!(session = %id, profile = profile.as_str(), model = %model, resumed, "session started");
     let pump = Pump::new(state.clone(), session.clone(), built.transcript);

@@ -1,9 +1,10 @@
 //! Code actions, the entry point for editors without the plugin: "agentls: fix this" on each
 //! diagnostic, "agentls: explain" on the range, running an instruction written in a comment
 //! (`// agent: handle the empty case`), and "agentls: cancel the running turn" while a turn of
-//! a session in the file's folder runs.
+//! a session in the file's folder runs; "agentls: undo the last turn" (and "redo the undone
+//! turn") while an idle session of the file's folder has one.
 //!
-//! Invariant: an action only carries an `agentls.prompt` or `agentls.cancel` command; nothing
+//! Invariant: an action only carries an `agentls.*` command; nothing
 //! runs until the client executes it, and computing actions never awaits anything.
 
 use std::sync::LazyLock;
@@ -14,7 +15,10 @@ use tower_lsp_server::ls_types::{
 };
 
 use super::convert;
-use super::protocol::{Cancel, Prompt, PromptContext, PromptParams, SessionParams, lsp_command};
+use super::protocol::{
+    Cancel, Prompt, PromptContext, PromptParams, RedoTurn, SessionParams, UndoTurn, UndoTurnParams,
+    lsp_command,
+};
 use super::state::ServerState;
 use crate::session::SessionState;
 
@@ -68,6 +72,37 @@ pub async fn actions(state: &ServerState, params: &CodeActionParams) -> Vec<Code
             command: Some(lsp_command::<Cancel>(title, &SessionParams { session_id: session.id.clone() })),
             ..Default::default()
         }));
+    }
+    let idle = state
+        .sessions
+        .all()
+        .into_iter()
+        .filter(|s| path.starts_with(&s.root) && !matches!(s.handle.state(), SessionState::Processing));
+    for session in idle {
+        let Some(checkpoints) = session.handle.checkpoints() else { continue };
+        let turns = checkpoints.turns();
+        if turns.iter().any(|t| t.undone.is_none() && t.changed_files()) {
+            let title = "agentls: undo the last turn".to_string();
+            let params = UndoTurnParams { session_id: session.id.clone(), turn_id: None, rewind: false };
+            out.push(CodeActionOrCommand::CodeAction(CodeAction {
+                title: title.clone(),
+                kind: Some(CodeActionKind::EMPTY),
+                command: Some(lsp_command::<UndoTurn>(title, &params)),
+                ..Default::default()
+            }));
+        }
+        if turns.iter().any(|t| t.undone.is_some_and(|m| m.redoable)) {
+            let title = "agentls: redo the undone turn".to_string();
+            out.push(CodeActionOrCommand::CodeAction(CodeAction {
+                title: title.clone(),
+                kind: Some(CodeActionKind::EMPTY),
+                command: Some(lsp_command::<RedoTurn>(
+                    title,
+                    &SessionParams { session_id: session.id.clone() },
+                )),
+                ..Default::default()
+            }));
+        }
     }
     for diagnostic in &params.context.diagnostics {
         let source = diagnostic.source.as_deref().map(|s| format!(" ({s})")).unwrap_or_default();

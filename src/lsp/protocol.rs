@@ -123,6 +123,24 @@ impl Command for Compact {
     type Result = CompactionQueued;
 }
 
+/// `agentls.undoTurn`: reverts a turn's file changes (the latest turn that changed files, or the
+/// named one and every later one), keeping the user's edits since; optionally cuts the
+/// conversation back to before it.
+pub enum UndoTurn {}
+impl Command for UndoTurn {
+    const NAME: &'static str = "agentls.undoTurn";
+    type Params = UndoTurnParams;
+    type Result = TurnsReverted;
+}
+
+/// `agentls.redoTurn`: re-applies the turns the latest undo reverted.
+pub enum RedoTurn {}
+impl Command for RedoTurn {
+    const NAME: &'static str = "agentls.redoTurn";
+    type Params = SessionParams;
+    type Result = TurnsReverted;
+}
+
 /// `agentls.resolveReview`: the answer to an `agentls/review`.
 pub enum ResolveReview {}
 impl Command for ResolveReview {
@@ -446,6 +464,54 @@ impl<'de> Deserialize<'de> for EffortSetting {
 pub struct CompactionQueued {
     pub session_id: String,
     pub queued: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UndoTurnParams {
+    #[serde(deserialize_with = "non_empty")]
+    pub session_id: String,
+    /// The turn to undo (with every later one); absent: the latest turn that changed files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<u64>,
+    /// Also cut the conversation back to before the turn (the transcript records it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rewind: bool,
+}
+
+/// What an undo or a redo did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnsReverted {
+    pub session_id: String,
+    /// The turns undone or redone, oldest first.
+    pub turn_ids: Vec<u64>,
+    /// The files changed (none when they already held what they should).
+    pub files: Vec<RevertedFile>,
+    /// Files of those turns whose text was not kept, so left as they are.
+    pub not_covered: Vec<NotCoveredFile>,
+    /// With `rewind`: how many history turns were cut.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rewound: Option<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RevertedFile {
+    pub uri: String,
+    pub op: ReviewOp,
+    /// The target of a rename.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_uri: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NotCoveredFile {
+    pub uri: String,
+    /// `too_large`, `binary`, `prior_unknown` (a command changed it before anything read it) or
+    /// `unreadable`.
+    pub reason: crate::checkpoint::Uncovered,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -18,6 +18,8 @@ pub struct LspSession {
     pub root: PathBuf,
     pub profile: ProfileKind,
     pub handle: SessionHandle,
+    /// Where the session's files are (its undo and redo write through it).
+    pub env: std::sync::Arc<dyn crate::exec::ExecutionEnvironment>,
 }
 
 impl LspSession {

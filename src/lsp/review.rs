@@ -45,11 +45,11 @@ pub struct ReviewBroker {
     pending: PendingAnswers<ReviewDecision, Vec<ReviewedFile>>,
 }
 
-fn file_uri(path: &Path) -> String {
+pub(super) fn file_uri(path: &Path) -> String {
     convert::uri_of(path).map(|u| u.as_str().to_string()).unwrap_or_else(|| path.display().to_string())
 }
 
-fn review_op(op: &FileOp) -> ReviewOp {
+pub(super) fn review_op(op: &FileOp) -> ReviewOp {
     match op {
         FileOp::Create => ReviewOp::Create,
         FileOp::Modify => ReviewOp::Modify,

@@ -25,6 +25,7 @@ use std::sync::Arc;
 
 use super::transcript::{NewTranscript, StoredSession, TranscriptSink, Transcripts};
 use super::{HistorySink, SessionConfig, SessionOptions, Turn};
+use crate::checkpoint::{Checkpoints, RecordingEnvironment, RecordingPort};
 use crate::config::{
     Approval, Config, ConfigError, ConfigLayer, Env, LoadOptions, ProfileKind, ProjectTrust, ResolveError,
     SearchProvider, provider, resolve_provider, resolve_search_provider,
@@ -74,6 +75,9 @@ pub struct SessionParts {
     /// The host's MCP servers; the session uses the ones its configuration names. `None`: no
     /// MCP tools.
     pub mcp: Option<Arc<McpHub>>,
+    /// The data directory the session's checkpoints are kept under (`checkpoints/<id>`, those
+    /// of a resumed session reopened); `None` records none (no undo).
+    pub checkpoints: Option<PathBuf>,
 }
 
 /// A session ready to spawn, with what its host shows about it.
@@ -254,13 +258,26 @@ impl SessionBuilder {
             }
             _ => None,
         };
+        let mut env = Arc::clone(environment);
+        let mut editor: Arc<dyn EditorPort> = Arc::new(PolicedPort::new(parts.editor, policy));
+        let checkpoints = parts.checkpoints.and_then(|dir| {
+            Checkpoints::open(&dir, &id, root)
+                .map_err(|e| tracing::warn!("session {id} records no checkpoints (no undo): {e}"))
+                .ok()
+                .map(Arc::new)
+        });
+        if let Some(checkpoints) = &checkpoints {
+            editor =
+                Arc::new(RecordingPort::new(editor, checkpoints.clone(), workspace.clone(), env.clone()));
+            env = Arc::new(RecordingEnvironment::new(env, checkpoints.clone()));
+        }
         let options = SessionOptions {
             id: Some(id.clone()),
             profile,
             client,
-            env: Arc::clone(environment),
+            env,
             workspace,
-            editor: Arc::new(PolicedPort::new(parts.editor, policy)),
+            editor,
             config: session_config,
             cwd: root.clone(),
             history,
@@ -268,6 +285,7 @@ impl SessionBuilder {
             tools,
             transcript: transcript.clone().map(|t| t as Arc<dyn HistorySink>),
             tool_source,
+            checkpoints,
         };
         Ok(BuiltSession { options, id, profile, model, transcript })
     }

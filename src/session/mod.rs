@@ -42,6 +42,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::checkpoint::{Checkpoints, HistoryMark};
 use crate::config::{Approval, CodeLayer, Config, PromptLayer};
 use crate::exec::ExecutionEnvironment;
 use crate::llm::{self, ReasoningEffort};
@@ -260,6 +261,9 @@ pub struct SessionOptions {
     pub transcript: Option<Arc<dyn HistorySink>>,
     /// Tools that come and go (the session's MCP servers), asked before every model call.
     pub tool_source: Option<Arc<dyn crate::tools::ToolSource>>,
+    /// Where each input's file changes are recorded (a host's session; `None` for subagents,
+    /// whose changes land in their parent's input, and for sessions without a data directory).
+    pub checkpoints: Option<Arc<Checkpoints>>,
 }
 
 /// Work queued for the session task.
@@ -275,7 +279,24 @@ enum Command {
     Compact {
         epoch: u64,
     },
+    /// Cut the history back to before the user input at `mark` (`agentls.undoTurn`'s rewind);
+    /// runs between inputs. Answers how many turns were cut.
+    Rewind {
+        mark: HistoryMark,
+        reply: tokio::sync::oneshot::Sender<Result<usize, RewindError>>,
+    },
     Close,
+}
+
+/// Why the history could not be cut back.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RewindError {
+    #[error(
+        "the turn's input is no longer in the history (compaction summarised it); the files were changed, the conversation was not cut"
+    )]
+    NotFound,
+    #[error("the session ended")]
+    Closed,
 }
 
 /// State shared by the handle and the session task, each part behind its own small API. Locks
@@ -301,6 +322,7 @@ struct Shared {
     failure: Mutex<Option<String>>,
     /// The session's children.
     agents: Mutex<Children>,
+    checkpoints: Option<Arc<Checkpoints>>,
 }
 
 /// A session's children, as transcripts read them.
@@ -454,6 +476,19 @@ impl SessionHandle {
         running.snapshot()
     }
 
+    /// Where the session records each input's file changes (undo, redo).
+    pub fn checkpoints(&self) -> Option<Arc<Checkpoints>> {
+        self.shared.checkpoints.clone()
+    }
+
+    /// Cuts the history back to before the user input at `mark`, once the current input is
+    /// done; the transcript stores the history that results. Answers how many turns were cut.
+    pub async fn rewind(&self, mark: HistoryMark) -> Result<usize, RewindError> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.shared.commands.send(Command::Rewind { mark, reply }).map_err(|_| RewindError::Closed)?;
+        answer.await.map_err(|_| RewindError::Closed)?
+    }
+
     /// The panic message when the session task died of a panic.
     pub fn failure(&self) -> Option<String> {
         lock(&self.shared.failure).clone()
@@ -498,6 +533,7 @@ fn spawn_in_tree(
         events: weak_events,
         failure: Mutex::new(None),
         agents: Mutex::new(Children::Stored(Vec::new())),
+        checkpoints: opts.checkpoints.clone(),
     });
     let task = std::panic::AssertUnwindSafe(runner::run(opts, lineage, shared.clone(), emitter, command_rx));
     let watched = shared.clone();

@@ -32,6 +32,7 @@ use super::subagents::{ChildParts, Lineage, Subagents};
 use super::tool_round::ToolRound;
 use super::turn::Turn;
 use super::{Children, Command, SessionConfig, SessionOptions, SessionState, Shared, lock};
+use crate::checkpoint::{Checkpoints, HistoryMark};
 use crate::exec::{OutputExecutionEnvironment, OutputSink, ShellLimits};
 use crate::llm::{self, LlmError, Request, Response, StreamEvent, ToolCall, ToolDefinition, Usage};
 use crate::profiles::{EnvironmentInfo, PromptOverrides, discover_project_docs};
@@ -55,6 +56,8 @@ struct Runner {
     depth: u32,
     /// Tools that come and go (the session's MCP servers), asked before every model call.
     tool_source: Option<Arc<dyn ToolSource>>,
+    /// Where each input's file changes are recorded.
+    checkpoints: Option<Arc<Checkpoints>>,
 }
 
 pub(super) async fn run(
@@ -119,6 +122,7 @@ pub(super) async fn run(
         totals: Usage::default(),
         depth,
         tool_source: opts.tool_source.clone(),
+        checkpoints: opts.checkpoints.clone(),
     };
     // The context figures are there when the host hears of the session.
     let config = runner.config();
@@ -149,6 +153,10 @@ pub(super) async fn run(
                 if let Some(token) = runner.shared.control.begin(epoch) {
                     runner.compact_on_request(&token).await;
                 }
+                continue;
+            }
+            Command::Rewind { mark, reply } => {
+                let _ = reply.send(runner.rewind(mark));
                 continue;
             }
             Command::Close => break,
@@ -290,7 +298,12 @@ impl Runner {
         token: &CancellationToken,
     ) -> (EndReason, String) {
         let config = self.config();
-        self.push(Turn::user(self.prompt.task_message(&config, &input)));
+        let user = Turn::user(self.prompt.task_message(&config, &input));
+        if let (Some(checkpoints), Turn::User(turn)) = (&self.checkpoints, &user) {
+            let index = self.shared.history.read(<[Turn]>::len);
+            checkpoints.begin_turn(&input, HistoryMark { index, timestamp: turn.timestamp });
+        }
+        self.push(user);
         self.events.emit(EventData::UserInput(Content { content: input }));
         self.hand_over_instructions(context);
         self.drain_steering();
@@ -309,11 +322,33 @@ impl Runner {
             )
         });
         let (reason, text) = self.run_steps(&limit).await;
+        if let Some(checkpoints) = &self.checkpoints {
+            checkpoints.end_turn();
+        }
         if reason == EndReason::Cancelled && !token.is_cancelled() {
             self.events.emit(EventData::TurnLimit(TurnLimit::TimeLimitSecs(time_limit)));
             return (EndReason::TimeLimit, text);
         }
         (reason, text)
+    }
+
+    /// Cuts the history back to before the user input at `mark` (found at its index, else by
+    /// its timestamp); the sink stores the history that results whole.
+    fn rewind(&self, mark: HistoryMark) -> Result<usize, super::RewindError> {
+        let is_mark = |turn: &Turn| matches!(turn, Turn::User(t) if t.timestamp == mark.timestamp);
+        self.shared
+            .history
+            .rewrite(|turns| {
+                let at = if turns.get(mark.index).is_some_and(is_mark) {
+                    mark.index
+                } else {
+                    turns.iter().position(is_mark)?
+                };
+                let cut = turns.len() - at;
+                turns.truncate(at);
+                Some(cut)
+            })
+            .ok_or(super::RewindError::NotFound)
     }
 
     /// The steps of one input: model call, tool round, until the model is done or a limit.

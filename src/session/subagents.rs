@@ -182,6 +182,7 @@ impl Subagents {
                 tools: self.parts.tools.clone(),
                 transcript: None,
                 tool_source: self.parts.child_tool_source(),
+                checkpoints: None,
             };
             if let Err(e) =
                 self.start(info, options, Progress { result: Some(result), ..Progress::default() })
@@ -284,6 +285,7 @@ impl AgentControl for Subagents {
             tools: self.parts.tools.clone(),
             transcript: None,
             tool_source: self.parts.child_tool_source(),
+            checkpoints: None,
         };
         let child = self.start(info, options, Progress { sent: 1, ..Progress::default() })?;
         child.handle.submit(request.task);

@@ -186,6 +186,7 @@ impl Harness {
             tools,
             transcript: None,
             tool_source: None,
+            checkpoints: None,
         };
         let (handle, events) = session::spawn(opts);
         Self { mock, handle, events, dir, seen: Vec::new() }

@@ -5,6 +5,8 @@
 //!
 //! Invariant: a command either returns at once (work is queued on a session task) or answers
 //! with a JSON-RPC error that names the bad field; an unknown command names the known ones.
+//! The exceptions are `undoTurn` and `redoTurn`, which answer once their edit was applied (or
+//! refused): the editor's `workspace/applyEdit` answer is awaited, bounded by its deadline.
 //! A command's argument is decoded into its `Params` before its handler runs, and its result is
 //! its `Result` type: no handler reads or writes JSON by key.
 
@@ -14,6 +16,7 @@ mod permission;
 mod review;
 mod session;
 mod trust;
+mod undo;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -24,7 +27,8 @@ use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
 
 use super::protocol::{
     Cancel, CloseSession, Command, Compact, Configure, FollowUp, History, ListSessions, McpRestart,
-    McpServers, NewSession, Prompt, ResolvePermission, ResolveReview, ResumeSession, Steer, TrustFolder,
+    McpServers, NewSession, Prompt, RedoTurn, ResolvePermission, ResolveReview, ResumeSession, Steer,
+    TrustFolder, UndoTurn,
 };
 use super::state::ServerState;
 
@@ -49,6 +53,8 @@ const COMMANDS: &[Entry] = &[
     Entry::of::<History>(),
     Entry::of::<Configure>(),
     Entry::of::<Compact>(),
+    Entry::of::<UndoTurn>(),
+    Entry::of::<RedoTurn>(),
     Entry::of::<ResolveReview>(),
     Entry::of::<ResolvePermission>(),
     Entry::of::<TrustFolder>(),

@@ -22,7 +22,7 @@ use crate::lsp::{convert, prompt_context};
 use crate::session::{ConfigChange, Turn, summarize};
 use crate::store::history as stored_history;
 
-fn session(state: &ServerState, id: &str) -> Result<Arc<LspSession>> {
+pub(super) fn session(state: &ServerState, id: &str) -> Result<Arc<LspSession>> {
     state.sessions.get(id).ok_or_else(|| {
         invalid_field(
             "sessionId",

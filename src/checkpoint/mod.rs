@@ -1,0 +1,284 @@
+//! Per-turn checkpoints: for every file a turn (one user input) changed in the workspace, the
+//! text before the turn and after it, so the turn can be undone and redone.
+//!
+//! What is recorded, and how:
+//! - Edit tools: their change sets pass through [`RecordingPort`], which reads each file as the
+//!   agent's view holds it (open buffer first) before and after the change lands.
+//! - Commands: [`RecordingEnvironment`] scans the workspace's metadata ([`scan`]) before and
+//!   after each command. The prior content of a file a command changes comes from what the scan
+//!   before it read: the files the command names (a path, a directory, a glob), the files the
+//!   agent read or changed in this session, and those of recorded turns. A file the command
+//!   changed whose prior content was not read is listed as not covered (`prior_unknown`), as are
+//!   files over [`MAX_FILE_BYTES`], binary files, and (never scanned) ignored paths.
+//!
+//! Invariants:
+//! - Nothing is written in the workspace or its `.git`: checkpoints live in the data directory
+//!   ([`store`]), bounded per session and collected.
+//! - Only a host's session records: its subagents' changes land in the turn of the input they
+//!   work for. Nothing is recorded outside an input.
+//! - Undo and redo never clobber: each file is merged three-way ([`revert`]) onto what it holds
+//!   now, and a conflict refuses the whole call before anything is changed.
+
+mod record;
+pub mod revert;
+pub mod scan;
+mod store;
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+pub use record::{RecordingEnvironment, RecordingPort};
+pub use revert::{Direction, Reversal};
+pub use store::{FileRecord, Move, Stored, TurnRecord, UndoMark, checkpoints_dir, collect_unused};
+
+use store::Store;
+
+/// Files larger than this that a command changes are not kept (listed as not covered).
+pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
+/// Turns a session keeps (the oldest go first).
+pub const MAX_TURNS: usize = 100;
+/// Bytes of kept text per session, about (the oldest turns go first).
+pub const MAX_SESSION_BYTES: u64 = 64 * 1024 * 1024;
+/// Paths whose content the scan before a command reads besides the ones it names.
+const MAX_KNOWN: usize = 2_000;
+
+/// Why a file's text is not kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Uncovered {
+    /// Larger than [`MAX_FILE_BYTES`].
+    TooLarge,
+    /// Not UTF-8 text (NUL bytes, invalid UTF-8).
+    Binary,
+    /// A command changed it and its prior content had not been read.
+    PriorUnknown,
+    /// It could not be read.
+    Unreadable,
+}
+
+impl Uncovered {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::TooLarge => "too_large",
+            Self::Binary => "binary",
+            Self::PriorUnknown => "prior_unknown",
+            Self::Unreadable => "unreadable",
+        }
+    }
+}
+
+/// What a path holds at one point of a turn.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Side {
+    Absent,
+    Text(Arc<str>),
+    NotCovered(Uncovered),
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CheckpointError {
+    #[error("`{0}` is not a valid checkpoint id")]
+    BadId(String),
+    #[error("checkpoints: {0}")]
+    Io(String),
+    #[error("{0}")]
+    Nothing(String),
+    #[error("no turn {0} in this session's checkpoints")]
+    UnknownTurn(u64),
+    /// A file changed since in a way the undo or redo cannot merge with; nothing was changed.
+    #[error("{path} changed since the turn and the change overlaps it ({reason}); nothing was changed")]
+    Conflict { path: PathBuf, reason: String },
+    #[error("the change could not be applied: {0}")]
+    Apply(String),
+}
+
+/// Where a turn's user input is in the history (to cut the history back before it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HistoryMark {
+    pub index: usize,
+    pub timestamp: DateTime<Utc>,
+}
+
+/// The input being recorded.
+struct OpenTurn {
+    record: TurnRecord,
+    files: BTreeMap<PathBuf, (Side, Side)>,
+    moves: Vec<Move>,
+}
+
+/// A session's checkpoints: the turn being recorded and the stored ones.
+pub struct Checkpoints {
+    store: Store,
+    root: PathBuf,
+    index: Mutex<store::Index>,
+    open: Mutex<Option<OpenTurn>>,
+    /// Paths read or changed in this session: the scan before a command keeps their content.
+    known: Mutex<HashSet<PathBuf>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Checkpoints {
+    /// The checkpoints of session `id` in the workspace `root`, kept under `data_dir` (those it
+    /// stored before a restart included).
+    pub fn open(data_dir: &Path, id: &str, root: &Path) -> Result<Self, CheckpointError> {
+        collect_unused(data_dir);
+        let store = Store::new(data_dir, id)?;
+        let mut index = store.load()?;
+        index.root = root.to_path_buf();
+        let known = index.turns.iter().flat_map(|t| t.files.iter().map(|f| f.path.clone())).collect();
+        Ok(Self {
+            store,
+            root: root.to_path_buf(),
+            index: Mutex::new(index),
+            open: Mutex::new(None),
+            known: Mutex::new(known),
+        })
+    }
+
+    /// The stored checkpoints of session `id`, in the workspace they were recorded in.
+    pub fn open_stored(data_dir: &Path, id: &str) -> Result<Self, CheckpointError> {
+        let store = Store::new(data_dir, id)?;
+        let root = store.load()?.root;
+        if root.as_os_str().is_empty() {
+            return Err(CheckpointError::Nothing(format!("session {id} has no checkpoints")));
+        }
+        Self::open(data_dir, id, &root)
+    }
+
+    /// The workspace the checkpoints cover.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Starts recording an input whose user turn is at `mark` in the history.
+    pub fn begin_turn(&self, prompt: &str, mark: HistoryMark) {
+        let id = {
+            let mut index = lock(&self.index);
+            index.next_id = index.next_id.max(index.turns.last().map_or(0, |t| t.id)) + 1;
+            index.next_id
+        };
+        let record = TurnRecord {
+            id,
+            started: Utc::now(),
+            prompt: prompt.chars().take(200).collect(),
+            history_index: mark.index,
+            user_timestamp: mark.timestamp,
+            files: Vec::new(),
+            moves: Vec::new(),
+            undone: None,
+        };
+        *lock(&self.open) = Some(OpenTurn { record, files: BTreeMap::new(), moves: Vec::new() });
+    }
+
+    /// Whether an input is being recorded.
+    pub fn recording(&self) -> bool {
+        lock(&self.open).is_some()
+    }
+
+    /// Notes that `path` held `before` and now holds `after` (a turn keeps the first `before`
+    /// and the last `after` of each path).
+    pub(crate) fn note(&self, path: &Path, before: Side, after: Side) {
+        let mut open = lock(&self.open);
+        let Some(turn) = open.as_mut() else { return };
+        turn.files
+            .entry(path.to_path_buf())
+            .and_modify(|pair| pair.1 = after.clone())
+            .or_insert((before, after));
+        drop(open);
+        self.know(path);
+    }
+
+    pub(crate) fn note_move(&self, from: &Path, to: &Path) {
+        if let Some(turn) = lock(&self.open).as_mut() {
+            turn.moves.push(Move { from: from.to_path_buf(), to: to.to_path_buf() });
+        }
+    }
+
+    /// Remembers that the agent read or changed `path`.
+    pub(crate) fn know(&self, path: &Path) {
+        let mut known = lock(&self.known);
+        if known.len() < MAX_KNOWN {
+            known.insert(path.to_path_buf());
+        }
+    }
+
+    pub(crate) fn known(&self) -> Vec<PathBuf> {
+        lock(&self.known).iter().cloned().collect()
+    }
+
+    /// Ends the input being recorded and stores it: its texts as blobs, the turn in the index.
+    /// Returns it (`None` when nothing was being recorded).
+    pub fn end_turn(&self) -> Option<TurnRecord> {
+        let OpenTurn { mut record, files, moves } = lock(&self.open).take()?;
+        let mut failed = None;
+        for (path, (before, after)) in files {
+            if before == after {
+                continue;
+            }
+            match (self.store.put(&before), self.store.put(&after)) {
+                (Ok(before), Ok(after)) => record.files.push(FileRecord { path, before, after }),
+                (Err(e), _) | (_, Err(e)) => failed = Some(e),
+            }
+        }
+        record.moves = moves;
+        if let Some(e) = failed {
+            tracing::warn!("a checkpoint of turn {} is incomplete: {e}", record.id);
+        }
+        let mut index = lock(&self.index);
+        if record.changed_files() {
+            // Turns undone before this one are no longer at the top of the files: no redo.
+            for turn in &mut index.turns {
+                if let Some(mark) = &mut turn.undone {
+                    mark.redoable = false;
+                }
+            }
+        }
+        index.turns.push(record.clone());
+        let stored = self.store.collect(&mut index).and_then(|()| self.store.save(&index));
+        if let Err(e) = stored {
+            tracing::warn!("the checkpoint of turn {} is not stored: {e}", record.id);
+        }
+        Some(record)
+    }
+
+    /// The stored turns, oldest first.
+    pub fn turns(&self) -> Vec<TurnRecord> {
+        lock(&self.index).turns.clone()
+    }
+
+    /// Reads a stored side back.
+    pub(crate) fn side(&self, stored: &Stored) -> Result<Side, CheckpointError> {
+        self.store.get(stored)
+    }
+
+    /// Marks the turns of a carried-out reversal undone (or no longer undone) and stores it.
+    pub fn finish(&self, reversal: &Reversal) -> Result<(), CheckpointError> {
+        let mut index = lock(&self.index);
+        let group = index.next_group + 1;
+        if reversal.direction == Direction::Undo {
+            index.next_group = group;
+        }
+        for turn in index.turns.iter_mut().filter(|t| reversal.turns.contains(&t.id)) {
+            turn.undone = match reversal.direction {
+                Direction::Undo => Some(UndoMark { group, redoable: true }),
+                Direction::Redo => None,
+            };
+        }
+        self.store.save(&index)
+    }
+
+    /// Removes the stored checkpoints of session `id` (with its transcript).
+    pub fn remove(data_dir: &Path, id: &str) -> Result<(), CheckpointError> {
+        Store::new(data_dir, id)?.remove()
+    }
+}
+
+#[cfg(test)]
+mod tests;

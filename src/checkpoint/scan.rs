@@ -1,0 +1,224 @@
+//! The stat scan of a workspace around a command: every file the ignore files leave in (the
+//! `ignore` crate's rules: `.gitignore` with or without git, `.ignore`, `.git/info/exclude`;
+//! hidden files included, `.git` itself never entered), each with its size, times and inode,
+//! and the prior content of the candidates a command is likely to change.
+//!
+//! Invariants:
+//! - A scan reads metadata only; content is read for the candidates alone, each at most
+//!   [`MAX_FILE_BYTES`](super::MAX_FILE_BYTES).
+//! - Two scans differ at a path exactly when its stamp (size, mtime, ctime, inode) changed, it
+//!   appeared or it went away.
+
+use std::collections::{HashMap, HashSet};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use globset::Glob;
+
+use super::{MAX_FILE_BYTES, Side, Uncovered};
+
+/// What a file's metadata says of its content: a change of content changes the stamp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    pub len: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+    ino: u64,
+}
+
+impl Stamp {
+    fn of(metadata: &std::fs::Metadata) -> Self {
+        Self {
+            len: metadata.len(),
+            mtime: (metadata.mtime(), metadata.mtime_nsec()),
+            ctime: (metadata.ctime(), metadata.ctime_nsec()),
+            ino: metadata.ino(),
+        }
+    }
+}
+
+/// The files of a workspace by absolute path.
+#[derive(Debug, Default)]
+pub struct Scan {
+    pub files: HashMap<PathBuf, Stamp>,
+}
+
+/// Scans `root` (see the module's rules).
+pub fn scan(root: &Path) -> Scan {
+    let walker = ignore::WalkBuilder::new(root)
+        .hidden(false)
+        .require_git(false)
+        .git_global(false)
+        .filter_entry(|entry| entry.file_name() != ".git")
+        .build();
+    let mut files = HashMap::new();
+    for entry in walker.flatten() {
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        if let Ok(metadata) = entry.metadata() {
+            files.insert(entry.into_path(), Stamp::of(&metadata));
+        }
+    }
+    Scan { files }
+}
+
+/// How a path differs between two scans.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Difference {
+    Created,
+    Modified,
+    Deleted,
+}
+
+/// The paths that differ from `before` to `after`, sorted.
+pub fn differences(before: &Scan, after: &Scan) -> Vec<(PathBuf, Difference)> {
+    let mut out: Vec<(PathBuf, Difference)> = after
+        .files
+        .iter()
+        .filter_map(|(path, stamp)| match before.files.get(path) {
+            None => Some((path.clone(), Difference::Created)),
+            Some(old) if old != stamp => Some((path.clone(), Difference::Modified)),
+            Some(_) => None,
+        })
+        .chain(
+            before
+                .files
+                .keys()
+                .filter(|path| !after.files.contains_key(*path))
+                .map(|path| (path.clone(), Difference::Deleted)),
+        )
+        .collect();
+    out.sort();
+    out
+}
+
+/// The text a file holds, as a checkpoint keeps it: text, or why it is not kept.
+pub fn read_side(path: &Path, len: u64) -> Side {
+    if len > MAX_FILE_BYTES {
+        return Side::NotCovered(Uncovered::TooLarge);
+    }
+    match std::fs::read(path) {
+        Ok(bytes) => side_of(bytes),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Side::Absent,
+        Err(_) => Side::NotCovered(Uncovered::Unreadable),
+    }
+}
+
+/// Bytes as a checkpoint keeps them.
+pub fn side_of(bytes: Vec<u8>) -> Side {
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Side::NotCovered(Uncovered::TooLarge);
+    }
+    if memchr::memchr(0, &bytes).is_some() {
+        return Side::NotCovered(Uncovered::Binary);
+    }
+    match String::from_utf8(bytes) {
+        Ok(text) => Side::Text(text.into()),
+        Err(_) => Side::NotCovered(Uncovered::Binary),
+    }
+}
+
+/// Most paths a command's words may add as candidates (a directory's files, a glob's matches).
+const MAX_NAMED: usize = 2_000;
+
+/// The files of `scan` that `command` names, run in `cwd`: a word that is a file, the files
+/// under a word that is a directory, the files a word with glob characters matches.
+pub fn named_by(command: &str, cwd: &Path, scan: &Scan) -> HashSet<PathBuf> {
+    let mut named = HashSet::new();
+    let words = command
+        .split(|c: char| {
+            c.is_whitespace() || matches!(c, ';' | '|' | '&' | '<' | '>' | '(' | ')' | '\'' | '"' | '=')
+        })
+        .filter(|w| !w.is_empty() && !w.starts_with('-'));
+    for word in words {
+        if named.len() >= MAX_NAMED {
+            break;
+        }
+        let path = crate::exec::normalize_lexically(&cwd.join(word));
+        if scan.files.contains_key(&path) {
+            named.insert(path);
+        } else if word.contains(['*', '?', '[']) {
+            if let Ok(glob) = Glob::new(&path.to_string_lossy()) {
+                let matcher = glob.compile_matcher();
+                named.extend(scan.files.keys().filter(|p| matcher.is_match(p)).take(MAX_NAMED).cloned());
+            }
+        } else if path.is_dir() {
+            named.extend(scan.files.keys().filter(|p| p.starts_with(&path)).take(MAX_NAMED).cloned());
+        }
+    }
+    named
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scan_honours_ignore_files_without_git_and_sees_hidden_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        std::fs::write(root.join(".gitignore"), "target/\n*.log\n").expect("write");
+        std::fs::create_dir_all(root.join("target")).expect("mkdir");
+        std::fs::create_dir_all(root.join(".git")).expect("mkdir");
+        for file in ["a.txt", ".env", "target/out.bin", "run.log", ".git/HEAD"] {
+            std::fs::write(root.join(file), "x").expect("write");
+        }
+        let mut seen: Vec<String> = scan(root)
+            .files
+            .keys()
+            .map(|p| p.strip_prefix(root).expect("under root").display().to_string())
+            .collect();
+        seen.sort();
+        assert_eq!(seen, [".env", ".gitignore", "a.txt"]);
+    }
+
+    #[test]
+    fn differences_are_created_modified_and_deleted_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        for file in ["keep", "change", "gone"] {
+            std::fs::write(root.join(file), "1").expect("write");
+        }
+        let before = scan(root);
+        std::fs::write(root.join("change"), "22").expect("write");
+        std::fs::remove_file(root.join("gone")).expect("rm");
+        std::fs::write(root.join("new"), "3").expect("write");
+        let after = scan(root);
+        let found: Vec<(String, Difference)> = differences(&before, &after)
+            .into_iter()
+            .map(|(p, d)| (p.file_name().expect("name").to_string_lossy().into_owned(), d))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("change".to_string(), Difference::Modified),
+                ("gone".to_string(), Difference::Deleted),
+                ("new".to_string(), Difference::Created)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_command_names_files_directories_and_globs() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("src")).expect("mkdir");
+        for file in ["a.txt", "b.txt", "c.md", "src/x.rs", "src/y.rs"] {
+            std::fs::write(root.join(file), "x").expect("write");
+        }
+        let found = scan(root);
+        let names = |command: &str| {
+            let mut out: Vec<String> = named_by(command, root, &found)
+                .into_iter()
+                .map(|p| p.strip_prefix(root).expect("under").display().to_string())
+                .collect();
+            out.sort();
+            out
+        };
+        assert_eq!(names("sed -i 's/a/b/' c.md"), ["c.md"]);
+        assert_eq!(names("rm -rf src"), ["src/x.rs", "src/y.rs"]);
+        assert_eq!(names("perl -pi -e s/x/y/ *.txt && true"), ["a.txt", "b.txt"]);
+        assert!(names("echo hello").is_empty());
+    }
+}
