@@ -773,3 +773,60 @@ async fn exec_asks_on_a_terminal() {
         }
     }
 }
+
+/// `agentls sessions <args>` with the environment `exec_command` gives `agentls exec` in `dir`.
+fn sessions(dir: &Path, args: &[&str]) -> Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_agentls"))
+        .arg("sessions")
+        .args(args)
+        .current_dir(dir)
+        .env_clear()
+        .env("HOME", dir)
+        .output()
+        .expect("agentls sessions runs")
+}
+
+#[tokio::test]
+async fn sessions_undo_reverts_what_an_exec_runs_commands_changed_and_redo_reapplies_it() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let command = "sed -i 's/slow/fast/' config.txt && rm old.txt && mkdir -p gen && echo made > gen/new.txt";
+    mock.push(Reply::new().tool_call("c1", "shell", json!({"command": command})));
+    mock.push(Reply::new().text("done"));
+    let dir = repo();
+    let file = |name: &str| std::fs::read_to_string(dir.path().join(name)).ok();
+    std::fs::write(dir.path().join("config.txt"), "mode = slow\nlevel = 1\n").expect("write");
+    std::fs::write(dir.path().join("old.txt"), "old\n").expect("write");
+    let out = exec(&mock, dir.path(), &["--provider", "anthropic", "--shell", "allow", "speed it up"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(file("config.txt").as_deref(), Some("mode = fast\nlevel = 1\n"));
+    let hint = stderr(&out);
+    let id = hint
+        .split("agentls sessions undo ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("exec says how to undo: {hint}"))
+        .to_string();
+    // The user edits another line after the run.
+    std::fs::write(dir.path().join("config.txt"), "mode = fast\nlevel = 2\n").expect("user edit");
+
+    let turns = sessions(dir.path(), &["turns", &id]);
+    assert!(String::from_utf8_lossy(&turns.stdout).contains("turn 1"), "{turns:?}");
+    let undo = sessions(dir.path(), &["undo", &id]);
+    assert!(undo.status.success(), "{}", String::from_utf8_lossy(&undo.stderr));
+    let said = String::from_utf8_lossy(&undo.stdout);
+    assert!(said.contains("undid turn 1") && said.contains("M config.txt"), "{said}");
+    assert!(said.contains("A old.txt") && said.contains("D gen/new.txt"), "{said}");
+    assert_eq!(file("config.txt").as_deref(), Some("mode = slow\nlevel = 2\n"), "the user's line is kept");
+    assert_eq!(file("old.txt").as_deref(), Some("old\n"));
+    assert_eq!(file("gen/new.txt"), None);
+    assert!(!dir.path().join(".git/index").exists(), "git's index is never touched");
+
+    let again = sessions(dir.path(), &["undo", &id]);
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("nothing to undo"), "{again:?}");
+    let redo = sessions(dir.path(), &["redo", &id]);
+    assert!(redo.status.success(), "{}", String::from_utf8_lossy(&redo.stderr));
+    assert_eq!(file("config.txt").as_deref(), Some("mode = fast\nlevel = 2\n"));
+    assert_eq!(file("old.txt"), None);
+    assert_eq!(file("gen/new.txt").as_deref(), Some("made\n"));
+}

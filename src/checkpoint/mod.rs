@@ -114,6 +114,8 @@ struct OpenTurn {
 pub struct Checkpoints {
     store: Store,
     root: PathBuf,
+    /// Where the checkpoints are kept: never scanned, should it be inside the workspace.
+    data_dir: PathBuf,
     index: Mutex<store::Index>,
     open: Mutex<Option<OpenTurn>>,
     /// Paths read or changed in this session: the scan before a command keeps their content.
@@ -136,6 +138,7 @@ impl Checkpoints {
         Ok(Self {
             store,
             root: root.to_path_buf(),
+            data_dir: data_dir.to_path_buf(),
             index: Mutex::new(index),
             open: Mutex::new(None),
             known: Mutex::new(known),
@@ -150,6 +153,11 @@ impl Checkpoints {
             return Err(CheckpointError::Nothing(format!("session {id} has no checkpoints")));
         }
         Self::open(data_dir, id, &root)
+    }
+
+    /// The data directory the checkpoints are kept in.
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
     }
 
     /// The workspace the checkpoints cover.
@@ -219,7 +227,8 @@ impl Checkpoints {
         let OpenTurn { mut record, files, moves } = lock(&self.open).take()?;
         let mut failed = None;
         for (path, (before, after)) in files {
-            if before == after {
+            // A file the scans saw change whose text was not kept stays listed.
+            if before == after && !matches!(before, Side::NotCovered(_)) {
                 continue;
             }
             match (self.store.put(&before), self.store.put(&after)) {

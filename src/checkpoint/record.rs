@@ -125,8 +125,8 @@ struct Before {
 }
 
 /// Scans `root` and reads the files the command names and the ones the session knows.
-fn before_command(root: &Path, command: &str, cwd: &Path, known: Vec<PathBuf>) -> Before {
-    let scan = scan::scan(root);
+fn before_command(root: &Path, skip: &Path, command: &str, cwd: &Path, known: Vec<PathBuf>) -> Before {
+    let scan = scan::scan(root, skip);
     let mut candidates = scan::named_by(command, cwd, &scan);
     candidates.extend(known);
     let content = candidates
@@ -141,8 +141,8 @@ fn before_command(root: &Path, command: &str, cwd: &Path, known: Vec<PathBuf>) -
 }
 
 /// What changed since `before`: each path with what it held and holds.
-fn after_command(root: &Path, mut before: Before) -> Vec<(PathBuf, Side, Side)> {
-    let after = scan::scan(root);
+fn after_command(root: &Path, skip: &Path, mut before: Before) -> Vec<(PathBuf, Side, Side)> {
+    let after = scan::scan(root, skip);
     scan::differences(&before.scan, &after)
         .into_iter()
         .map(|(path, difference)| {
@@ -177,12 +177,16 @@ impl ExecutionEnvironment for RecordingEnvironment {
         let root = self.checkpoints.root().to_path_buf();
         let cwd = request.working_dir.clone().unwrap_or_else(|| self.inner.working_directory().to_path_buf());
         let (command, known) = (request.command.clone(), self.checkpoints.known());
-        let scan_root = root.clone();
-        let before =
-            tokio::task::spawn_blocking(move || before_command(&scan_root, &command, &cwd, known)).await.ok();
+        let skip = self.checkpoints.data_dir().to_path_buf();
+        let (scan_root, scan_skip) = (root.clone(), skip.clone());
+        let before = tokio::task::spawn_blocking(move || {
+            before_command(&scan_root, &scan_skip, &command, &cwd, known)
+        })
+        .await
+        .ok();
         let result = self.inner.exec_command(request).await;
         if let Some(before) = before {
-            let changes = tokio::task::spawn_blocking(move || after_command(&root, before)).await;
+            let changes = tokio::task::spawn_blocking(move || after_command(&root, &skip, before)).await;
             for (path, prior, now) in changes.unwrap_or_default() {
                 self.checkpoints.note(&path, prior, now);
             }

@@ -113,7 +113,29 @@ impl Checkpoints {
         let mut next: BTreeMap<PathBuf, Option<Arc<str>>> = BTreeMap::new();
         let mut not_covered = Vec::new();
         for turn in &ordered {
-            for file in &turn.files {
+            // A moved file's text follows it: merged from its old path's held text.
+            let mut moved: Vec<&Path> = Vec::new();
+            for m in &turn.moves {
+                let (source, target) = match direction {
+                    Direction::Undo => (&m.to, &m.from),
+                    Direction::Redo => (&m.from, &m.to),
+                };
+                let record = |path: &Path| turn.files.iter().find(|f| f.path == path);
+                let (Some(src), Some(dst)) = (record(source), record(target)) else { continue };
+                let (from, to) = match direction {
+                    Direction::Undo => (self.side(&src.after)?, self.side(&dst.before)?),
+                    Direction::Redo => (self.side(&src.before)?, self.side(&dst.after)?),
+                };
+                let (Side::Text(from), Side::Text(to)) = (from, to) else { continue };
+                let held_source = self.held(&mut now, &mut next, workspace, env, source).await?;
+                let held_target = self.held(&mut now, &mut next, workspace, env, target).await?;
+                let (Some(held), None) = (held_source, held_target) else { continue };
+                let merged = merge(source, Some(from), Some(to), Some(held))?;
+                next.insert(source.clone(), None);
+                next.insert(target.clone(), merged);
+                moved.extend([source.as_path(), target.as_path()]);
+            }
+            for file in turn.files.iter().filter(|f| !moved.contains(&f.path.as_path())) {
                 let (from, to) = match direction {
                     Direction::Undo => (self.side(&file.after)?, self.side(&file.before)?),
                     Direction::Redo => (self.side(&file.before)?, self.side(&file.after)?),
@@ -127,15 +149,7 @@ impl Checkpoints {
                     }
                     (from, to) => (text_of(from), text_of(to)),
                 };
-                if !next.contains_key(&file.path) {
-                    let held = workspace.read_if_exists(env, &file.path).await.map_err(|e| {
-                        CheckpointError::Conflict { path: file.path.clone(), reason: e.to_string() }
-                    })?;
-                    let held = held.map(|s| s.text);
-                    now.insert(file.path.clone(), held.clone());
-                    next.insert(file.path.clone(), held);
-                }
-                let held = next[&file.path].clone();
+                let held = self.held(&mut now, &mut next, workspace, env, &file.path).await?;
                 let merged = merge(&file.path, from, to, held)?;
                 next.insert(file.path.clone(), merged);
             }
@@ -150,6 +164,28 @@ impl Checkpoints {
             .collect();
         let change = self.change_set(&now, &next, &moves)?;
         Ok(Reversal { direction, turns: turns.iter().map(|t| t.id).collect(), change, not_covered, mark })
+    }
+
+    /// What `path` holds in the plan so far: read from the agent's view the first time.
+    async fn held(
+        &self,
+        now: &mut BTreeMap<PathBuf, Option<Arc<str>>>,
+        next: &mut BTreeMap<PathBuf, Option<Arc<str>>>,
+        workspace: &Workspace,
+        env: &dyn ExecutionEnvironment,
+        path: &Path,
+    ) -> Result<Option<Arc<str>>, CheckpointError> {
+        if let Some(held) = next.get(path) {
+            return Ok(held.clone());
+        }
+        let held = workspace
+            .read_if_exists(env, path)
+            .await
+            .map_err(|e| CheckpointError::Conflict { path: path.to_path_buf(), reason: e.to_string() })?
+            .map(|s| s.text);
+        now.insert(path.to_path_buf(), held.clone());
+        next.insert(path.to_path_buf(), held.clone());
+        Ok(held)
     }
 
     /// The change from what the files hold (`now`) to what they become (`next`).

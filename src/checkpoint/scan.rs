@@ -43,13 +43,15 @@ pub struct Scan {
     pub files: HashMap<PathBuf, Stamp>,
 }
 
-/// Scans `root` (see the module's rules).
-pub fn scan(root: &Path) -> Scan {
+/// Scans `root` (see the module's rules), leaving out `skip` (the data directory, when it is
+/// inside the workspace).
+pub fn scan(root: &Path, skip: &Path) -> Scan {
+    let skip = skip.to_path_buf();
     let walker = ignore::WalkBuilder::new(root)
         .hidden(false)
         .require_git(false)
         .git_global(false)
-        .filter_entry(|entry| entry.file_name() != ".git")
+        .filter_entry(move |entry| entry.file_name() != ".git" && entry.path() != skip)
         .build();
     let mut files = HashMap::new();
     for entry in walker.flatten() {
@@ -161,10 +163,11 @@ mod tests {
         std::fs::write(root.join(".gitignore"), "target/\n*.log\n").expect("write");
         std::fs::create_dir_all(root.join("target")).expect("mkdir");
         std::fs::create_dir_all(root.join(".git")).expect("mkdir");
-        for file in ["a.txt", ".env", "target/out.bin", "run.log", ".git/HEAD"] {
+        std::fs::create_dir_all(root.join("data")).expect("mkdir");
+        for file in ["a.txt", ".env", "target/out.bin", "run.log", ".git/HEAD", "data/blob"] {
             std::fs::write(root.join(file), "x").expect("write");
         }
-        let mut seen: Vec<String> = scan(root)
+        let mut seen: Vec<String> = scan(root, &root.join("data"))
             .files
             .keys()
             .map(|p| p.strip_prefix(root).expect("under root").display().to_string())
@@ -180,11 +183,11 @@ mod tests {
         for file in ["keep", "change", "gone"] {
             std::fs::write(root.join(file), "1").expect("write");
         }
-        let before = scan(root);
+        let before = scan(root, &root.join("data"));
         std::fs::write(root.join("change"), "22").expect("write");
         std::fs::remove_file(root.join("gone")).expect("rm");
         std::fs::write(root.join("new"), "3").expect("write");
-        let after = scan(root);
+        let after = scan(root, &root.join("data"));
         let found: Vec<(String, Difference)> = differences(&before, &after)
             .into_iter()
             .map(|(p, d)| (p.file_name().expect("name").to_string_lossy().into_owned(), d))
@@ -207,7 +210,7 @@ mod tests {
         for file in ["a.txt", "b.txt", "c.md", "src/x.rs", "src/y.rs"] {
             std::fs::write(root.join(file), "x").expect("write");
         }
-        let found = scan(root);
+        let found = scan(root, &root.join("data"));
         let names = |command: &str| {
             let mut out: Vec<String> = named_by(command, root, &found)
                 .into_iter()

@@ -121,8 +121,12 @@ fn run_inner(env: &Env, args: ExecArgs) -> Result<u8, Failure> {
             };
             (code, e.to_string())
         })?;
+        let checkpoints = built.options.checkpoints.clone();
         let result = drive(built.options, prompt, args.json, status).await;
         mcp.shutdown().await;
+        if checkpoints.is_some_and(|c| c.turns().iter().any(|t| t.changed_files())) {
+            eprintln!("agentls: to undo this run's changes: agentls sessions undo {}", built.id);
+        }
         result
     })
 }
