@@ -51,6 +51,8 @@ async fn initialize_negotiates_encoding_and_announces_commands() {
             "agentls.history",
             "agentls.configure",
             "agentls.compact",
+            "agentls.undoTurn",
+            "agentls.redoTurn",
             "agentls.resolveReview",
             "agentls.resolvePermission",
             "agentls.trustFolder",

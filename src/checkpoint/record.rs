@@ -16,10 +16,7 @@ use async_trait::async_trait;
 
 use super::scan::{self, Difference, Scan};
 use super::{Checkpoints, Side, Uncovered};
-use crate::exec::{
-    ChildProcess, DirEntry, ExecError, ExecRequest, ExecResult, ExecutionEnvironment, FileStat, GrepOptions,
-    GrepResult, ProcessRequest,
-};
+use crate::exec::{ExecError, ExecRequest, ExecResult, ExecutionEnvironment};
 use crate::workspace::{
     ChangeOutcome, ChangeSet, EditorPort, FileOp, FileStatus, PermissionDecision, PermissionRequest,
     PortError, Workspace, WorkspaceError,
@@ -168,8 +165,7 @@ fn after_command(root: &Path, skip: &Path, mut before: Before) -> Vec<(PathBuf, 
         .collect()
 }
 
-#[async_trait]
-impl ExecutionEnvironment for RecordingEnvironment {
+crate::exec::wrapper_impl!(RecordingEnvironment, inner, reads, {
     async fn exec_command(&self, request: ExecRequest) -> Result<ExecResult, ExecError> {
         if !self.checkpoints.recording() {
             return self.inner.exec_command(request).await;
@@ -203,59 +199,21 @@ impl ExecutionEnvironment for RecordingEnvironment {
         self.checkpoints.know(path);
         self.inner.read_file(path, offset, limit).await
     }
+
     async fn read_bytes(&self, path: &Path, max_len: u64) -> Result<Arc<[u8]>, ExecError> {
         self.checkpoints.know(path);
         self.inner.read_bytes(path, max_len).await
     }
-    async fn file_equals(&self, path: &Path, expected: &[u8]) -> Result<bool, ExecError> {
-        self.inner.file_equals(path, expected).await
-    }
+
     async fn write_file(&self, path: &Path, content: &str) -> Result<(), ExecError> {
         self.inner.write_file(path, content).await
     }
+
     async fn create_file(&self, path: &Path, content: &str, mode: Option<u32>) -> Result<(), ExecError> {
         self.inner.create_file(path, content, mode).await
     }
+
     async fn remove_file(&self, path: &Path) -> Result<(), ExecError> {
         self.inner.remove_file(path).await
     }
-    async fn stat(&self, path: &Path) -> Result<Option<FileStat>, ExecError> {
-        self.inner.stat(path).await
-    }
-    async fn file_exists(&self, path: &Path) -> bool {
-        self.inner.file_exists(path).await
-    }
-    async fn list_directory(&self, path: &Path, depth: usize) -> Result<Vec<DirEntry>, ExecError> {
-        self.inner.list_directory(path, depth).await
-    }
-    async fn spawn_process(&self, request: ProcessRequest) -> Result<ChildProcess, ExecError> {
-        self.inner.spawn_process(request).await
-    }
-    async fn grep(&self, pattern: &str, path: &Path, options: GrepOptions) -> Result<GrepResult, ExecError> {
-        self.inner.grep(pattern, path, options).await
-    }
-    async fn glob(&self, pattern: &str, path: &Path) -> Result<Vec<PathBuf>, ExecError> {
-        self.inner.glob(pattern, path).await
-    }
-    fn resolve_path(&self, path: &Path) -> Result<PathBuf, ExecError> {
-        self.inner.resolve_path(path)
-    }
-    fn resolve_paths(&self, paths: &[&Path]) -> Vec<Result<PathBuf, ExecError>> {
-        self.inner.resolve_paths(paths)
-    }
-    async fn initialize(&self) -> Result<(), ExecError> {
-        self.inner.initialize().await
-    }
-    async fn cleanup(&self) {
-        self.inner.cleanup().await
-    }
-    fn working_directory(&self) -> &Path {
-        self.inner.working_directory()
-    }
-    fn platform(&self) -> String {
-        self.inner.platform()
-    }
-    fn os_version(&self) -> String {
-        self.inner.os_version()
-    }
-}
+});

@@ -35,6 +35,7 @@ pub(crate) use paths::{canonicalize_lenient, normalize_lexically};
 pub use process::{ChildProcess, KILL_GRACE};
 pub(crate) use process::{LiveGroups, spawn_child};
 pub(crate) use shared::{SharedStrBuilder, into_shared_str};
+pub(crate) use wrappers::wrapper_impl;
 pub use wrappers::{LoggingExecutionEnvironment, OutputExecutionEnvironment, ReadOnlyExecutionEnvironment};
 
 /// A failure of an environment operation. Messages say what went wrong and what to do.

@@ -1,64 +1,77 @@
 //! Environments that wrap another one for a cross-cutting concern (spec §4.4): logging every
 //! operation, refusing writes, or streaming command output to whoever watches a tool call.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
-use async_trait::async_trait;
-
-use super::{
-    ChildProcess, DirEntry, ExecError, ExecRequest, ExecResult, ExecutionEnvironment, FileStat, GrepOptions,
-    GrepResult, OutputSink, ProcessRequest,
-};
+use super::{ExecError, ExecRequest, ExecResult, ExecutionEnvironment, OutputSink};
 
 /// Implements the trait for `$ty`: the given methods (commands and the operations that change
-/// files), everything else delegated to `$inner`.
+/// files, and with `reads` also `read_file` and `read_bytes`), everything else delegated to
+/// `$inner`. Other modules' wrappers use it too (`checkpoint`).
 macro_rules! wrapper_impl {
     ($ty:ty, $inner:ident, { $($own:item)* }) => {
-        #[async_trait]
-        impl ExecutionEnvironment for $ty {
+        $crate::exec::wrapper_impl!(@impl $ty, $inner, {
+            $($own)*
+            async fn read_file(&self, path: &::std::path::Path, offset: Option<usize>, limit: Option<usize>)
+            -> Result<String, $crate::exec::ExecError> {
+                self.$inner.read_file(path, offset, limit).await
+            }
+            async fn read_bytes(&self, path: &::std::path::Path, max_len: u64)
+            -> Result<::std::sync::Arc<[u8]>, $crate::exec::ExecError> {
+                self.$inner.read_bytes(path, max_len).await
+            }
+        });
+    };
+    ($ty:ty, $inner:ident, reads, { $($own:item)* }) => {
+        $crate::exec::wrapper_impl!(@impl $ty, $inner, { $($own)* });
+    };
+    (@impl $ty:ty, $inner:ident, { $($own:item)* }) => {
+        #[::async_trait::async_trait]
+        impl $crate::exec::ExecutionEnvironment for $ty {
         $($own)*
-        async fn read_file(&self, path: &Path, offset: Option<usize>, limit: Option<usize>)
-        -> Result<String, ExecError> {
-            self.$inner.read_file(path, offset, limit).await
-        }
-        async fn read_bytes(&self, path: &Path, max_len: u64) -> Result<Arc<[u8]>, ExecError> {
-            self.$inner.read_bytes(path, max_len).await
-        }
-        async fn file_equals(&self, path: &Path, expected: &[u8]) -> Result<bool, ExecError> {
+        async fn file_equals(&self, path: &::std::path::Path, expected: &[u8])
+        -> Result<bool, $crate::exec::ExecError> {
             self.$inner.file_equals(path, expected).await
         }
-        async fn stat(&self, path: &Path) -> Result<Option<FileStat>, ExecError> {
+        async fn stat(&self, path: &::std::path::Path)
+        -> Result<Option<$crate::exec::FileStat>, $crate::exec::ExecError> {
             self.$inner.stat(path).await
         }
-        async fn file_exists(&self, path: &Path) -> bool {
+        async fn file_exists(&self, path: &::std::path::Path) -> bool {
             self.$inner.file_exists(path).await
         }
-        async fn list_directory(&self, path: &Path, depth: usize) -> Result<Vec<DirEntry>, ExecError> {
+        async fn list_directory(&self, path: &::std::path::Path, depth: usize)
+        -> Result<Vec<$crate::exec::DirEntry>, $crate::exec::ExecError> {
             self.$inner.list_directory(path, depth).await
         }
-        async fn grep(&self, pattern: &str, path: &Path, options: GrepOptions) -> Result<GrepResult, ExecError> {
+        async fn grep(&self, pattern: &str, path: &::std::path::Path, options: $crate::exec::GrepOptions)
+        -> Result<$crate::exec::GrepResult, $crate::exec::ExecError> {
             self.$inner.grep(pattern, path, options).await
         }
-        async fn glob(&self, pattern: &str, path: &Path) -> Result<Vec<PathBuf>, ExecError> {
+        async fn glob(&self, pattern: &str, path: &::std::path::Path)
+        -> Result<Vec<::std::path::PathBuf>, $crate::exec::ExecError> {
             self.$inner.glob(pattern, path).await
         }
-        fn resolve_path(&self, path: &Path) -> Result<PathBuf, ExecError> {
+        fn resolve_path(&self, path: &::std::path::Path)
+        -> Result<::std::path::PathBuf, $crate::exec::ExecError> {
             self.$inner.resolve_path(path)
         }
-        fn resolve_paths(&self, paths: &[&Path]) -> Vec<Result<PathBuf, ExecError>> {
+        fn resolve_paths(&self, paths: &[&::std::path::Path])
+        -> Vec<Result<::std::path::PathBuf, $crate::exec::ExecError>> {
             self.$inner.resolve_paths(paths)
         }
-        async fn initialize(&self) -> Result<(), ExecError> {
+        async fn initialize(&self) -> Result<(), $crate::exec::ExecError> {
             self.$inner.initialize().await
         }
-        async fn spawn_process(&self, request: ProcessRequest) -> Result<ChildProcess, ExecError> {
+        async fn spawn_process(&self, request: $crate::exec::ProcessRequest)
+        -> Result<$crate::exec::ChildProcess, $crate::exec::ExecError> {
             self.$inner.spawn_process(request).await
         }
         async fn cleanup(&self) {
             self.$inner.cleanup().await
         }
-        fn working_directory(&self) -> &Path {
+        fn working_directory(&self) -> &::std::path::Path {
             self.$inner.working_directory()
         }
         fn platform(&self) -> String {
@@ -70,6 +83,7 @@ macro_rules! wrapper_impl {
         }
     };
 }
+pub(crate) use wrapper_impl;
 
 /// Logs each command and its outcome, and each file written, created or removed, through `tracing`.
 pub struct LoggingExecutionEnvironment {

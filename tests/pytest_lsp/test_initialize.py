@@ -17,6 +17,8 @@ COMMANDS = {
     "agentls.history",
     "agentls.configure",
     "agentls.compact",
+    "agentls.undoTurn",
+    "agentls.redoTurn",
     "agentls.resolveReview",
     "agentls.resolvePermission",
     "agentls.trustFolder",
