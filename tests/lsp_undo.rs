@@ -19,10 +19,10 @@ use serde_json::{Value, json};
 const KEY: &str = "sk-test-UNDO-4242";
 const LIB: &str = "pub fn one() -> u32 {\n    1\n}\n\npub fn two() -> u32 {\n    2\n}\n";
 
-/// A client that cannot edit (no `workspace/applyEdit`): every change is written on disk by the
-/// server, as for files an editor does not have open.
+/// A plugin client that cannot edit (no `workspace/applyEdit`): every change is written on disk
+/// by the server, as for files an editor does not have open.
 fn disk_client() -> Value {
-    json!({"window": {"workDoneProgress": true}})
+    json!({"window": {"workDoneProgress": true}, "experimental": {"agentls": {"version": 1}}})
 }
 
 struct Server {
@@ -373,5 +373,31 @@ async fn a_session_resumed_after_a_restart_undoes_its_last_turn_and_rewinds_the_
     let first = server.undo(json!({"sessionId": id, "turnId": 1})).await.expect("undo the first");
     assert_eq!(first["turnIds"], json!([1]));
     assert_eq!(server.read("notes.txt"), None);
+    server.finish().await;
+}
+
+/// A plain client (eglot answers no server request while its command waits) is answered at once;
+/// the outcome comes as a message.
+#[tokio::test]
+async fn a_plain_client_is_answered_at_once_and_told_the_outcome() {
+    let server = Server::start(Dialect::Anthropic, json!({"window": {"workDoneProgress": true}})).await;
+    let id = server.session("anthropic").await;
+    server.turn(&id, "note", vec![shell("echo one > notes.txt")]).await;
+    let queued = server.undo(json!({"sessionId": id})).await.expect("undoTurn");
+    assert_eq!(
+        queued,
+        json!({"sessionId": id, "turnIds": [], "files": [], "notCovered": [], "queued": true})
+    );
+    let told = server
+        .client
+        .next_notification_where("window/showMessage", |m| {
+            m["message"].as_str().is_some_and(|t| t.contains("undid turn 1"))
+        })
+        .await;
+    assert_eq!(told["message"], "agentls: undid turn 1 (1 file)");
+    assert_eq!(server.read("notes.txt"), None);
+    server.undo(json!({"sessionId": id})).await.expect("queued");
+    let refused = server.client.next_notification_where("window/showMessage", |m| m["type"] == 2).await;
+    assert!(refused["message"].as_str().unwrap_or_default().contains("nothing to undo"), "{refused}");
     server.finish().await;
 }

@@ -493,6 +493,10 @@ pub struct TurnsReverted {
     /// With `rewind`: how many history turns were cut.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rewound: Option<usize>,
+    /// A plain client's answer: the work goes on, its outcome comes as `window/showMessage`
+    /// (the other fields are empty).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub queued: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,7 +1,7 @@
 //! `agentls.undoTurn` and `agentls.redoTurn`: a session's recorded turns reverted or re-applied
 //! through the editor like any other change (open buffers through `workspace/applyEdit`, other
 //! files on disk through the session's committer), then, with `rewind`, its history cut back.
-//! A plain client is told the outcome with `window/showMessage` (it has no chat to show it in).
+//! A plain client is answered at once and told the outcome with `window/showMessage`.
 
 use std::sync::Arc;
 
@@ -45,58 +45,75 @@ impl Apply for InEditor {
 impl Handler for UndoTurn {
     async fn handle(state: &Arc<ServerState>, params: UndoTurnParams) -> Result<TurnsReverted> {
         let session = session(state, &params.session_id)?;
-        reverse(state, &session, Direction::Undo, params.turn_id, params.rewind).await
+        reverse(state, session, Direction::Undo, params.turn_id, params.rewind).await
     }
 }
 
 impl Handler for RedoTurn {
     async fn handle(state: &Arc<ServerState>, params: SessionParams) -> Result<TurnsReverted> {
         let session = session(state, &params.session_id)?;
-        reverse(state, &session, Direction::Redo, None, false).await
+        reverse(state, session, Direction::Redo, None, false).await
     }
 }
 
+/// Runs the undo or redo. A plugin client gets its outcome as the command's result. A plain
+/// client gets an answer at once (`queued`) and the outcome as a message: some (eglot) answer no
+/// request of the server's, the revert's `workspace/applyEdit` included, while their command
+/// waits for its answer.
 async fn reverse(
+    state: &Arc<ServerState>,
+    session: Arc<LspSession>,
+    direction: Direction,
+    turn: Option<u64>,
+    rewind: bool,
+) -> Result<TurnsReverted> {
+    if state.profile().plugin {
+        return run(state, &session, direction, turn, rewind).await.map_err(request_failed);
+    }
+    let id = session.id.clone();
+    let state = Arc::clone(state);
+    tokio::spawn(async move {
+        let told = match run(&state, &session, direction, turn, rewind).await {
+            Ok(result) => (MessageType::INFO, summary(direction, &result)),
+            Err(message) => (MessageType::WARNING, format!("agentls: {message}")),
+        };
+        state.outbound.tell(told.0, told.1).await;
+    });
+    Ok(TurnsReverted {
+        session_id: id,
+        turn_ids: Vec::new(),
+        files: Vec::new(),
+        not_covered: Vec::new(),
+        rewound: None,
+        queued: true,
+    })
+}
+
+async fn run(
     state: &Arc<ServerState>,
     session: &LspSession,
     direction: Direction,
     turn: Option<u64>,
     rewind: bool,
-) -> Result<TurnsReverted> {
-    let plain = !state.profile().plugin;
-    let failed = async |message: String| {
-        if plain {
-            state.outbound.tell(MessageType::WARNING, format!("agentls: {message}")).await;
-        }
-        request_failed(message)
-    };
+) -> std::result::Result<TurnsReverted, String> {
     if session.handle.state() == SessionState::Processing {
-        return Err(failed("the session is working on an input; wait for it or cancel it first".into()).await);
+        return Err("the session is working on an input; wait for it or cancel it first".into());
     }
-    let Some(checkpoints) = session.handle.checkpoints() else {
-        return Err(
-            failed("this session records no checkpoints (the server has no data directory)".into()).await
-        );
-    };
+    let checkpoints = session
+        .handle
+        .checkpoints()
+        .ok_or("this session records no checkpoints (the server has no data directory)")?;
     let workspace = Workspace::new(Arc::clone(&state.documents));
     let apply = InEditor { state: Arc::clone(state), env: Arc::clone(&session.env) };
-    let reversal = match checkpoints.reverse(direction, turn, &workspace, session.env.as_ref(), &apply).await
-    {
-        Ok(reversal) => reversal,
-        Err(e) => return Err(failed(e.to_string()).await),
-    };
+    let reversal = checkpoints
+        .reverse(direction, turn, &workspace, session.env.as_ref(), &apply)
+        .await
+        .map_err(|e| e.to_string())?;
     let rewound = match rewind {
-        true => match session.handle.rewind(reversal.mark).await {
-            Ok(cut) => Some(cut),
-            Err(e) => return Err(failed(e.to_string()).await),
-        },
+        true => Some(session.handle.rewind(reversal.mark).await.map_err(|e| e.to_string())?),
         false => None,
     };
-    let result = reverted(&session.id, &reversal, rewound);
-    if plain {
-        state.outbound.tell(MessageType::INFO, summary(direction, &result)).await;
-    }
-    Ok(result)
+    Ok(reverted(&session.id, &reversal, rewound))
 }
 
 fn reverted(session_id: &str, reversal: &Reversal, rewound: Option<usize>) -> TurnsReverted {
@@ -121,6 +138,7 @@ fn reverted(session_id: &str, reversal: &Reversal, rewound: Option<usize>) -> Tu
             .map(|(path, reason)| NotCoveredFile { uri: file_uri(path), reason: *reason })
             .collect(),
         rewound,
+        queued: false,
     }
 }
 
@@ -131,7 +149,11 @@ fn summary(direction: Direction, result: &TurnsReverted) -> String {
         Direction::Redo => "redid",
     };
     let turns: Vec<String> = result.turn_ids.iter().map(u64::to_string).collect();
-    let mut text = format!("agentls: {verb} turn {} ({} files)", turns.join(", "), result.files.len());
+    let files = match result.files.len() {
+        1 => "1 file".to_string(),
+        n => format!("{n} files"),
+    };
+    let mut text = format!("agentls: {verb} turn {} ({files})", turns.join(", "));
     if !result.not_covered.is_empty() {
         let files: Vec<&str> = result.not_covered.iter().map(|f| f.uri.as_str()).collect();
         text.push_str(&format!("; not covered, left as they are: {}", files.join(", ")));

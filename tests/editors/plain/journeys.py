@@ -494,3 +494,26 @@ def mcp_call(j: Journey, editor: Editor) -> None:
         check(any(t.startswith("everything: echo") for t in titles), f"the call in $/progress: {titles}")
     else:
         note("no $/progress: the editor does not announce window.workDoneProgress")
+
+
+@journey(options={"approval": "auto", "shell": {"permission": "allow"}},
+         turns=[READ, [tool("s1", "shell", command="echo made > notes.txt")], [EDIT], [{"text": "done: sum and notes"}]])
+def undo_action(j: Journey, editor: Editor) -> None:
+    """Issue 28: after a turn that ran a command that created a file and edited the open buffer,
+    the code action "agentls: undo the last turn" reverts both (the buffer through the editor,
+    unsaved; the new file removed) and says so; "agentls: redo the undone turn" brings both back.
+    (The command runs first: a buffer edited after the server saved it for a command makes
+    Emacs ask "changed on disk" at the next edit, the undo's included; see report_save_question.)"""
+    editor.code_action(ACTION_LINE, ACTION)
+    wait_shown(editor, "done: sum and notes")
+    check(editor.buffer_text("main.py") == EDITED, f"the buffer holds the edit: {editor.buffer_text('main.py')!r}")
+    check(j.path("notes.txt").exists(), "the command made notes.txt")
+    editor.code_action(ACTION_LINE, "agentls: undo the last turn")
+    wait_shown(editor, "undid turn 1")
+    wait_until("the buffer back as it was", lambda: editor.buffer_text("main.py") == MAIN, 10)
+    check(not j.path("notes.txt").exists(), "the file the command made is removed")
+    editor.code_action(ACTION_LINE, "agentls: redo the undone turn")
+    wait_shown(editor, "redid turn 1")
+    wait_until("the buffer holds the edit again", lambda: editor.buffer_text("main.py") == EDITED, 10)
+    check(j.path("notes.txt").exists() and j.disk("notes.txt") == "made\n", "notes.txt is back")
+    check(j.disk("main.py") == MAIN, "the open file's disk text was never written")
