@@ -325,6 +325,49 @@ T.test("model, effort and approval go to the session; approval auto applies at o
   end, "approval back to review")
 end)
 
+T.test(":AgentUndo reverts the last turn (the buffer through the editor, a command's file on disk); :AgentRedo redoes it", function()
+  vim.cmd("AgentApproval auto")
+  H.stub_ui(H.choose("Allow once"))
+  local notes = vim.fn.bufnr(H.path("NOTES"))
+  local before_text = H.buf_text(notes)
+  local patch = "*** Begin Patch\n*** Update File: NOTES\n@@\n-NO FILETYPE\n+undo me\n*** End Patch"
+  H.push({
+    { { tool = "shell", id = "u1", input = { command = "echo made > undo-made.txt" } } },
+    { { tool = "apply_patch", id = "u2", input = { patch = patch } } },
+    { { text = "made and changed" } },
+  })
+  local told = {}
+  local notify = vim.notify
+  vim.notify = function(message, level)
+    table.insert(told, message)
+    return notify(message, level)
+  end
+  vim.cmd("Agent make a file and change NOTES")
+  T.wait(10000, function()
+    return H.chat_text():find("made and changed", 1, true) ~= nil
+  end, "the turn to end")
+  T.eq(H.buf_text(notes), "undo me\n", "the edit in the buffer")
+  T.eq(H.disk("undo-made.txt"), "made\n", "the command's file")
+  vim.cmd("AgentUndo")
+  T.wait(10000, function()
+    return H.buf_text(notes) == before_text and vim.fn.filereadable(H.path("undo-made.txt")) == 0
+  end, "the buffer and the file back as they were")
+  T.wait(5000, function()
+    return vim.iter(told):any(function(m)
+      return m:find("agentls: undid turn", 1, true) ~= nil and m:find("D undo-made.txt", 1, true) ~= nil
+    end)
+  end, "the undo told: " .. vim.inspect(told))
+  vim.cmd("AgentRedo")
+  T.wait(10000, function()
+    return H.buf_text(notes) == "undo me\n" and vim.fn.filereadable(H.path("undo-made.txt")) == 1
+  end, "the turn redone")
+  vim.notify = notify
+  vim.cmd("AgentApproval review")
+  T.wait(10000, function()
+    return H.chat_text():find("approval review_", 1, true) ~= nil
+  end, "approval back to review")
+end)
+
 T.test(":AgentSteer reaches the running turn", function()
   H.stub_ui(H.choose("Allow once"))
   H.push({ { { tool = "shell", id = "s5", input = { command = "echo steer-wait; sleep 2" } } }, { { text = "steered" } } })

@@ -159,6 +159,58 @@ function M.cancel()
   end)
 end
 
+local op_letter = { create = "A", modify = "M", delete = "D", rename = "R" }
+
+--- What an undo or a redo did, as one message.
+local function reverted_text(verb, result)
+  local turns = table.concat(vim.tbl_map(tostring, result.turnIds or {}), ", ")
+  local lines = { ("agentls: %s turn %s"):format(verb, turns) }
+  for _, file in ipairs(result.files or {}) do
+    local name = vim.fn.fnamemodify(vim.uri_to_fname(file.uri), ":~:.")
+    if file.newUri then
+      name = name .. " → " .. vim.fn.fnamemodify(vim.uri_to_fname(file.newUri), ":~:.")
+    end
+    table.insert(lines, ("  %s %s"):format(op_letter[file.op] or "?", name))
+  end
+  for _, file in ipairs(result.notCovered or {}) do
+    local name = vim.fn.fnamemodify(vim.uri_to_fname(file.uri), ":~:.")
+    table.insert(lines, ("  not covered (%s): %s"):format(file.reason, name))
+  end
+  if result.rewound then
+    table.insert(lines, ("  the conversation was cut back by %d entries"):format(result.rewound))
+  end
+  return table.concat(lines, "\n")
+end
+
+--- :AgentUndo [turn]: reverts the latest turn that changed files (or `turn` and every later
+--- one), keeping the user's edits since; with !, also cuts the conversation back (rewind).
+function M.undo(opts)
+  local turn = tonumber(opts and opts.args or "")
+  if opts and opts.args ~= "" and not turn then
+    vim.notify("agentls: :AgentUndo takes a turn number", vim.log.levels.ERROR)
+    return
+  end
+  with_existing_session(function(c, s)
+    local args = { sessionId = s.id, turnId = turn, rewind = opts and opts.bang or nil }
+    rpc.exec(c, C.undo_turn, args, function(err, result)
+      if not err then
+        vim.notify(reverted_text("undid", result), vim.log.levels.INFO)
+      end
+    end)
+  end)
+end
+
+--- :AgentRedo: re-applies the turns the latest undo reverted.
+function M.redo()
+  with_existing_session(function(c, s)
+    rpc.exec(c, C.redo_turn, { sessionId = s.id }, function(err, result)
+      if not err then
+        vim.notify(reverted_text("redid", result), vim.log.levels.INFO)
+      end
+    end)
+  end)
+end
+
 --- :AgentCompact: summarise the session's older messages (after the running turn).
 function M.compact()
   with_existing_session(function(c, s)

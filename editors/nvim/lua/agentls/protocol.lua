@@ -29,6 +29,8 @@ M.command = {
   history = "agentls.history",
   configure = "agentls.configure",
   compact = "agentls.compact", -- the outcome is a `compaction` event
+  undo_turn = "agentls.undoTurn",
+  redo_turn = "agentls.redoTurn",
   resolve_review = "agentls.resolveReview",
   resolve_permission = "agentls.resolvePermission",
   trust_folder = "agentls.trustFolder",
@@ -147,6 +149,8 @@ M.command_args = {
   [C.history] = fields("sessionId"),
   [C.configure] = fields("sessionId", "model", "reasoningEffort", "approval"),
   [C.compact] = fields("sessionId"),
+  [C.undo_turn] = fields("sessionId", "turnId", "rewind"),
+  [C.redo_turn] = fields("sessionId"),
   [C.resolve_review] = with(fields("reviewId", "decision", "feedback"), {
     files = { fields("uri", "acceptedHunks", "finalText") },
   }),
@@ -155,8 +159,14 @@ M.command_args = {
   [C.mcp_servers] = fields("rootUri"),
   [C.mcp_restart] = fields("name", "rootUri"),
 }
+local reverted = with(fields("turnIds", "rewound"), {
+  files = { fields("uri", "op", "newUri") },
+  notCovered = { fields("uri", "reason") },
+})
 M.command_result = {
   [C.new_session] = fields("sessionId", "profile", "model"),
+  [C.undo_turn] = reverted,
+  [C.redo_turn] = reverted,
   [C.list_sessions] = { sessions = { session_entry } },
   [C.resume_session] = fields("sessionId", "profile", "model", "resumed"),
   [C.history] = {
