@@ -39,6 +39,9 @@ export function registerCommands(ctx: Ctx): vscode.Disposable[] {
     'agentls.vscode.restartServer': () => ctx.restart(),
     'agentls.vscode.compact': () => ctx.compact(),
     'agentls.vscode.mcpServers': () => showMcpServers(ctx),
+    'agentls.vscode.undoTurn': () => ctx.undoTurn(),
+    'agentls.vscode.rewindTurn': () => ctx.undoTurn(true),
+    'agentls.vscode.redoTurn': () => ctx.redoTurn(),
   };
   return Object.entries(commands).map(([id, handler]) =>
     vscode.commands.registerCommand(id, async (...args: unknown[]) => {

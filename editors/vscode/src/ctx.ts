@@ -27,6 +27,7 @@ import {
   type PromptParams,
   type ResumeSessionResult,
   type SessionInfo,
+  type TurnsReverted,
 } from './lsp_ext';
 import { PermissionPrompter } from './permission';
 import { ReviewController } from './review/controller';
@@ -272,6 +273,23 @@ export class Ctx implements ChatActions, vscode.Disposable {
     await this.exec(ServerCommand.compact, { sessionId });
   }
 
+  /** Undoes the active session's latest turn that changed files (with `rewind`, the
+   * conversation too) and says what changed. */
+  async undoTurn(rewind = false): Promise<void> {
+    const sessionId = this.store.activeId;
+    if (!sessionId) throw new Error('no session yet: there is nothing to undo');
+    const result = await this.exec(ServerCommand.undoTurn, rewind ? { sessionId, rewind } : { sessionId });
+    void vscode.window.showInformationMessage(revertedText('Undid', result));
+  }
+
+  /** Redoes what the active session's latest undo reverted. */
+  async redoTurn(): Promise<void> {
+    const sessionId = this.store.activeId;
+    if (!sessionId) throw new Error('no session yet: there is nothing to redo');
+    const result = await this.exec(ServerCommand.redoTurn, { sessionId });
+    void vscode.window.showInformationMessage(revertedText('Redid', result));
+  }
+
   private onOp(sessionId: string, op: ChatOp): void {
     if (op.kind === 'tool_call_end' && op.data.status !== 'ok') {
       const agent = 'agent' in op ? op.agent?.sessionId : undefined;
@@ -460,4 +478,13 @@ export class Ctx implements ChatActions, vscode.Disposable {
     this.client = undefined;
     if (client) await client.stop(3000).catch(() => undefined);
   }
+}
+
+/** One line saying what an undo or a redo did. */
+export function revertedText(verb: string, result: TurnsReverted): string {
+  const files = result.files.map((f) => vscode.workspace.asRelativePath(vscode.Uri.parse(f.uri)));
+  const left = result.notCovered.map((f) => `${vscode.workspace.asRelativePath(vscode.Uri.parse(f.uri))} (${f.reason})`);
+  let text = `agentls: ${verb} turn ${result.turnIds.join(', ')}: ${files.length ? files.join(', ') : 'no file to change'}.`;
+  if (left.length) text += ` Not covered, left as they are: ${left.join(', ')}.`;
+  return text;
 }

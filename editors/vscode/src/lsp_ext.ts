@@ -60,6 +60,18 @@ export interface SteerParams { sessionId: string; text: string }
 export interface CancelResult { sessionId: string; cancelled: true }
 export interface CloseSessionResult { sessionId: string; closed: true }
 export interface CompactResult { sessionId: string; queued: true }
+export interface UndoTurnParams { sessionId: string; turnId?: number; rewind?: boolean }
+export interface RevertedFile { uri: string; op: FileOp; newUri?: string }
+export interface NotCoveredFile { uri: string; reason: 'too_large' | 'binary' | 'prior_unknown' | 'unreadable' }
+/** What `agentls.undoTurn` / `agentls.redoTurn` did (`queued`: a plain client's answer). */
+export interface TurnsReverted {
+  sessionId: string;
+  turnIds: number[];
+  files: RevertedFile[];
+  notCovered: NotCoveredFile[];
+  rewound?: number;
+  queued?: boolean;
+}
 
 export type SessionState = 'idle' | 'processing' | 'awaiting_input' | 'closed';
 export type ReasoningEffort = 'minimal' | 'low' | 'medium' | 'high';
@@ -319,6 +331,8 @@ export const ServerCommand = {
   history: command<SessionIdParams, HistoryResult>('agentls.history'),
   configure: command<ConfigureParams, SessionInfo>('agentls.configure'),
   compact: command<SessionIdParams, CompactResult>('agentls.compact'),
+  undoTurn: command<UndoTurnParams, TurnsReverted>('agentls.undoTurn'),
+  redoTurn: command<SessionIdParams, TurnsReverted>('agentls.redoTurn'),
   resolveReview: command<ResolveReviewParams, ResolveReviewResult>('agentls.resolveReview'),
   resolvePermission: command<ResolvePermissionParams, ResolvePermissionResult>('agentls.resolvePermission'),
   trustFolder: command<TrustFolderParams, TrustFolderResult>('agentls.trustFolder'),

@@ -15,6 +15,10 @@ import type {
   CommandResult,
   CompactResult,
   ContextInfo,
+  NotCoveredFile,
+  RevertedFile,
+  TurnsReverted,
+  UndoTurnParams,
   DiagnosticsParams,
   DiagnosticsResult,
   EventDataByKind,
@@ -343,6 +347,15 @@ const historyEntry = tagged<HistoryEntry>()('kind', {
   summary: object<Entry<'summary'>>()({ kind: literal('summary'), text: string, turnsSummarized: number, timestamp: string }),
 });
 
+const turnsReverted = object<TurnsReverted>()({
+  sessionId: string,
+  turnIds: array(number),
+  files: array(object<RevertedFile>()({ uri: string, op: literal('create', 'modify', 'delete', 'rename'), newUri: optional(string) })),
+  notCovered: array(object<NotCoveredFile>()({ uri: string, reason: literal('too_large', 'binary', 'prior_unknown', 'unreadable') })),
+  rewound: optional(number),
+  queued: optional(boolean),
+});
+
 type Commands = typeof ServerCommand;
 /** Each command's argument and result (one entry per command of `ServerCommand`). */
 export const commandSchemas: { [K in keyof Commands]: { params: Schema<CommandParams<Commands[K]>>; result: Schema<CommandResult<Commands[K]>> } } = {
@@ -378,6 +391,11 @@ export const commandSchemas: { [K in keyof Commands]: { params: Schema<CommandPa
     result: sessionInfo,
   },
   compact: { params: sessionIdParams, result: object<CompactResult>()({ sessionId: string, queued: literal(true) }) },
+  undoTurn: {
+    params: object<UndoTurnParams>()({ sessionId: string, turnId: optional(number), rewind: optional(boolean) }),
+    result: turnsReverted,
+  },
+  redoTurn: { params: sessionIdParams, result: turnsReverted },
   resolveReview: {
     params: object<ResolveReviewParams>()({
       reviewId: string,
