@@ -9,7 +9,8 @@
 //!   before it read: the files the command names (a path, a directory, a glob), the files the
 //!   agent read or changed in this session, and those of recorded turns. A file the command
 //!   changed whose prior content was not read is listed as not covered (`prior_unknown`), as are
-//!   files over [`MAX_FILE_BYTES`], binary files, and (never scanned) ignored paths.
+//!   files over [`MAX_FILE_BYTES`], binary files, and (never scanned) ignored paths. In a
+//!   workspace of more than [`scan::MAX_SCANNED`] files, commands are not recorded at all.
 //!
 //! Invariants:
 //! - Nothing is written in the workspace or its `.git`: checkpoints live in the data directory

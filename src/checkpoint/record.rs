@@ -140,6 +140,14 @@ fn before_command(root: &Path, skip: &Path, command: &str, cwd: &Path, known: Ve
 /// What changed since `before`: each path with what it held and holds.
 fn after_command(root: &Path, skip: &Path, mut before: Before) -> Vec<(PathBuf, Side, Side)> {
     let after = scan::scan(root, skip);
+    if !(before.scan.complete && after.complete) {
+        tracing::warn!(
+            "{} has more than {} files: the command's changes are not recorded (no undo for them)",
+            root.display(),
+            scan::MAX_SCANNED
+        );
+        return Vec::new();
+    }
     scan::differences(&before.scan, &after)
         .into_iter()
         .map(|(path, difference)| {

@@ -41,10 +41,17 @@ impl Stamp {
 #[derive(Debug, Default)]
 pub struct Scan {
     pub files: HashMap<PathBuf, Stamp>,
+    /// False when the walk stopped at [`MAX_SCANNED`] files: such scans are not compared.
+    pub complete: bool,
 }
 
+/// Most files a scan looks at; a larger workspace's commands are not recorded (a scan of it
+/// would cost more than the command).
+pub const MAX_SCANNED: usize = 200_000;
+
 /// Scans `root` (see the module's rules), leaving out `skip` (the data directory, when it is
-/// inside the workspace).
+/// inside the workspace). The directories are walked in parallel (the `ignore` crate's walker:
+/// one thread per core); each thread keeps its own files, merged at the end.
 pub fn scan(root: &Path, skip: &Path) -> Scan {
     let skip = skip.to_path_buf();
     let walker = ignore::WalkBuilder::new(root)
@@ -52,17 +59,40 @@ pub fn scan(root: &Path, skip: &Path) -> Scan {
         .require_git(false)
         .git_global(false)
         .filter_entry(move |entry| entry.file_name() != ".git" && entry.path() != skip)
-        .build();
-    let mut files = HashMap::new();
-    for entry in walker.flatten() {
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
-            continue;
-        }
-        if let Ok(metadata) = entry.metadata() {
-            files.insert(entry.into_path(), Stamp::of(&metadata));
-        }
+        .build_parallel();
+    let found = std::sync::Mutex::new(HashMap::new());
+    let seen = std::sync::atomic::AtomicUsize::new(0);
+    walker.run(|| {
+        let mut mine = Local { files: Vec::new(), into: &found };
+        let seen = &seen;
+        Box::new(move |entry| {
+            if let Ok(entry) = entry
+                && entry.file_type().is_some_and(|t| t.is_file())
+                && let Ok(metadata) = entry.metadata()
+            {
+                if seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed) >= MAX_SCANNED {
+                    return ignore::WalkState::Quit;
+                }
+                mine.files.push((entry.into_path(), Stamp::of(&metadata)));
+            }
+            ignore::WalkState::Continue
+        })
+    });
+    let complete = seen.into_inner() <= MAX_SCANNED;
+    Scan { files: found.into_inner().unwrap_or_else(|e| e.into_inner()), complete }
+}
+
+/// One walker thread's files, handed over when the thread is done with them.
+struct Local<'a> {
+    files: Vec<(PathBuf, Stamp)>,
+    into: &'a std::sync::Mutex<HashMap<PathBuf, Stamp>>,
+}
+
+impl Drop for Local<'_> {
+    fn drop(&mut self) {
+        let mut all = self.into.lock().unwrap_or_else(|e| e.into_inner());
+        all.extend(self.files.drain(..));
     }
-    Scan { files }
 }
 
 /// How a path differs between two scans.
