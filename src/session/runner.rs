@@ -322,8 +322,9 @@ impl Runner {
             )
         });
         let (reason, text) = self.run_steps(&limit).await;
-        if let Some(checkpoints) = &self.checkpoints {
-            checkpoints.end_turn();
+        if let Some(checkpoints) = self.checkpoints.clone() {
+            // Its texts are written to disk: off the session's thread (the server has one).
+            let _ = tokio::task::spawn_blocking(move || checkpoints.end_turn()).await;
         }
         if reason == EndReason::Cancelled && !token.is_cancelled() {
             self.events.emit(EventData::TurnLimit(TurnLimit::TimeLimitSecs(time_limit)));
