@@ -323,6 +323,18 @@ test('a new file is reviewed against an empty side and created when accepted (ti
   assert.equal(await card.locator('.tool-review').innerText(), 'accepted');
 });
 
+test('Undo Last Turn removes the file the turn created; Redo Turn brings it back (issue 28)', async () => {
+  await palette('agentls: Undo Last Turn');
+  await until('the file removed', () => !existsSync(join(ws, 'added.txt')), 30_000);
+  const told = page.locator('.notifications-toasts', { hasText: 'agentls: Undid turn' });
+  await until('the undo told', () => told.first().isVisible(), 10_000);
+  assert.ok((await told.first().innerText()).includes('added.txt'), await told.first().innerText());
+  await shot('undo-turn');
+  await palette('agentls: Redo Turn');
+  await until('the file back', () => existsSync(join(ws, 'added.txt')), 30_000);
+  await until('the redo told', () => page.locator('.notifications-toasts', { hasText: 'agentls: Redid turn' }).first().isVisible(), 10_000);
+});
+
 test('Set Reasoning Effort changes the session and the chat header shows it', async () => {
   await palette('agentls: Set Reasoning Effort');
   const high = page.locator('.quick-input-list .monaco-list-row', { hasText: 'high' }).first();
