@@ -120,6 +120,8 @@ pub enum StreamFailure {
     RateLimit,
     /// The connection just closes (no terminal event).
     Cut,
+    /// Nothing more is sent, and the connection stays open (a stream that stalls mid-answer).
+    Stall,
 }
 
 /// Error responses rendered in the dialect's own envelope.
@@ -593,6 +595,13 @@ async fn serve_connection(
             Some(Reply::Turn(turn)) if streaming => {
                 let events = render_stream(dialect, &turn);
                 write_sse(&mut socket, &events, turn.delay).await?;
+                if turn.failure.as_ref().is_some_and(|(_, f)| *f == StreamFailure::Stall) {
+                    socket.flush().await?;
+                    // Silent until the client gives up and closes the connection.
+                    let mut rest = [0u8; 1024];
+                    while matches!(socket.read(&mut rest).await, Ok(n) if n > 0) {}
+                    return Ok(());
+                }
                 false
             }
             Some(Reply::Turn(turn)) => {
@@ -719,7 +728,7 @@ fn frame(dialect: Dialect, event: Option<&str>, data: &Value) -> Vec<u8> {
 fn failure_frame(dialect: Dialect, failure: &StreamFailure) -> Option<Vec<u8>> {
     let rate = *failure == StreamFailure::RateLimit;
     match (dialect, failure) {
-        (_, StreamFailure::Cut) => None,
+        (_, StreamFailure::Cut | StreamFailure::Stall) => None,
         (Dialect::Anthropic, _) => {
             let (t, m) =
                 if rate { ("rate_limit_error", "Rate limited") } else { ("overloaded_error", "Overloaded") };
