@@ -212,7 +212,7 @@ fn demo_nvim_starts_neovim_with_the_plugin_and_the_demo_settings() {
         format!("vim.opt.runtimepath:prepend(\"{}\")", plugin.display()),
         format!("cmd = {{ \"{}\", \"serve\", \"--stdio\" }},", exe.display()),
         format!(
-            "settings = {{ [\"approval\"] = \"review\", [\"cassette\"] = \"{}/session.cassette.jsonl\", [\"provider\"] = \"replay\", [\"shell\"] = {{ [\"permission\"] = \"ask\" }} }},",
+            "settings = {{ [\"provider\"] = \"replay\", [\"cassette\"] = \"{}/session.cassette.jsonl\", [\"approval\"] = \"review\", [\"shell\"] = {{ [\"permission\"] = \"ask\" }} }},",
             marker.display()
         ),
         "require(\"agentls.commands\").prompt(\"Add a --verbose flag to greet.py that says what the script is doing.\")".to_string(),
