@@ -393,8 +393,7 @@ async fn a_streamable_http_server_is_reached_through_the_proxy_and_the_cas_of_th
     assert!(listed.contains("web: running (13 tools)"), "{listed}");
 
     // A TLS endpoint signed by a CA of the test's (mitmproxy in reverse mode, in front of it).
-    let front =
-        Mitmproxy::start(unused_ca.ca_file(), &["--mode", &format!("reverse:{origin}")]).await;
+    let front = Mitmproxy::start(unused_ca.ca_file(), &["--mode", &format!("reverse:{origin}")]).await;
     let tls_url = front.url().replace("http://", "https://");
     user_config(
         dir.path(),
