@@ -207,6 +207,9 @@ async fn start(agent: &Arc<Agent>, request: Start) -> Result<Arc<AcpSession>, Er
                 .clone()
                 .map(|store| Arc::new(store) as Arc<dyn session::Transcripts>),
             mcp: Some(Arc::clone(&agent.mcp)),
+            // No checkpoints yet: undo over ACP (`/undo`) is still to come, and recording would
+            // read files around each command through the client's fs methods.
+            checkpoints: None,
         })
         .await
         .map_err(|e| Error::internal_error().data(Value::String(e.to_string())))?;
