@@ -150,6 +150,9 @@ after(async () => {
   provider?.stop();
 });
 
+/** The status bar item back to plain "agentls" (with the context share): no input is being worked on. */
+const untilIdle = () => until('the status bar back to idle', async () => (await page.locator('.statusbar-item').allInnerTexts()).some((t) => /^agentls( · \d+%)?$/.test(t.trim())), 30_000);
+
 test('the extension activates and the chat view opens', async () => {
   await until('the agentls status bar item', () => page.locator('.statusbar-item', { hasText: 'agentls' }).first().isVisible(), 60_000);
   await palette('agentls: Open Chat');
@@ -267,7 +270,7 @@ test('the server dies with a review pending: it is restarted, the review closed 
     const now = codeServer.childrenRunning(env('AGENTLS_BIN'));
     return now.length === 1 && now[0] !== pid;
   }, 30_000);
-  await until('the status bar back to idle', async () => (await page.locator('.statusbar-item').allInnerTexts()).some((t) => /^agentls( · \d+%)?$/.test(t.trim())), 30_000);
+  await untilIdle();
   assert.equal(readFileSync(join(ws, 'notes.txt'), 'utf8'), expected, 'nothing of the closed review was applied');
   await until('the session reopened with its history', async () => {
     const t = await chatText();
@@ -324,6 +327,9 @@ test('a new file is reviewed against an empty side and created when accepted (ti
 });
 
 test('Undo Last Turn removes the file the turn created; Redo Turn brings it back (issue 28)', async () => {
+  // The server refuses an undo while the session works on an input: the answer's text is shown
+  // before the turn ends (its checkpoint is stored then), so wait for the idle status first.
+  await untilIdle();
   await palette('agentls: Undo Last Turn');
   await until('the file removed', () => !existsSync(join(ws, 'added.txt')), 30_000);
   const told = page.locator('.notifications-toasts', { hasText: 'agentls: Undid turn' });
