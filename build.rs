@@ -1,38 +1,32 @@
-//! Link-time settings of the `agentls` binary.
+//! Link-time settings of the `agentls` binary. The binary stays linked as rustc links it:
+//! position-independent (PIE), full RELRO. What is added here only shortens its cold start and
+//! its memory after start (docs/benchmarks.md), and `scripts/test` fails when any of it no
+//! longer holds (`scripts/check-release-binary`, `scripts/startup-order --check`).
 //!
 //! On Linux with glibc 2.36 or later (the first that reads them), the binary's relative
 //! relocations are packed (`-z pack-relative-relocs`, DT_RELR): the table the dynamic loader
-//! reads at every start shrinks from ~770 KB to ~25 KB, which shortens the server's cold start
-//! and keeps those pages out of its resident memory. Older glibc (or an unknown C library)
+//! reads at every start shrinks from ~600 KB to ~11 KB. Older glibc (or an unknown C library)
 //! gets the usual table; GNU ld before 2.38 ignores the option with a warning.
 //!
 //! Release builds linked by LLD (rustc's default linker on x86_64 Linux since 1.90) lay out the
 //! functions that run from process start to the first model request first and next to each
 //! other (`--symbol-ordering-file scripts/link/startup.order`, written by
 //! `scripts/startup-order`). The kernel maps an executable's pages in blocks around each fault,
-//! so with that code scattered over the 15 MB of text a start touched ~100 blocks; packed, it
-//! touches a few. Names that no longer exist are skipped silently, so a stale list only costs
-//! speed; another linker (a `-C linker` or `-fuse-ld` in RUSTFLAGS, say) gets no list, and
-//! `AGENTLS_NO_STARTUP_ORDER=1` turns it off for any other setup whose linker refuses it.
+//! so with that code scattered over the 14 MB of text a start maps ~100 blocks; packed, a few.
+//! The linker skips names it does not find; `scripts/startup-order --check` fails when the list
+//! no longer matches the release binary or its memory after start is over target. Another linker
+//! (a `-C linker` or `-fuse-ld` in RUSTFLAGS, say) gets no list, and `AGENTLS_NO_STARTUP_ORDER=1`
+//! turns it off for any other setup whose linker refuses it.
 //!
-//! On x86_64 Linux the binary is linked position-dependent (`-no-pie`), as Go links its
-//! programs (gopls among them). A position-independent binary must rewrite every pointer of its
-//! read-only data at each start: here ~35,000 of them (vtables, panic locations, string
-//! tables), spread over 150 pages that the kernel copies one fault at a time. That was a fifth
-//! of the server's cold start (measured in docs/benchmarks.md) and 0.6 MB of every process's
-//! memory. The price: the executable's own code and data sit at a fixed address (the stack,
-//! heap, shared libraries and every mapping stay randomised). `AGENTLS_PIE=1` at build time
-//! keeps the default position-independent link.
-//!
-//! On Linux with glibc the unwinder (`_Unwind_*`, which panics and `catch_unwind` use) is linked
-//! in statically into every binary of the package (tests too), as `gcc -static-libgcc` does:
+//! On Linux with glibc the `agentls` binary (no other binary or test) links GCC's unwinder
+//! (`_Unwind_*`, which panics and `catch_unwind` use) statically, as `gcc -static-libgcc` does:
 //! Rust's standard library asks for `-lgcc_s`, and a folder of the build holding a copy of GCC's
-//! static `libgcc_eh.a` under that name comes first in the search. Each start then skips loading
+//! static `libgcc_eh.a` under that name is searched first. Each start then skips loading
 //! `libgcc_s.so.1` (its mappings, relocations and a constructor that queries the CPU, which traps
-//! to the hypervisor on a virtual machine): 0.1–0.2 ms of a 1.6–2 ms cold start. When the C
-//! compiler does not know `libgcc_eh.a`, or with `AGENTLS_DYNAMIC_LIBGCC=1` at build time, the
-//! shared library is used as usual.
+//! to the hypervisor on a virtual machine). When the C compiler does not know `libgcc_eh.a` the
+//! shared library is used, and `scripts/check-release-binary` fails on its `DT_NEEDED`.
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn main() {
@@ -42,26 +36,21 @@ fn main() {
     if target == host && target.contains("linux-gnu") && glibc_reads_relr() {
         println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
     }
-    println!("cargo:rerun-if-env-changed=AGENTLS_DYNAMIC_LIBGCC");
     println!("cargo:rerun-if-env-changed=CC");
     if target == host
         && target.contains("linux-gnu")
-        && !env_flag("AGENTLS_DYNAMIC_LIBGCC")
         && let Some(folder) = static_unwinder()
     {
-        println!("cargo:rustc-link-search=native={}", folder.display());
-    }
-    println!("cargo:rerun-if-env-changed=AGENTLS_PIE");
-    if target == "x86_64-unknown-linux-gnu" && !env_flag("AGENTLS_PIE") {
-        println!("cargo:rustc-link-arg-bin=agentls=-no-pie");
+        // A linker argument of this binary only: a `rustc-link-search` would reach every binary
+        // and test of the package, and every crate that links the library (fuzz/).
+        println!("cargo:rustc-link-arg-bin=agentls=-L{}", folder.display());
     }
     let order = "scripts/link/startup.order";
     println!("cargo:rerun-if-changed={order}");
     println!("cargo:rerun-if-env-changed=RUSTFLAGS");
     println!("cargo:rerun-if-env-changed=AGENTLS_NO_STARTUP_ORDER");
     let release = std::env::var("PROFILE").is_ok_and(|p| p == "release");
-    let order_path =
-        std::path::Path::new(&std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default()).join(order);
+    let order_path = Path::new(&std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default()).join(order);
     if release && target == "x86_64-unknown-linux-gnu" && order_path.is_file() && links_with_rust_lld() {
         println!("cargo:rustc-link-arg-bin=agentls=-Wl,--symbol-ordering-file={}", order_path.display());
         println!("cargo:rustc-link-arg-bin=agentls=-Wl,--no-warn-symbol-ordering");
@@ -72,7 +61,7 @@ fn main() {
 /// linker chosen in RUSTFLAGS or in `CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER`, and the
 /// layout not turned off.
 fn links_with_rust_lld() -> bool {
-    if env_flag("AGENTLS_NO_STARTUP_ORDER") {
+    if std::env::var_os("AGENTLS_NO_STARTUP_ORDER").is_some_and(|v| !v.is_empty() && v != "0") {
         return false;
     }
     let flags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
@@ -93,22 +82,17 @@ fn links_with_rust_lld() -> bool {
     }
 }
 
-/// Whether the environment variable `name` is set to something other than empty or `0`.
-fn env_flag(name: &str) -> bool {
-    std::env::var_os(name).is_some_and(|v| !v.is_empty() && v != "0")
-}
-
 /// A folder holding GCC's static unwinder as `libgcc_s.a`, found through the C compiler the
 /// build links with (`cc -print-file-name=libgcc_eh.a`); `None` when there is none.
-fn static_unwinder() -> Option<std::path::PathBuf> {
+fn static_unwinder() -> Option<PathBuf> {
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let out = Command::new(cc).arg("-print-file-name=libgcc_eh.a").output().ok()?;
-    let archive = std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    let archive = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
     // Without the file the compiler prints the bare name back.
     if !archive.is_absolute() || !archive.is_file() {
         return None;
     }
-    let folder = std::path::PathBuf::from(std::env::var_os("OUT_DIR")?).join("static-libgcc");
+    let folder = PathBuf::from(std::env::var_os("OUT_DIR")?).join("static-libgcc");
     std::fs::create_dir_all(&folder).ok()?;
     std::fs::copy(&archive, folder.join("libgcc_s.a")).ok()?;
     Some(folder)
