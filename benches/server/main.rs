@@ -278,10 +278,10 @@ fn start_section(subjects: &[Subject], lsp_ai_missing: Option<&str>, plan: &Plan
         };
         section.rows.push(Row::new(
             "spawn → `initialize` reply (median)",
-            "≤ 1.25× the floor",
+            "≤ 1.5× the floor",
             format!("{}{}", init(a), ratio.map_or_else(String::new, |r| format!(" ({r:.2}× the floor)"))),
             peer(&init),
-            ratio.map_or(Met::NotMeasured, |r| Met::from(r <= 1.25)),
+            ratio.map_or(Met::NotMeasured, |r| Met::from(r <= 1.5)),
         ));
         let rss_mb = a.rss_median().map(|k| k * 1024.0 / 1e6);
         section.rows.push(Row::new(
