@@ -10,13 +10,18 @@
 //!
 //! Release builds linked by LLD (rustc's default linker on x86_64 Linux since 1.90) lay out the
 //! functions that run from process start to the first model request first and next to each
-//! other (`--symbol-ordering-file scripts/link/startup.order`, written by
-//! `scripts/startup-order`). The kernel maps an executable's pages in blocks around each fault,
-//! so with that code scattered over the 14 MB of text a start maps ~100 blocks; packed, a few.
-//! The linker skips names it does not find; `scripts/startup-order --check` fails when the list
-//! no longer matches the release binary or its memory after start is over target. Another linker
-//! (a `-C linker` or `-fuse-ld` in RUSTFLAGS, say) gets no list, and `AGENTLS_NO_STARTUP_ORDER=1`
-//! turns it off for any other setup whose linker refuses it.
+//! other, in an output section of their own placed before `.text` (a linker script of `INSERT
+//! BEFORE .text`, generated here from `scripts/link/startup.order`, which `scripts/startup-order`
+//! records). The kernel maps an executable's pages in blocks around each fault, so with that code
+//! scattered over the 14 MB of text a start maps ~100 blocks; packed, a few. The list names
+//! functions without the hash that Rust's legacy mangling appends (`17h<16 hex digits>E`): that
+//! hash changes with every change of the dependency graph or features, the path does not, so the
+//! script matches each function's section by its path and any hash (an instance of a generic,
+//! whose path many instances share, keeps its hash). A name that no longer exists
+//! matches nothing; `scripts/startup-order --check` fails when too many no longer match or the
+//! memory after start is over target. Another linker (a `-C linker` or `-fuse-ld` in RUSTFLAGS,
+//! say) gets no layout, and `AGENTLS_NO_STARTUP_ORDER=1` turns it off for any other setup whose
+//! linker refuses it.
 //!
 //! On Linux with glibc the `agentls` binary (no other binary or test) links GCC's unwinder
 //! (`_Unwind_*`, which panics and `catch_unwind` use) statically, as `gcc -static-libgcc` does:
@@ -51,10 +56,36 @@ fn main() {
     println!("cargo:rerun-if-env-changed=AGENTLS_NO_STARTUP_ORDER");
     let release = std::env::var("PROFILE").is_ok_and(|p| p == "release");
     let order_path = Path::new(&std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default()).join(order);
-    if release && target == "x86_64-unknown-linux-gnu" && order_path.is_file() && links_with_rust_lld() {
-        println!("cargo:rustc-link-arg-bin=agentls=-Wl,--symbol-ordering-file={}", order_path.display());
-        println!("cargo:rustc-link-arg-bin=agentls=-Wl,--no-warn-symbol-ordering");
+    if release
+        && target == "x86_64-unknown-linux-gnu"
+        && links_with_rust_lld()
+        && let Ok(order) = std::fs::read_to_string(&order_path)
+        && let Some(out_dir) = std::env::var_os("OUT_DIR")
+    {
+        let script = PathBuf::from(out_dir).join("startup-layout.ld");
+        if std::fs::write(&script, layout_script(&order)).is_ok() {
+            println!("cargo:rustc-link-arg-bin=agentls=-Wl,-T,{}", script.display());
+        }
     }
+}
+
+/// The linker script that places the functions of `order` (one name a line, in layout order)
+/// before the rest of `.text`. Each function is in a section of its own (`.text.<symbol>`, as
+/// rustc emits them); a name in legacy mangling without its hash matches that path with any hash.
+fn layout_script(order: &str) -> String {
+    let mut script = String::from("SECTIONS {\n  .text.agentls_start : {\n");
+    for name in order.lines().map(str::trim).filter(|n| !n.is_empty()) {
+        // The order file is ours, but a glob or script character would change what is matched.
+        if name.contains(|c: char| c.is_whitespace() || "*?[]{}();\"\\".contains(c)) {
+            continue;
+        }
+        // A legacy-mangled name (`_ZN`) without its hash matches that path with any hash; an
+        // instance of a generic is named with its hash.
+        let any_hash = if name.starts_with("_ZN") && !has_legacy_hash(name) { "17h*" } else { "" };
+        script.push_str(&format!("    *(.text.{name}{any_hash})\n"));
+    }
+    script.push_str("  }\n}\nINSERT BEFORE .text;\n");
+    script
 }
 
 /// Whether the binary is linked by rustc's own LLD: rustc 1.90 or later on this target, with no
@@ -96,6 +127,16 @@ fn static_unwinder() -> Option<PathBuf> {
     std::fs::create_dir_all(&folder).ok()?;
     std::fs::copy(&archive, folder.join("libgcc_s.a")).ok()?;
     Some(folder)
+}
+
+/// Whether `symbol` ends in a legacy-mangling hash: `17h` and 16 hex digits, then `E`.
+fn has_legacy_hash(symbol: &str) -> bool {
+    let Some(rest) = symbol.strip_suffix('E') else { return false };
+    rest.len() > 19
+        && rest.is_char_boundary(rest.len() - 19)
+        && rest[rest.len() - 19..]
+            .strip_prefix("17h")
+            .is_some_and(|h| h.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// Whether this machine's glibc is 2.36 or later (`getconf GNU_LIBC_VERSION`: "glibc 2.36").
