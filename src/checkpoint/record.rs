@@ -80,9 +80,18 @@ impl EditorPort for RecordingPort {
             .filter(|f| f.status != FileStatus::Rejected)
             .map(|f| f.path.clone())
             .collect();
+        // The text the commit reports is the after-text: a read could come before the editor
+        // reported it (a file created through `workspace/applyEdit` opens empty, then fills).
+        let committed: HashMap<&PathBuf, Arc<str>> =
+            outcome.files.iter().filter_map(|f| Some((&f.path, f.final_text.clone()?))).collect();
         for file in paths.iter().filter(|p| landed.contains(&p[0])) {
+            // A move's text ends at its target; anything else at its own path.
+            let landed_at = file.last().expect("a file has a path");
             for path in file {
-                let after = self.held(path).await;
+                let after = match committed.get(&file[0]) {
+                    Some(text) if path == landed_at => Side::Text(text.clone()),
+                    _ => self.held(path).await,
+                };
                 let prior = before.get(path).cloned().unwrap_or(Side::Absent);
                 self.checkpoints.note(path, prior, after);
             }
