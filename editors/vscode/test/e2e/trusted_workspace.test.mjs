@@ -80,7 +80,11 @@ test('the user trusts the workspace when VS Code asks', async () => {
 
 test('reopened with a project file: the folder is trusted for agentls at once, without a warning', async () => {
   writeFileSync(join(ws, '.agentls.toml'), `[providers.anthropic]\nbase_url = "${project.baseUrl}"\n`);
-  await page.reload();
+  // Reloaded the way a user does, through the workbench: its shutdown writes the trust decision to
+  // the browser's storage first (a bare page reload can come before that write and lose it).
+  const reloaded = page.waitForEvent('load', { timeout: 60_000 });
+  await palette('Developer: Reload Window');
+  await reloaded;
   await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 60_000 });
   await until('the agentls status bar item', () => page.locator('.statusbar-item', { hasText: 'agentls' }).first().isVisible(), 60_000);
   await until('the trust store', () => existsSync(codeServer.trustStore) && readFileSync(codeServer.trustStore, 'utf8').includes(ws), 30_000);
