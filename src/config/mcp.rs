@@ -282,30 +282,15 @@ fn convert_value(value: &str, format: McpFileFormat, root: &Path) -> Result<Stri
     if format == McpFileFormat::ClaudeCode {
         return Ok(value.to_string());
     }
-    let mut out = String::new();
-    let mut rest = value;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let Some(end) = rest[start..].find('}') else {
-            out.push_str(&rest[start..]);
-            return Ok(out);
-        };
-        let inner = &rest[start + 2..start + end];
-        match inner.split_once(':') {
-            Some(("env", var)) => out.push_str(&format!("${{{var}}}")),
-            Some(("input", id)) => {
-                return Err(format!(
-                    "`${{input:{id}}}` asks VS Code's user for a value, which agentls cannot do; put the value in \
-                     an environment variable and write `${{env:NAME}}`"
-                ));
-            }
-            _ if inner == "workspaceFolder" => out.push_str(&root.display().to_string()),
-            _ => out.push_str(&rest[start..start + end + 1]),
-        }
-        rest = &rest[start + end + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
+    crate::mcp::spec::substitute(value, |inner| match inner.split_once(':') {
+        Some(("env", var)) => Ok(format!("${{{var}}}")),
+        Some(("input", id)) => Err(format!(
+            "`${{input:{id}}}` asks VS Code's user for a value, which agentls cannot do; put the value in \
+             an environment variable and write `${{env:NAME}}`"
+        )),
+        _ if inner == "workspaceFolder" => Ok(root.display().to_string()),
+        _ => Ok(format!("${{{inner}}}")),
+    })
 }
 
 /// Parses JSON with comments and trailing commas (VS Code's files allow both).

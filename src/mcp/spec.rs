@@ -145,6 +145,25 @@ impl ServerSpec {
 /// Replaces `${VAR}` and `${VAR:-default}` with the variable of `env`; a variable that is not
 /// set and has no default is an error.
 pub fn expand(value: &str, env: &Env) -> Result<String, String> {
+    substitute(value, |inner| {
+        let (name, default) = match inner.split_once(":-") {
+            Some((name, default)) => (name, Some(default)),
+            None => (inner, None),
+        };
+        match (env.get(name), default) {
+            (Some(v), _) => Ok(v.to_string()),
+            (None, Some(d)) => Ok(d.to_string()),
+            (None, None) => Err(format!("${{{name}}} is not set")),
+        }
+    })
+}
+
+/// `value` with each `${…}` replaced by what `replace` makes of the text between the braces; an
+/// unclosed `${` is kept as it is.
+pub(crate) fn substitute(
+    value: &str,
+    mut replace: impl FnMut(&str) -> Result<String, String>,
+) -> Result<String, String> {
     let mut out = String::with_capacity(value.len());
     let mut rest = value;
     while let Some(start) = rest.find("${") {
@@ -153,16 +172,7 @@ pub fn expand(value: &str, env: &Env) -> Result<String, String> {
             out.push_str(&rest[start..]);
             return Ok(out);
         };
-        let inner = &rest[start + 2..start + end];
-        let (name, default) = match inner.split_once(":-") {
-            Some((name, default)) => (name, Some(default)),
-            None => (inner, None),
-        };
-        match (env.get(name), default) {
-            (Some(v), _) => out.push_str(v),
-            (None, Some(d)) => out.push_str(d),
-            (None, None) => return Err(format!("${{{name}}} is not set")),
-        }
+        out.push_str(&replace(&rest[start + 2..start + end])?);
         rest = &rest[start + end + 1..];
     }
     out.push_str(rest);
