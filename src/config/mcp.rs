@@ -7,7 +7,8 @@
 //!   every other table, and remembers the file that gave it its `command` or `url` (`origin`).
 //! - A value reaches a server from the environment only where the configuration names the
 //!   variable (`env_vars`, `env_http_headers`, `bearer_token_env_var`, `${VAR}` in a value); the
-//!   process environment is otherwise filtered (`crate::mcp::spec`).
+//!   process environment is otherwise filtered (`crate::mcp::spec`, which expands a server's
+//!   `${…}` with [`substitute`], the scanner both forms share).
 //! - A project's servers are project keys: `config::trust::restrict` withholds them (and any
 //!   loosening of `[mcp]`) until the folder is trusted.
 
@@ -282,7 +283,7 @@ fn convert_value(value: &str, format: McpFileFormat, root: &Path) -> Result<Stri
     if format == McpFileFormat::ClaudeCode {
         return Ok(value.to_string());
     }
-    crate::mcp::spec::substitute(value, |inner| match inner.split_once(':') {
+    substitute(value, |inner| match inner.split_once(':') {
         Some(("env", var)) => Ok(format!("${{{var}}}")),
         Some(("input", id)) => Err(format!(
             "`${{input:{id}}}` asks VS Code's user for a value, which agentls cannot do; put the value in \
@@ -291,6 +292,27 @@ fn convert_value(value: &str, format: McpFileFormat, root: &Path) -> Result<Stri
         _ if inner == "workspaceFolder" => Ok(root.display().to_string()),
         _ => Ok(format!("${{{inner}}}")),
     })
+}
+
+/// `value` with each `${…}` replaced by what `replace` makes of the text between the braces; an
+/// unclosed `${` is kept as it is.
+pub(crate) fn substitute(
+    value: &str,
+    mut replace: impl FnMut(&str) -> Result<String, String>,
+) -> Result<String, String> {
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let Some(end) = rest[start..].find('}') else {
+            out.push_str(&rest[start..]);
+            return Ok(out);
+        };
+        out.push_str(&replace(&rest[start + 2..start + end])?);
+        rest = &rest[start + end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
 }
 
 /// Parses JSON with comments and trailing commas (VS Code's files allow both).

@@ -28,10 +28,11 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
-use super::process::KILL_GRACE;
-
 /// The argument that runs the guard (a hidden command of the binary).
 pub const GUARD_ARG: &str = "__guard";
+
+/// Time between SIGTERM and SIGKILL when a process group is ended.
+pub const KILL_GRACE: Duration = Duration::from_secs(2);
 
 /// The binary that runs the guard, set once by the host.
 static PROGRAM: OnceLock<PathBuf> = OnceLock::new();

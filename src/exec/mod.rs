@@ -30,9 +30,10 @@ use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
 pub use env_filter::{CORE_VARIABLES, filter_environment, is_secret_name};
+pub use guard::KILL_GRACE;
 pub use local::{LocalExecutionEnvironment, LocalOptions};
 pub(crate) use paths::{canonicalize_lenient, normalize_lexically};
-pub use process::{ChildProcess, KILL_GRACE};
+pub use process::ChildProcess;
 pub(crate) use process::{LiveGroups, spawn_child};
 pub(crate) use shared::{SharedStrBuilder, into_shared_str};
 pub(crate) use wrappers::wrapper_impl;

@@ -18,10 +18,9 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::{Child, Command};
 use tokio_util::sync::CancellationToken;
 
+use super::guard::KILL_GRACE;
 use super::{ExecError, OutputSink};
 
-/// Time between SIGTERM and SIGKILL when a process group is ended.
-pub const KILL_GRACE: Duration = Duration::from_secs(2);
 /// How long output is still read after the command exited (background jobs may hold the pipes).
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
 /// Bytes kept from each end of a stream; the middle of larger outputs is dropped.

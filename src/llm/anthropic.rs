@@ -8,11 +8,11 @@ use super::adapter::{
     Body, HttpCall, Members, ProviderAdapter, StreamDecoder, b64, cut, headers_with_key, merge_same_role,
     parse_data, str_at, stream_error, system_text, u64_at,
 };
-use super::assemble::{Assembler, parse_arguments};
+use super::assemble::Assembler;
 use super::error::LlmError;
 use super::types::{
     ContentPart, FinishReason, Image, ReasoningEffort, Request, Response, Role, StreamEvent, ToolCall,
-    ToolChoice, ToolDefinition, Usage,
+    ToolChoice, ToolDefinition, Usage, parse_arguments,
 };
 use crate::config::ProviderSettings;
 

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::types::{ContentPart, FinishReason, Response, StreamEvent, ToolCall, Usage};
+use super::types::{ContentPart, FinishReason, Response, StreamEvent, ToolCall, Usage, parse_arguments};
 
 /// Accumulates one response. Tool calls are addressed by a provider key (block index, item id).
 #[derive(Debug, Default)]
@@ -208,15 +208,6 @@ pub fn distinct_call_ids(response: &mut Response) {
             seen.push(call.id.clone());
         }
     }
-}
-
-/// Tool arguments as JSON; empty means `{}`. Unparseable text is kept as a string so the tool
-/// layer can report the problem to the model.
-pub fn parse_arguments(raw: &str) -> Value {
-    if raw.trim().is_empty() {
-        return Value::Object(Default::default());
-    }
-    serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_string()))
 }
 
 /// The events a caller would have seen had `response` been streamed (replay, non-streaming).

@@ -9,12 +9,12 @@ use super::adapter::{
     Body, HttpCall, Members, ProviderAdapter, StreamDecoder, cut, data_url, headers_with_key, parse_data,
     str_at, stream_error, system_text, u64_at,
 };
-use super::assemble::{Assembler, parse_arguments};
+use super::assemble::Assembler;
 use super::error::LlmError;
 use super::openai::Function;
 use super::types::{
     ContentPart, FinishReason, Request, Response, Role, StreamEvent, ToolCall, ToolChoice, ToolDefinition,
-    Usage,
+    Usage, parse_arguments,
 };
 use crate::config::{ProviderKind, ProviderSettings};
 

@@ -80,12 +80,7 @@ impl ToolCall {
     /// A call whose arguments are the model's text: parsed when it is JSON (empty text is `{}`),
     /// kept as it is otherwise.
     pub fn from_text(id: impl Into<String>, name: impl Into<String>, arguments: &str) -> Self {
-        Self {
-            id: id.into(),
-            name: name.into(),
-            arguments: super::assemble::parse_arguments(arguments),
-            signature: None,
-        }
+        Self { id: id.into(), name: name.into(), arguments: parse_arguments(arguments), signature: None }
     }
 
     /// The arguments as JSON, or why the text the model sent is not JSON. A JSON string whose
@@ -99,6 +94,15 @@ impl ToolCall {
             parsed => Ok(parsed),
         }
     }
+}
+
+/// Tool arguments as JSON; empty means `{}`. Unparseable text is kept as a string so the tool
+/// layer can report the problem to the model.
+pub fn parse_arguments(raw: &str) -> Value {
+    if raw.trim().is_empty() {
+        return Value::Object(Default::default());
+    }
+    serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_string()))
 }
 
 /// The result of running a tool, sent back to the model.

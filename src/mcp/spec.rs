@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::config::mcp::substitute;
 use crate::config::{Env, NetworkSettings};
 use crate::config::{EnvPolicy, McpServerLayer};
 use crate::exec::filter_environment;
@@ -156,27 +157,6 @@ pub fn expand(value: &str, env: &Env) -> Result<String, String> {
             (None, None) => Err(format!("${{{name}}} is not set")),
         }
     })
-}
-
-/// `value` with each `${…}` replaced by what `replace` makes of the text between the braces; an
-/// unclosed `${` is kept as it is.
-pub(crate) fn substitute(
-    value: &str,
-    mut replace: impl FnMut(&str) -> Result<String, String>,
-) -> Result<String, String> {
-    let mut out = String::with_capacity(value.len());
-    let mut rest = value;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let Some(end) = rest[start..].find('}') else {
-            out.push_str(&rest[start..]);
-            return Ok(out);
-        };
-        out.push_str(&replace(&rest[start + 2..start + end])?);
-        rest = &rest[start + end + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
 }
 
 /// Each configured server by name: its spec, or why it cannot start.

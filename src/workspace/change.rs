@@ -360,3 +360,62 @@ impl ResolvedFile {
 pub struct ResolvedChangeSet {
     pub files: Vec<ResolvedFile>,
 }
+
+/// What happened to one file of a proposed change set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileStatus {
+    Applied,
+    /// Some hunks were rejected by the reviewer.
+    PartiallyApplied,
+    Rejected,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileOutcome {
+    pub path: PathBuf,
+    pub display_path: String,
+    pub op: FileOp,
+    pub status: FileStatus,
+    pub applied_hunks: Vec<usize>,
+    pub rejected_hunks: Vec<usize>,
+    /// The change was rebased onto text that changed since the agent read it.
+    pub rebased: bool,
+    /// The reviewer edited the proposed text before accepting it.
+    pub user_edited: bool,
+    /// The file's text after the commit (`None` when deleted or rejected).
+    pub final_text: Option<Arc<str>>,
+}
+
+impl FileOutcome {
+    /// The outcome of a file the committer did not touch.
+    pub fn rejected(file: &ResolvedFile) -> Self {
+        Self {
+            path: file.change.path.clone(),
+            display_path: file.change.display_path.clone(),
+            op: file.change.op.clone(),
+            status: FileStatus::Rejected,
+            applied_hunks: Vec::new(),
+            rejected_hunks: file.change.hunks.iter().map(|hunk| hunk.index).collect(),
+            rebased: false,
+            user_edited: false,
+            final_text: None,
+        }
+    }
+
+    /// The outcome of a file committed with `final_text`.
+    pub fn committed(file: &ResolvedFile, final_text: Option<Arc<str>>, rebased: bool) -> Self {
+        let status =
+            if file.rejected_hunks.is_empty() { FileStatus::Applied } else { FileStatus::PartiallyApplied };
+        Self {
+            path: file.change.path.clone(),
+            display_path: file.change.display_path.clone(),
+            op: file.change.op.clone(),
+            status,
+            applied_hunks: file.applied_hunks.clone(),
+            rejected_hunks: file.rejected_hunks.clone(),
+            rebased,
+            user_edited: file.user_edited,
+            final_text,
+        }
+    }
+}

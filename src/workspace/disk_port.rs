@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::commit::{ChangeOutcome, Committer, DiskCommitter, FileOutcome};
+use super::change::FileOutcome;
+use super::commit::{ChangeOutcome, Committer, DiskCommitter};
 use super::{ChangeSet, EditorPort, PermissionDecision, PermissionRequest, PortError};
 use crate::config::Approval;
 use crate::exec::ExecutionEnvironment;

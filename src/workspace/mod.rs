@@ -19,10 +19,11 @@ mod rebase;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use change::{ChangeError, ChangeSet, FileChange, FileDecision, FileOp, ResolvedChangeSet, ResolvedFile};
-pub use commit::{
-    ChangeOutcome, CommitError, Committed, Committer, DiskCommitter, FileOutcome, FileStatus, UndoError,
+pub use change::{
+    ChangeError, ChangeSet, FileChange, FileDecision, FileOp, FileOutcome, FileStatus, ResolvedChangeSet,
+    ResolvedFile,
 };
+pub use commit::{ChangeOutcome, CommitError, Committed, Committer, DiskCommitter, UndoError};
 pub use disk_port::DiskPort;
 pub use documents::{BufferText, DocumentError, DocumentStore, TextChange};
 pub use hunks::{DIFF_DEADLINE, Hunk, apply_hunks, check_hunks, compute_hunks, split_lines, unified_diff};

@@ -17,8 +17,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::change::{FileOp, ResolvedChangeSet, ResolvedFile};
-use super::commit::FileOutcome;
+use super::change::{FileOp, FileOutcome, ResolvedChangeSet, ResolvedFile};
 use super::rebase::{RebaseConflict, rebase};
 use super::{Holder, Snapshot, Workspace, WorkspaceError};
 use crate::exec::ExecutionEnvironment;

@@ -7,7 +7,8 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use super::commit::{ChangeOutcome, FileStatus};
+use super::change::FileStatus;
+use super::commit::ChangeOutcome;
 use super::{FileOp, Snapshot, content_hash};
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
