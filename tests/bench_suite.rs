@@ -126,3 +126,24 @@ fn percentiles_are_nearest_rank() {
     assert_eq!(stats::fmt_count(10_000), "10,000");
     assert_eq!(stats::fmt_ms(0.0421), "0.042 ms");
 }
+
+#[test]
+fn the_acp_part_has_markers_of_its_own_and_leaves_the_rest_alone() {
+    let acp = |value: &str| {
+        let mut section = Section::new("ACP", "How.");
+        section.rows.push(Row::new("first prompt", "(none set)", value, "peer 400 ms", Met::NoTarget));
+        report::markdown_between(report::ACP_BEGIN, report::ACP_END, "ACP (generated)", &[], &[section])
+    };
+    let whole = report::splice(HAND_WRITTEN, &generated("p99 3 ms"));
+    let first = report::splice_acp(&whole, &acp("2 ms"));
+    assert_eq!(
+        first,
+        format!("{}\n\n{}", whole.trim_end(), acp("2 ms")),
+        "appended when it has no markers yet"
+    );
+    let second = report::splice_acp(&first, &acp("1 ms"));
+    assert_eq!(second, format!("{}\n\n{}", whole.trim_end(), acp("1 ms")));
+    assert_eq!(report::splice(&second, &generated("p99 3 ms")), second, "the whole run's part is its own");
+    assert_eq!(second.matches(BEGIN).count(), 1);
+    assert_eq!(second.matches(report::ACP_BEGIN).count(), 1);
+}

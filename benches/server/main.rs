@@ -1,19 +1,23 @@
 //! The process benchmarks of docs/benchmarks.md: the release `agentls` binary over its real stdio,
 //! side by side with a bare `lsp-server` floor and lsp-ai, against a fake Anthropic endpoint on
 //! 127.0.0.1 (streaming latency, cold start and memory, time before a model request leaves,
-//! concurrent sessions, incremental `didChange`), grep and glob against ripgrep, and the tables
-//! of scripts/bench-patch and the criterion benches read back. `scripts/bench` builds everything
+//! concurrent sessions, incremental `didChange`), grep and glob against ripgrep, the tables
+//! of scripts/bench-patch and the criterion benches read back, and `agentls acp` beside a peer
+//! ACP agent (section `acp`, written to its own part of the doc). `scripts/bench` builds everything
 //! and runs this with the paths of the peers; alone (`cargo bench --bench server`) it measures
 //! agentls and prints the tables; without any argument (`cargo test --all-targets`) it runs a
 //! short smoke test of every measurement instead.
 //!
 //! Usage: `server [--quick] [--floor BIN] [--lsp-ai BIN | --lsp-ai-missing WHY] [--rg BIN]
 //! [--tree DIR] [--patch-output FILE] [--criterion-dir DIR --criterion-since EPOCH]
-//! [--docs FILE] [--command TEXT] [--commit TEXT] [--started EPOCH] [--only SECTION,...]`
+//! [--acp-peer DIR | --acp-peer-missing WHY] [--docs FILE] [--command TEXT] [--commit TEXT]
+//! [--started EPOCH] [--only SECTION,...]` (`--acp-peer`: the folder scripts/install-acp-peer
+//! printed).
 //!
 //! Invariant: every row states its target, agentls's number and the peer's or floor's from the
 //! same run; a measurement that fails becomes a row saying so, never a silent gap.
 
+mod acp;
 mod client;
 mod delivery;
 mod did_change;
@@ -39,6 +43,9 @@ use subjects::{Kind, Subject};
 /// How long any single step may take before the run reports it as failed.
 pub const PATIENCE: Duration = Duration::from_secs(60);
 
+/// Prompts per ACP run: the first of a fresh process and one more in the same session.
+const ACP_PROMPTS: usize = 2;
+
 #[derive(Debug, Default)]
 struct Options {
     quick: bool,
@@ -57,6 +64,8 @@ struct Options {
     commit: Option<String>,
     started: Option<u64>,
     only: Option<Vec<String>>,
+    acp_peer: Option<PathBuf>,
+    acp_peer_missing: Option<String>,
 }
 
 fn parse_options() -> Result<Options, String> {
@@ -84,6 +93,8 @@ fn parse_options() -> Result<Options, String> {
             "--command" => options.command = Some(value()?),
             "--commit" => options.commit = Some(value()?),
             "--started" => options.started = Some(value()?.parse().map_err(|e| format!("--started: {e}"))?),
+            "--acp-peer" => options.acp_peer = Some(value()?.into()),
+            "--acp-peer-missing" => options.acp_peer_missing = Some(value()?),
             "--only" => options.only = Some(value()?.split(',').map(str::to_string).collect()),
             other => {
                 return Err(format!("unknown argument {other}; see the usage in benches/server/main.rs"));
@@ -101,6 +112,7 @@ struct Plan {
     request_prompts: usize,
     search_runs: usize,
     sessions_seconds: f64,
+    acp_rounds: usize,
 }
 
 impl Plan {
@@ -113,6 +125,7 @@ impl Plan {
                 request_prompts: 4,
                 search_runs: 3,
                 sessions_seconds: 1.0,
+                acp_rounds: 5,
             }
         } else {
             Self {
@@ -122,6 +135,7 @@ impl Plan {
                 request_prompts: 6,
                 search_runs: 7,
                 sessions_seconds: 3.0,
+                acp_rounds: 15,
             }
         }
     }
@@ -747,6 +761,8 @@ fn smoke(agentls: &Subject) -> Result<(), String> {
     )?;
     let changes = did_change::measure(agentls, 5_000, 500)?;
     check(changes.verified == Some(Ok(())), &format!("didChange: {:?}", changes.verified))?;
+    let acp = acp::one(&acp::Agent::agentls(&agentls.binary), ACP_PROMPTS, 0)?;
+    check(acp.to_request_ms.len() == ACP_PROMPTS && acp.rss_kib > 0, &format!("ACP: {acp:?}"))?;
     Ok(())
 }
 
@@ -843,16 +859,88 @@ fn main() -> std::process::ExitCode {
         ),
         "- Targets are those of issue 15 and PRODUCT.md; \"met\" is judged on this run only.".to_string(),
     ];
-    let generated = report::markdown(&header, &sections);
-    match &options.docs {
-        Some(path) => {
-            if let Err(e) = report::write_doc(path, &generated) {
-                eprintln!("server bench: cannot write {}: {e}", path.display());
-                return std::process::ExitCode::FAILURE;
-            }
-            eprintln!("server bench: wrote {}", path.display());
+    let acp_load_before = procfs::load_average();
+    let acp_began = std::time::Instant::now();
+    let acp_part = wanted("acp").then(|| {
+        eprintln!("server bench: acp …");
+        nix::unistd::sync();
+        let ours = acp::Agent::agentls(&agentls.binary);
+        let mut agents = vec![ours];
+        if let Some(dir) = &options.acp_peer {
+            agents.push(acp::Agent::claude_agent_acp(dir));
         }
-        None => println!("{generated}"),
+        let stats = acp::measure(&agents, plan.acp_rounds, ACP_PROMPTS);
+        let peer = match (stats.get(1), &options.acp_peer_missing) {
+            (Some(s), _) => Ok(s),
+            (None, Some(why)) => Err(why.as_str()),
+            (None, None) => Err("no peer given (scripts/bench installs one)"),
+        };
+        let section = acp::section(&stats[0], peer, plan.acp_rounds, ACP_PROMPTS);
+        for row in &section.rows {
+            eprintln!("  {}: {} [{}]", row.what, row.agentls, row.reference);
+        }
+        section
+    });
+    let mut parts = Vec::new();
+    if !sections.is_empty() {
+        parts.push((
+            report::markdown(&header, &sections),
+            report::write_doc as fn(&Path, &str) -> std::io::Result<()>,
+        ));
+    }
+    if let Some(section) = acp_part {
+        let acp_header = vec![
+            format!(
+                "- Command: `{}`",
+                options.command.as_deref().unwrap_or("cargo bench --bench server -- --only acp")
+            ),
+            format!(
+                "- Date: {}; agentls `{}` ({}); {} mode; the measurements took {:.0} s.",
+                chrono::Utc::now().format("%Y-%m-%d %H:%M UTC"),
+                agentls.binary.display(),
+                options
+                    .commit
+                    .as_deref()
+                    .map_or_else(|| "commit not given".into(), |c| format!("commit {c}")),
+                if options.quick { "quick" } else { "full" },
+                acp_began.elapsed().as_secs_f64(),
+            ),
+            format!(
+                "- Peer: {}.",
+                match (&options.acp_peer, &options.acp_peer_missing) {
+                    (Some(dir), _) => acp::peer_versions(dir),
+                    (None, Some(why)) => format!("not measured: {why}"),
+                    (None, None) => "not given".into(),
+                }
+            ),
+            format!(
+                "- Machine: {}; load average {} before the run, {} after (other work on the cores shows in every \
+                 figure; the two agents take turns in each round, so both see it alike).",
+                machine(),
+                acp_load_before,
+                procfs::load_average()
+            ),
+        ];
+        let generated = report::markdown_between(
+            report::ACP_BEGIN,
+            report::ACP_END,
+            "Results of `scripts/bench --only acp` (generated)",
+            &acp_header,
+            &[section],
+        );
+        parts.push((generated, report::write_acp_doc as fn(&Path, &str) -> std::io::Result<()>));
+    }
+    for (generated, write) in parts {
+        match &options.docs {
+            Some(path) => {
+                if let Err(e) = write(path, &generated) {
+                    eprintln!("server bench: cannot write {}: {e}", path.display());
+                    return std::process::ExitCode::FAILURE;
+                }
+                eprintln!("server bench: wrote {}", path.display());
+            }
+            None => println!("{generated}"),
+        }
     }
     std::process::ExitCode::SUCCESS
 }

@@ -1,11 +1,14 @@
 //! The results as rows (measure, target, agentls, peer or floor, met?) and their Markdown, spliced
-//! into docs/benchmarks.md between two markers; everything outside the markers is kept.
+//! into docs/benchmarks.md between two markers; everything outside the markers is kept. The ACP
+//! comparison (`scripts/bench --only acp`) has markers of its own, so it is written by itself.
 
 use std::fmt::Write as _;
 use std::path::Path;
 
 pub const BEGIN: &str = "<!-- BEGIN scripts/bench: generated, do not edit by hand -->";
 pub const END: &str = "<!-- END scripts/bench -->";
+pub const ACP_BEGIN: &str = "<!-- BEGIN scripts/bench --only acp: generated, do not edit by hand -->";
+pub const ACP_END: &str = "<!-- END scripts/bench --only acp -->";
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Met {
@@ -90,9 +93,20 @@ fn cell(text: &str) -> String {
 /// The generated part: the header (command, machine, date), the summary of every row, then each
 /// section with its method and notes.
 pub fn markdown(header: &[String], sections: &[Section]) -> String {
+    markdown_between(BEGIN, END, "Results of `scripts/bench` (generated)", header, sections)
+}
+
+/// A generated part between `begin` and `end`, under the heading `title`.
+pub fn markdown_between(
+    begin: &str,
+    end: &str,
+    title: &str,
+    header: &[String],
+    sections: &[Section],
+) -> String {
     let mut out = String::new();
-    out.push_str(BEGIN);
-    out.push_str("\n\n## Results of `scripts/bench` (generated)\n\n");
+    out.push_str(begin);
+    let _ = write!(out, "\n\n## {title}\n\n");
     for line in header {
         let _ = writeln!(out, "{line}");
     }
@@ -120,27 +134,45 @@ pub fn markdown(header: &[String], sections: &[Section]) -> String {
         }
     }
     out.push('\n');
-    out.push_str(END);
+    out.push_str(end);
     out.push('\n');
     out
+}
+
+/// `doc` with the part from `begin` to `end` replaced by `generated`, if it has both markers.
+fn replace_between(doc: &str, generated: &str, begin: &str, end: &str) -> Option<String> {
+    let (Some(at), Some(until)) = (doc.find(begin), doc.find(end)) else { return None };
+    if at >= until {
+        return None;
+    }
+    let until = until + end.len();
+    let rest = doc[until..].strip_prefix('\n').unwrap_or(&doc[until..]);
+    Some(format!("{}{}{}", &doc[..at], generated, rest))
 }
 
 /// Replaces the generated part of `doc` (or inserts it after the first heading's paragraph
 /// block when there is none yet).
 pub fn splice(doc: &str, generated: &str) -> String {
-    if let (Some(begin), Some(end)) = (doc.find(BEGIN), doc.find(END))
-        && begin < end
-    {
-        let end = end + END.len();
-        let rest = doc[end..].strip_prefix('\n').unwrap_or(&doc[end..]);
-        return format!("{}{}{}", &doc[..begin], generated, rest);
+    if let Some(doc) = replace_between(doc, generated, BEGIN, END) {
+        return doc;
     }
     // After the title and the paragraphs that follow it, before the first `## ` section.
     let at = doc.find("\n## ").map_or(doc.len(), |i| i + 1);
     format!("{}{}\n{}", &doc[..at], generated, &doc[at..])
 }
 
+/// Replaces the ACP part of `doc` (or appends it when there is none yet).
+pub fn splice_acp(doc: &str, generated: &str) -> String {
+    replace_between(doc, generated, ACP_BEGIN, ACP_END)
+        .unwrap_or_else(|| format!("{}\n\n{generated}", doc.trim_end()))
+}
+
 pub fn write_doc(path: &Path, generated: &str) -> std::io::Result<()> {
     let doc = std::fs::read_to_string(path).unwrap_or_else(|_| "# Benchmarks\n".into());
     std::fs::write(path, splice(&doc, generated))
+}
+
+pub fn write_acp_doc(path: &Path, generated: &str) -> std::io::Result<()> {
+    let doc = std::fs::read_to_string(path).unwrap_or_else(|_| "# Benchmarks\n".into());
+    std::fs::write(path, splice_acp(&doc, generated))
 }

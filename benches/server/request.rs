@@ -31,7 +31,8 @@ impl RequestStats {
     }
 }
 
-fn short_reply() -> Arc<crate::provider::Script> {
+/// A reply of one word, at once.
+pub fn short_reply() -> Arc<crate::provider::Script> {
     Arc::new(|_: &Seen| Reply {
         key: "reply".into(),
         blocks: vec![Block::Text { deltas: vec!["ok".into()], rate: 0.0 }],

@@ -72,7 +72,7 @@ fn stderr_file(scratch: &Scratch, name: &str) -> Stdio {
 }
 
 /// The environment of every server: nothing inherited but `PATH`, a fake key, the fake endpoint.
-fn command(binary: &Path, scratch: &Scratch, provider_url: &str) -> Command {
+pub fn command(binary: &Path, scratch: &Scratch, provider_url: &str) -> Command {
     let home = scratch.path().join("home");
     let mut command = Command::new(binary);
     command
