@@ -2,7 +2,7 @@
 // it starts `$AGENTLS_BIN acp`, runs the steps of the scenario file named by its argument, and
 // prints one JSON line per thing it saw (responses, errors, session updates, permission
 // questions and its answers, file reads and writes, any call of a method it did not advertise).
-// tests/acp_clients.rs runs it against the fake providers and asserts on those lines.
+// tests/acp/clients.rs runs it against the fake providers and asserts on those lines.
 //
 // Scenario: { capabilities: {fs: {readTextFile, writeTextFile}, terminal},
 //             buffers: {"/abs/path": "unsaved text"},   // what fs/read_text_file answers

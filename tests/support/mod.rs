@@ -1,11 +1,18 @@
-//! Shared helpers for integration tests. Each test crate uses what it needs.
+//! The one support module of the integration tests: every test binary (`tests/*/main.rs`)
+//! includes it once, as `crate::support`, and each test module uses what it needs. The benches
+//! include the pieces they share with the tests by `#[path]` (the mock provider, TLS, installs).
 #![allow(dead_code)]
 
 pub mod exec_binary;
 pub mod installed;
+pub mod lsp_client;
+pub mod memory_env;
 pub mod mitmproxy;
 pub mod mock_provider;
+pub mod processes;
+pub mod session_harness;
 pub mod tls;
+pub mod tools_support;
 
 use std::time::Duration;
 

@@ -5,7 +5,7 @@ The cassette is written by hand (here) rather than recorded: it holds only what 
 stream (text deltas, tool calls, the final response of each call), in the neutral format of
 src/llm/cassette.rs, without the requests, which replay does not need. Everything else in the
 demo (the agent loop, the tools, the review, the file on disk) is real. Run it after changing the
-session, then `AGENTLS_UPDATE_FIXTURES=1 cargo test --test demo_cli` and read the new output.
+session, then `AGENTLS_UPDATE_FIXTURES=1 cargo test --test cli demo::` and read the new output.
 """
 
 import json

@@ -1,0 +1,749 @@
+//! `agentls acp` driven by real ACP clients nobody here wrote, installed from npm by
+//! `scripts/install-acp-clients`: the official TypeScript SDK's client app (the scripted
+//! `tests/acp/driver.mjs`) and `acpx`, against the loopback mock provider. Each journey asserts
+//! what the client saw (updates, permission questions, file reads and writes, responses), what
+//! reached the model and what is on disk.
+
+use crate::support;
+use crate::support::lsp_client;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::exec_binary::USER_CONFIG;
+use support::mock_provider::{Dialect, MockProvider, Turn as Reply};
+
+const KEY: &str = "sk-test-secret-value-123";
+
+/// The folder the clients are installed in (installed on first use, once per test run).
+fn clients() -> PathBuf {
+    support::installed::installed("install-acp-clients")
+}
+
+fn node() -> PathBuf {
+    clients().join("node_modules/.bin/node")
+}
+
+/// A folder for one test: the workspace `ws/` and the agent's home (config, data).
+struct Home {
+    dir: tempfile::TempDir,
+}
+
+impl Home {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(dir.path().join("ws")).expect("ws");
+        Self { dir }
+    }
+
+    fn ws(&self) -> PathBuf {
+        self.dir.path().join("ws").canonicalize().expect("ws")
+    }
+
+    fn write(&self, rel: &str, text: &str) -> PathBuf {
+        let path = self.ws().join(rel);
+        std::fs::write(&path, text).expect("write");
+        path
+    }
+
+    /// A command with a clean environment pointing at the mock: PATH, HOME, the user config
+    /// and the data dir in the test's folder, the provider's key.
+    fn command(&self, mock: &MockProvider, program: &Path) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new(program);
+        cmd.current_dir(self.dir.path()).env_clear();
+        cmd.env("PATH", std::env::var("PATH").unwrap_or_default());
+        cmd.env("HOME", self.dir.path()).env("AGENTLS_CONFIG", self.dir.path().join(USER_CONFIG));
+        cmd.env("AGENTLS_DATA_DIR", self.dir.path().join("data"));
+        cmd.env(mock.dialect().key_var(), KEY);
+        for (k, v) in mock.env() {
+            cmd.env(k, v);
+        }
+        cmd.env("AGENTLS_BIN", env!("CARGO_BIN_EXE_agentls"));
+        cmd
+    }
+
+    /// `initialize` with `capabilities`, `session/new` in the workspace, then `steps`, the
+    /// permission questions answered with `permissions` in order.
+    async fn journey(
+        &self,
+        mock: &MockProvider,
+        capabilities: Value,
+        permissions: Value,
+        steps: Value,
+    ) -> Vec<Value> {
+        let mut all = vec![json!({"op": "initialize"}), json!({"op": "new", "cwd": self.ws()})];
+        all.extend(steps.as_array().cloned().unwrap_or_default());
+        self.drive(mock, json!({"capabilities": capabilities, "permissions": permissions, "steps": all}))
+            .await
+    }
+
+    /// Runs the SDK driver on `scenario` and returns the lines it printed.
+    async fn drive(&self, mock: &MockProvider, scenario: Value) -> Vec<Value> {
+        let file = self.dir.path().join("scenario.json");
+        std::fs::write(&file, scenario.to_string()).expect("scenario");
+        let mut cmd = self.command(mock, &node());
+        cmd.arg(clients().join("driver.mjs")).arg(&file);
+        let out = tokio::time::timeout(Duration::from_secs(120), cmd.output())
+            .await
+            .expect("the driver ends")
+            .expect("the driver runs");
+        let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        assert!(out.status.success(), "driver failed: {}\n{lines:#?}", String::from_utf8_lossy(&out.stderr));
+        assert!(lines.iter().any(|l| l["type"] == "done"), "{lines:#?}");
+        let exit = lines.iter().find(|l| l["type"] == "exit").expect("the agent exited");
+        assert_eq!(exit["code"], 0, "the agent ends cleanly when the client closes its input");
+        assert!(
+            !lines.iter().any(|l| l["type"] == "unadvertised"),
+            "an unadvertised client method was called: {lines:#?}"
+        );
+        lines
+    }
+}
+
+fn of_type<'a>(lines: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    lines.iter().filter(|l| l["type"] == kind).collect()
+}
+
+fn response<'a>(lines: &'a [Value], op: &str) -> &'a Value {
+    lines.iter().find(|l| l["op"] == op).unwrap_or_else(|| panic!("no answer to {op}: {lines:#?}"))
+}
+
+fn responses<'a>(lines: &'a [Value], op: &str) -> Vec<&'a Value> {
+    lines.iter().filter(|l| l["op"] == op).collect()
+}
+
+fn updates<'a>(lines: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    lines
+        .iter()
+        .filter(|l| l["type"] == "update" && l["update"]["sessionUpdate"] == kind)
+        .map(|l| &l["update"])
+        .collect()
+}
+
+fn message_text(lines: &[Value]) -> String {
+    updates(lines, "agent_message_chunk").iter().filter_map(|u| u["content"]["text"].as_str()).collect()
+}
+
+/// The model reads `rel` (call `c1`), then replaces `old` with `new` in it (call `c2`).
+fn read_and_edit(mock: &MockProvider, rel: &str, old: &str, new: &str) {
+    mock.push(Reply::new().tool_call("c1", "read_file", json!({"file_path": rel})));
+    mock.push(Reply::new().tool_call(
+        "c2",
+        "edit_file",
+        json!({"file_path": rel, "old_string": old, "new_string": new}),
+    ));
+}
+
+/// A `session/prompt` step with one text block.
+fn prompt(text: &str) -> Value {
+    json!({"op": "prompt", "prompt": [{"type": "text", "text": text}]})
+}
+
+fn fs_caps(read: bool, write: bool) -> Value {
+    json!({"fs": {"readTextFile": read, "writeTextFile": write}, "terminal": false})
+}
+
+/// The text of the tool results the model received in its `index`-th request (Anthropic).
+fn sent_results(mock: &MockProvider, index: usize) -> String {
+    let body = &mock.requests()[index].body;
+    body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .last()
+        .map(|m| m["content"].to_string())
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn handshake_advertises_only_what_is_implemented_and_the_session_has_modes_and_commands() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let home = Home::new();
+    let lines = home
+        .drive(
+            &mock,
+            json!({"capabilities": fs_caps(false, false), "steps": [
+                {"op": "initialize"},
+                {"op": "new", "cwd": home.ws()},
+            ]}),
+        )
+        .await;
+    let init = &response(&lines, "initialize")["result"];
+    assert_eq!(init["protocolVersion"], 1);
+    let caps = &init["agentCapabilities"];
+    assert_eq!(caps["loadSession"], true);
+    assert_eq!(caps["promptCapabilities"]["embeddedContext"], true);
+    assert_ne!(caps["promptCapabilities"]["image"], true, "images are not taken");
+    assert_eq!(caps["mcpCapabilities"]["http"], true);
+    assert_ne!(caps["mcpCapabilities"]["sse"], true);
+    for cap in ["list", "resume", "close"] {
+        assert!(caps["sessionCapabilities"][cap].is_object(), "{cap}: {caps}");
+    }
+    let new = &response(&lines, "new")["result"];
+    assert!(new["sessionId"].as_str().is_some_and(|id| !id.is_empty()));
+    assert_eq!(new["modes"]["currentModeId"], "ask");
+    let modes: Vec<&str> = new["modes"]["availableModes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(modes, ["ask", "accept-edits", "read-only"]);
+    let options: Vec<&str> =
+        new["configOptions"].as_array().unwrap().iter().map(|o| o["id"].as_str().unwrap()).collect();
+    assert_eq!(options, ["mode", "model"]);
+    let commands = updates(&lines, "available_commands_update");
+    let names: Vec<&str> = commands[0]["availableCommands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["compact", "model"]);
+    assert_eq!(mock.request_count(), 0, "nothing was asked of the model");
+}
+
+#[tokio::test]
+async fn a_prompt_edits_an_unsaved_buffer_through_fs_methods_after_permission() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let home = Home::new();
+    let file = home.write("notes.txt", "on disk\n");
+    mock.push(Reply::new().thinking("Reading it first.", "sig").tool_call(
+        "c1",
+        "read_file",
+        json!({"file_path": "notes.txt"}),
+    ));
+    mock.push(Reply::new().tool_call(
+        "c2",
+        "edit_file",
+        json!({"file_path": "notes.txt", "old_string": "unsaved line", "new_string": "edited line"}),
+    ));
+    mock.push(Reply::new().text("Edited the buffer."));
+    let lines = home
+        .drive(
+            &mock,
+            json!({
+                "capabilities": fs_caps(true, true),
+                "buffers": {file.display().to_string(): "unsaved line\n"},
+                "permissions": ["allow_once"],
+                "steps": [
+                    {"op": "initialize"},
+                    {"op": "new", "cwd": home.ws()},
+                    {"op": "prompt", "prompt": [{"type": "text", "text": "Fix "}, {"type": "resource_link", "name": "notes.txt", "uri": format!("file://{}", file.display())}]},
+                ]
+            }),
+        )
+        .await;
+    assert_eq!(response(&lines, "prompt")["result"]["stopReason"], "end_turn", "{lines:#?}");
+    assert!(
+        sent_results(&mock, 1).contains("unsaved line"),
+        "the model read the editor's buffer, not the disk"
+    );
+    let first = mock.requests()[0].body.to_string();
+    assert!(first.contains(&format!("@{}", file.display())), "the resource link is in the prompt: {first}");
+    // The question came with the diff, after the call's tool_call, and before any write.
+    let position = |pred: &dyn Fn(&Value) -> bool| lines.iter().position(pred).expect("present");
+    let asked = position(&|l| l["type"] == "permission");
+    let announced = position(&|l| {
+        l["type"] == "update"
+            && l["update"]["sessionUpdate"] == "tool_call"
+            && l["update"]["toolCallId"] == "c2"
+    });
+    let written = position(&|l| l["type"] == "write");
+    assert!(announced < asked && asked < written, "tool_call, then the question, then the write: {lines:#?}");
+    assert_eq!(of_type(&lines, "permission")[0]["meta"], Value::Null, "no review extension unless asked for");
+    let question = &of_type(&lines, "permission")[0]["toolCall"];
+    assert_eq!(question["toolCallId"], "c2");
+    let diff = &question["content"][0];
+    assert_eq!(diff["type"], "diff");
+    assert_eq!(diff["path"], file.display().to_string());
+    assert_eq!(diff["oldText"], "unsaved line\n");
+    assert_eq!(diff["newText"], "edited line\n");
+    let kinds: Vec<&str> = of_type(&lines, "permission")[0]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["kind"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains(&"allow_once") && kinds.contains(&"reject_once"), "{kinds:?}");
+    let writes = of_type(&lines, "write");
+    assert_eq!(writes.len(), 1);
+    assert_eq!(writes[0]["content"], "edited line\n");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "on disk\n", "the client wrote it, not the disk");
+    // Streamed updates: the thought, the tool calls with kind, locations and rawInput, the answer.
+    let thoughts: String =
+        updates(&lines, "agent_thought_chunk").iter().filter_map(|u| u["content"]["text"].as_str()).collect();
+    assert_eq!(thoughts, "Reading it first.", "{lines:#?}");
+    let calls = updates(&lines, "tool_call");
+    assert_eq!(calls[0]["kind"], "read");
+    assert_eq!(calls[1]["kind"], "edit");
+    assert_eq!(calls[1]["rawInput"]["new_string"], "edited line");
+    assert_eq!(calls[1]["locations"][0]["path"], file.display().to_string());
+    let ends = updates(&lines, "tool_call_update").iter().filter(|u| u["status"] == "completed").count();
+    assert_eq!(ends, 2, "{lines:#?}");
+    assert_eq!(message_text(&lines), "Edited the buffer.");
+    let titles = updates(&lines, "session_info_update");
+    assert!(titles[0]["title"].as_str().unwrap().starts_with("Fix @"), "{titles:?}");
+    assert!(!updates(&lines, "usage_update").is_empty());
+}
+
+#[tokio::test]
+async fn a_rejected_edit_reaches_the_model_as_an_error_and_nothing_is_written() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let home = Home::new();
+    let file = home.write("a.txt", "one\n");
+    read_and_edit(&mock, "a.txt", "one", "two");
+    mock.push(Reply::new().text("Understood, I left it."));
+    let lines = home
+        .journey(&mock, fs_caps(false, false), json!(["reject_once"]), json!([prompt("change one to two")]))
+        .await;
+    assert_eq!(response(&lines, "prompt")["result"]["stopReason"], "end_turn");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "one\n");
+    let result = sent_results(&mock, 2);
+    assert!(result.contains("rejected") && result.contains("a.txt"), "{result}");
+    assert!(result.contains("\"is_error\":true"), "an error result: {result}");
+    assert_eq!(message_text(&lines), "Understood, I left it.");
+    let failed = updates(&lines, "tool_call_update").iter().filter(|u| u["status"] == "failed").count();
+    assert_eq!(failed, 1);
+}
+
+#[tokio::test]
+async fn a_denied_command_is_not_run_and_always_reject_is_kept_for_the_session() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let home = Home::new();
+    mock.push(Reply::new().tool_call("c1", "shell", json!({"command": "mkdir -p made-1"})));
+    mock.push(Reply::new().tool_call("c2", "shell", json!({"command": "mkdir -p made-2"})));
+    mock.push(Reply::new().text("I could not run it."));
+    let lines = home
+        .journey(&mock, fs_caps(false, false), json!(["reject_always"]), json!([prompt("make files")]))
+        .await;
+    assert_eq!(response(&lines, "prompt")["result"]["stopReason"], "end_turn");
+    assert!(!home.ws().join("made-1").exists() && !home.ws().join("made-2").exists());
+    let asked = of_type(&lines, "permission");
+    assert_eq!(asked.len(), 1, "the second command was refused without asking: {lines:#?}");
+    assert_eq!(asked[0]["toolCall"]["toolCallId"], "c1");
+    assert_eq!(asked[0]["toolCall"]["kind"], "execute");
+    let kinds: Vec<&str> =
+        asked[0]["options"].as_array().unwrap().iter().map(|o| o["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["allow_once", "allow_always", "reject_once", "reject_always"]);
+    assert!(sent_results(&mock, 1).contains("denied"), "{}", sent_results(&mock, 1));
+    assert!(sent_results(&mock, 2).contains("for the rest of this session"), "{}", sent_results(&mock, 2));
+}
+
+#[tokio::test]
+async fn an_allowed_command_streams_its_output_and_later_reads_see_the_disk_not_a_stale_buffer() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let home = Home::new();
+    let file = home.write("f.txt", "old\n");
+    mock.push(Reply::new().tool_call("c1", "shell", json!({"command": "echo marker-out; echo new > f.txt"})));
+    mock.push(Reply::new().tool_call("c2", "read_file", json!({"file_path": "f.txt"})));
+    mock.push(Reply::new().tool_call("c3", "read_file", json!({"file_path": "f.txt"})));
+    mock.push(Reply::new().text("done"));
+    let lines = home
+        .drive(
+            &mock,
+            json!({"capabilities": fs_caps(true, true), "buffers": {file.display().to_string(): "old\n"},
+                "permissions": ["allow_once"], "steps": [
+                {"op": "initialize"}, {"op": "new", "cwd": home.ws()},
+                {"op": "prompt", "prompt": [{"type": "text", "text": "run it"}]},
+            ]}),
+        )
+        .await;
+    assert_eq!(response(&lines, "prompt")["result"]["stopReason"], "end_turn");
+    let shown: String = updates(&lines, "tool_call_update")
+        .iter()
+        .filter(|u| u["toolCallId"] == "c1")
+        .map(|u| u["content"].to_string())
+        .collect();
+    assert!(shown.contains("marker-out"), "the command's output is in the tool call: {lines:#?}");
+    // The editor's buffer still says `old`: the disk changed behind it, the disk wins.
+    assert!(sent_results(&mock, 2).contains("new"), "{}", sent_results(&mock, 2));
+    assert!(!sent_results(&mock, 2).contains("old"), "{}", sent_results(&mock, 2));
+}
+
+#[tokio::test]
+async fn cancel_with_a_pending_permission_ends_the_turn_cancelled() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let home = Home::new();
+    mock.push(Reply::new().tool_call("c1", "shell", json!({"command": "touch never"})));
+    mock.push(Reply::new().text("after cancel"));
+    let lines = home.journey(&mock, fs_caps(false, false), json!(["cancel"]), json!([prompt("run")])).await;
+    assert_eq!(response(&lines, "prompt")["result"]["stopReason"], "cancelled", "{lines:#?}");
+    assert!(!home.ws().join("never").exists());
+    assert_eq!(mock.request_count(), 1, "the model was not asked again after the cancel");
+}
+
+#[tokio::test]
+async fn without_fs_capabilities_the_disk_is_read_and_written_and_no_fs_method_is_called() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let home = Home::new();
+    let file = home.write("d.txt", "alpha\n");
+    read_and_edit(&mock, "d.txt", "alpha", "beta");
+    mock.push(Reply::new().text("ok"));
+    let lines =
+        home.journey(&mock, fs_caps(false, false), json!(["allow_once"]), json!([prompt("edit")])).await;
+    assert_eq!(response(&lines, "prompt")["result"]["stopReason"], "end_turn");
+    assert!(of_type(&lines, "read").is_empty() && of_type(&lines, "write").is_empty());
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "beta\n", "the shared disk writer wrote it");
+}
+
+#[tokio::test]
+async fn modes_switch_edits_between_asking_accepting_and_read_only() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let home = Home::new();
+    let file = home.write("m.txt", "a\n");
+    // read-only: the edit is refused without a question.
+    read_and_edit(&mock, "m.txt", "a", "b");
+    mock.push(Reply::new().text("planned"));
+    // accept edits: written without a question.
+    mock.push(Reply::new().tool_call(
+        "c3",
+        "edit_file",
+        json!({"file_path": "m.txt", "old_string": "a", "new_string": "c"}),
+    ));
+    mock.push(Reply::new().text("edited"));
+    let lines = home
+        .journey(
+            &mock,
+            fs_caps(false, false),
+            json!([]),
+            json!([
+                {"op": "set_mode", "mode": "read-only"},
+                {"op": "prompt", "prompt": [{"type": "text", "text": "plan"}]},
+                {"op": "set_config", "configId": "mode", "value": "accept-edits"},
+                {"op": "prompt", "prompt": [{"type": "text", "text": "do it"}]},
+                {"op": "set_mode", "mode": "no-such-mode"},
+            ]),
+        )
+        .await;
+    assert!(of_type(&lines, "permission").is_empty(), "{lines:#?}");
+    assert!(sent_results(&mock, 2).contains("read-only"), "{}", sent_results(&mock, 2));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "c\n");
+    let modes: Vec<&str> =
+        updates(&lines, "current_mode_update").iter().map(|u| u["currentModeId"].as_str().unwrap()).collect();
+    assert_eq!(modes, ["read-only", "accept-edits"]);
+    let set = &response(&lines, "set_config")["result"]["configOptions"][0];
+    assert_eq!(set["currentValue"], "accept-edits");
+    let errors = responses(&lines, "set_mode").into_iter().filter(|l| l["type"] == "error").count();
+    assert_eq!(errors, 1, "an unknown mode is refused");
+}
+
+#[tokio::test]
+async fn slash_commands_typed_by_the_user_work() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let home = Home::new();
+    let lines = home
+        .journey(
+            &mock,
+            fs_caps(false, false),
+            json!([]),
+            json!([
+                {"op": "prompt", "prompt": [{"type": "text", "text": "/model other-model-1"}]},
+                {"op": "prompt", "prompt": [{"type": "text", "text": "/compact"}]},
+            ]),
+        )
+        .await;
+    let answers = responses(&lines, "prompt");
+    assert!(answers.iter().all(|a| a["result"]["stopReason"] == "end_turn"), "{lines:#?}");
+    let text = message_text(&lines);
+    assert!(text.contains("Model: other-model-1"), "{text}");
+    assert!(text.to_lowercase().contains("nothing to"), "compacting an empty conversation says so: {text}");
+    assert_eq!(mock.request_count(), 0);
+}
+
+#[tokio::test]
+async fn load_replays_the_history_and_resume_goes_on_with_it() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let home = Home::new();
+    home.write("r.txt", "hello\n");
+    mock.push(Reply::new().tool_call("c1", "read_file", json!({"file_path": "r.txt"})));
+    mock.push(Reply::new().text("It says hello."));
+    let first =
+        home.journey(&mock, fs_caps(false, false), json!([]), json!([prompt("what does r.txt say?")])).await;
+    let id = response(&first, "new")["result"]["sessionId"].as_str().unwrap().to_string();
+    mock.push(Reply::new().text("Still hello."));
+    let second = home
+        .drive(
+            &mock,
+            json!({"capabilities": fs_caps(false, false), "steps": [
+                {"op": "initialize"},
+                {"op": "list"},
+                {"op": "load", "sessionId": id, "cwd": home.ws()},
+                {"op": "prompt", "sessionId": id, "prompt": [{"type": "text", "text": "and now?"}]},
+            ]}),
+        )
+        .await;
+    let listed = &response(&second, "list")["result"]["sessions"];
+    let entry = listed.as_array().unwrap().iter().find(|s| s["sessionId"] == id.as_str()).expect("listed");
+    assert_eq!(entry["title"], "what does r.txt say?");
+    assert_eq!(entry["cwd"], home.ws().display().to_string());
+    let load_at = second.iter().position(|l| l["op"] == "load").unwrap();
+    let replayed: Vec<&Value> =
+        second[..load_at].iter().filter(|l| l["type"] == "update").map(|l| &l["update"]).collect();
+    let kinds: Vec<&str> = replayed.iter().map(|u| u["sessionUpdate"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        ["user_message_chunk", "tool_call", "tool_call_update", "agent_message_chunk"],
+        "{replayed:#?}"
+    );
+    assert_eq!(replayed[0]["content"]["text"], "what does r.txt say?");
+    assert!(replayed[2]["content"].to_string().contains("hello"));
+    assert_eq!(response(&second, "prompt")["result"]["stopReason"], "end_turn");
+    let last = mock.requests().last().unwrap().body.to_string();
+    assert!(
+        last.contains("what does r.txt say?") && last.contains("and now?"),
+        "the model got the whole conversation"
+    );
+    // resume: no replay, the conversation goes on.
+    mock.push(Reply::new().text("Resumed."));
+    let third = home
+        .drive(
+            &mock,
+            json!({"capabilities": fs_caps(false, false), "steps": [
+                {"op": "initialize"},
+                {"op": "resume", "sessionId": id, "cwd": home.ws()},
+                {"op": "prompt", "sessionId": id, "prompt": [{"type": "text", "text": "third"}]},
+                {"op": "close", "sessionId": id},
+            ]}),
+        )
+        .await;
+    let resume_at = third.iter().position(|l| l["op"] == "resume").unwrap();
+    assert!(!third[..resume_at].iter().any(|l| l["type"] == "update"), "resume replays nothing");
+    assert_eq!(response(&third, "close")["type"], "response");
+    let last = mock.requests().last().unwrap().body.to_string();
+    assert!(last.contains("and now?") && last.contains("third"));
+}
+
+#[tokio::test]
+async fn mcp_servers_from_session_new_over_stdio_and_http_are_offered_and_their_calls_asked_about() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let home = Home::new();
+    let everything = support::installed::everything();
+    // The same server over Streamable HTTP.
+    let (mut web, url) = support::installed::everything_http().await;
+    mock.push(Reply::new().tool_call("c1", "mcp__everything__echo", json!({"message": "via-acp"})));
+    mock.push(Reply::new().tool_call("c2", "mcp__web__get-sum", json!({"a": 2, "b": 40})));
+    mock.push(Reply::new().text("echoed and added"));
+    let lines = home
+        .drive(
+            &mock,
+            json!({"capabilities": fs_caps(false, false), "permissions": ["allow_once", "allow_once"], "steps": [
+                {"op": "initialize"},
+                {"op": "new", "cwd": home.ws(), "mcpServers": [
+                    {"name": "everything", "command": everything, "args": ["stdio"], "env": []},
+                    {"type": "http", "name": "web", "url": url, "headers": []},
+                ]},
+                prompt("echo, then add"),
+            ]}),
+        )
+        .await;
+    let _ = web.kill().await;
+    assert_eq!(response(&lines, "prompt")["result"]["stopReason"], "end_turn", "{lines:#?}");
+    let tools = mock.requests()[0].body["tools"].to_string();
+    assert!(tools.contains("mcp__everything__echo") && tools.contains("mcp__web__get-sum"), "{tools}");
+    let asked = of_type(&lines, "permission");
+    assert_eq!(asked.len(), 2);
+    assert_eq!(asked[0]["toolCall"]["rawInput"]["tool"], "echo");
+    assert_eq!(asked[1]["toolCall"]["rawInput"]["server"], "web");
+    assert!(sent_results(&mock, 1).contains("via-acp"), "{}", sent_results(&mock, 1));
+    assert!(sent_results(&mock, 2).contains("42"), "{}", sent_results(&mock, 2));
+}
+
+/// `acpx --agent 'agentls acp' --format json <flags> exec PROMPT` in the workspace: the JSON-RPC
+/// lines acpx printed, and its exit status.
+async fn acpx(home: &Home, mock: &MockProvider, flags: &[&str], prompt: &str) -> (Vec<Value>, bool) {
+    let mut cmd = home.command(mock, &node());
+    cmd.arg(clients().join("node_modules/acpx/dist/cli.js"))
+        .arg("--agent")
+        .arg(format!("{} acp", env!("CARGO_BIN_EXE_agentls")))
+        .arg("--cwd")
+        .arg(home.ws())
+        .args(["--format", "json"])
+        .args(flags)
+        .args(["exec", prompt]);
+    let out = tokio::time::timeout(Duration::from_secs(120), cmd.output())
+        .await
+        .expect("acpx ends")
+        .expect("acpx runs");
+    let lines =
+        String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    (lines, out.status.success())
+}
+
+fn methods(lines: &[Value]) -> Vec<&str> {
+    lines.iter().filter_map(|l| l["method"].as_str()).collect()
+}
+
+#[tokio::test]
+async fn acpx_runs_a_prompt_that_edits_through_its_fs_methods_after_approval() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let home = Home::new();
+    let file = home.write("x.txt", "before\n");
+    read_and_edit(&mock, "x.txt", "before", "after");
+    mock.push(Reply::new().text("Changed it."));
+    let (lines, ok) = acpx(&home, &mock, &["--approve-all"], "change x").await;
+    assert!(ok, "{lines:#?}");
+    let called = methods(&lines);
+    for method in [
+        "initialize",
+        "session/new",
+        "session/prompt",
+        "fs/read_text_file",
+        "session/request_permission",
+        "fs/write_text_file",
+    ] {
+        assert!(called.contains(&method), "{method} in {called:?}");
+    }
+    let asked = called.iter().position(|m| *m == "session/request_permission").unwrap();
+    let wrote = called.iter().position(|m| *m == "fs/write_text_file").unwrap();
+    assert!(asked < wrote, "asked before writing: {called:?}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "after\n");
+    let stop = lines.iter().find_map(|l| l["result"]["stopReason"].as_str());
+    assert_eq!(stop, Some("end_turn"));
+    assert!(!called.iter().any(|m| m.starts_with("terminal/")), "the terminal was never used: {called:?}");
+}
+
+#[tokio::test]
+async fn acpx_denying_everything_keeps_a_command_from_running() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let home = Home::new();
+    mock.push(Reply::new().tool_call("c1", "shell", json!({"command": "touch acpx-made"})));
+    mock.push(Reply::new().text("Not run."));
+    let (lines, _) = acpx(&home, &mock, &["--deny-all"], "make a file").await;
+    assert!(methods(&lines).contains(&"session/request_permission"), "{lines:#?}");
+    assert!(!home.ws().join("acpx-made").exists());
+    let body = mock.requests()[1].body.to_string();
+    assert!(body.contains("denied"), "the model was told: {body}");
+}
+
+/// The language server of the same user (same data dir) as `home`'s ACP agent.
+async fn lsp(home: &Home, mock: &MockProvider) -> lsp_client::LspClient {
+    let mut env = mock.env();
+    env.push((mock.dialect().key_var().into(), KEY.into()));
+    env.push(("AGENTLS_DATA_DIR".into(), home.dir.path().join("data").display().to_string()));
+    env.push(("AGENTLS_CONFIG".into(), home.dir.path().join(USER_CONFIG).display().to_string()));
+    let options = agentls::lsp::ServerOptions::from_env(agentls::config::Env::from_pairs(env));
+    let client = lsp_client::LspClient::in_process(options);
+    client.initialize(&home.ws(), lsp_client::plugin_capabilities(), json!({})).await;
+    client
+}
+
+#[tokio::test]
+async fn a_session_created_over_acp_is_resumed_by_the_language_server_and_the_other_way_round() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let home = Home::new();
+    // ACP → LSP.
+    mock.push(Reply::new().text("noted: kumquat"));
+    let lines =
+        home.journey(&mock, fs_caps(false, false), json!([]), json!([prompt("remember kumquat")])).await;
+    let acp_id = response(&lines, "new")["result"]["sessionId"].as_str().unwrap().to_string();
+    let client = lsp(&home, &mock).await;
+    let listed = client.command("agentls.listSessions", json!({})).await.expect("list");
+    assert!(
+        listed["sessions"].as_array().unwrap().iter().any(|s| s["sessionId"] == acp_id.as_str()),
+        "{listed}"
+    );
+    let resumed =
+        client.command("agentls.resumeSession", json!({"sessionId": acp_id})).await.expect("resume");
+    assert_eq!(resumed["resumed"], true);
+    assert_eq!(resumed["turns"], 2, "{resumed}");
+    mock.push(Reply::new().text("kumquat"));
+    client
+        .command("agentls.prompt", json!({"sessionId": acp_id, "text": "which word?"}))
+        .await
+        .expect("prompt");
+    client.next_turn_end(&acp_id).await;
+    let body = mock.requests().last().unwrap().body.to_string();
+    assert!(body.contains("remember kumquat") && body.contains("which word?"), "{body}");
+    // LSP → ACP.
+    let created = client.command("agentls.newSession", json!({})).await.expect("newSession");
+    let lsp_id = created["sessionId"].as_str().unwrap().to_string();
+    mock.push(Reply::new().text("from the editor"));
+    client
+        .command("agentls.prompt", json!({"sessionId": lsp_id, "text": "hello from lsp"}))
+        .await
+        .expect("prompt");
+    client.next_turn_end(&lsp_id).await;
+    client.shutdown().await;
+    mock.push(Reply::new().text("over acp now"));
+    let lines = home
+        .drive(
+            &mock,
+            json!({"capabilities": fs_caps(false, false), "steps": [
+                {"op": "initialize"},
+                {"op": "list", "cwd": home.ws()},
+                {"op": "load", "sessionId": lsp_id, "cwd": home.ws()},
+                {"op": "prompt", "sessionId": lsp_id, "prompt": [{"type": "text", "text": "and over acp"}]},
+            ]}),
+        )
+        .await;
+    let listed = &response(&lines, "list")["result"]["sessions"];
+    let ids: Vec<&str> =
+        listed.as_array().unwrap().iter().map(|s| s["sessionId"].as_str().unwrap()).collect();
+    assert!(ids.contains(&lsp_id.as_str()) && ids.contains(&acp_id.as_str()), "{ids:?}");
+    let replayed: String =
+        updates(&lines, "user_message_chunk").iter().map(|u| u["content"]["text"].to_string()).collect();
+    assert!(replayed.contains("hello from lsp"), "{replayed}");
+    assert_eq!(response(&lines, "prompt")["result"]["stopReason"], "end_turn");
+    let body = mock.requests().last().unwrap().body.to_string();
+    assert!(body.contains("hello from lsp") && body.contains("and over acp"), "{body}");
+}
+
+#[tokio::test]
+async fn a_client_that_opts_in_reviews_hunk_by_hunk_with_a_reason() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let home = Home::new();
+    let file = home.write("h.txt", "a\nb\nc\nd\ne\n");
+    mock.push(Reply::new().tool_call("c1", "read_file", json!({"file_path": "h.txt"})));
+    mock.push(Reply::new().tool_call(
+        "c2",
+        "write_file",
+        json!({"file_path": "h.txt", "content": "A\nb\nc\nd\nE\n"}),
+    ));
+    mock.push(Reply::new().text("kept e"));
+    let mut caps = fs_caps(false, false);
+    caps["_meta"] = json!({"dev.agentls/review": {"hunks": true}});
+    let answer = json!({"kind": "allow_once", "meta": {"dev.agentls/review": {
+        "files": [{"path": file.display().to_string(), "hunks": [0]}],
+        "feedback": "keep e lowercase",
+    }}});
+    let lines = home.journey(&mock, caps, json!([answer]), json!([prompt("capitalise a and e")])).await;
+    assert_eq!(response(&lines, "prompt")["result"]["stopReason"], "end_turn");
+    let asked = &of_type(&lines, "permission")[0]["meta"]["dev.agentls/review"]["files"][0];
+    assert_eq!(asked["path"], file.display().to_string());
+    let hunks = asked["hunks"].as_array().expect("hunks");
+    assert_eq!(hunks.len(), 2, "{asked}");
+    assert_eq!((hunks[1]["oldStart"].clone(), hunks[1]["newText"].clone()), (json!(4), json!("E\n")));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "A\nb\nc\nd\ne\n", "only the first hunk");
+    let told = sent_results(&mock, 2);
+    assert!(told.contains("keep e lowercase") && told.contains("rejected hunks [1]"), "{told}");
+}
+
+#[tokio::test]
+async fn an_untrusted_folders_ignored_keys_are_told_as_a_notice_or_a_message() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let home = Home::new();
+    home.write(".agentls.toml", "[shell]\npermission = \"allow\"\n");
+    mock.push(Reply::new().tool_call("c1", "shell", json!({"command": "touch untrusted-ran"})));
+    mock.push(Reply::new().text("asked first"));
+    let mut caps = fs_caps(false, false);
+    caps["session"] = json!({"notices": {}});
+    let lines = home.journey(&mock, caps, json!(["reject_once"]), json!([prompt("run it")])).await;
+    let notices = updates(&lines, "notice");
+    assert!(notices.iter().any(|n| n["title"].as_str().unwrap().contains("shell.permission")), "{lines:#?}");
+    assert_eq!(
+        of_type(&lines, "permission").len(),
+        1,
+        "the untrusted `allow` did not apply: the command was asked"
+    );
+    assert!(!home.ws().join("untrusted-ran").exists());
+    // A client without notices gets the same report in the agent's message.
+    mock.push(Reply::new().text("hello"));
+    let lines = home.journey(&mock, fs_caps(false, false), json!([]), json!([prompt("hi")])).await;
+    assert!(updates(&lines, "notice").is_empty());
+    assert!(message_text(&lines).contains("shell.permission"), "{}", message_text(&lines));
+}

@@ -1,0 +1,400 @@
+//! Undo, redo and rewind of an agent's turn through the real binary (`agentls serve`) and the
+//! loopback mock provider: what the turn's edit tools and shell commands changed is reverted,
+//! the user's later edits are kept, a conflict changes nothing, a file over the size cap is
+//! reported as not covered, and a session resumed after the server was killed can still undo
+//! its last turn.
+
+use crate::support::lsp_client;
+use crate::support::mock_provider;
+
+use std::path::{Path, PathBuf};
+
+use lsp_client::{LspClient, file_uri, plugin_capabilities};
+use mock_provider::{Dialect, MockProvider, Turn};
+use serde_json::{Value, json};
+
+const KEY: &str = "sk-test-UNDO-4242";
+const LIB: &str = "pub fn one() -> u32 {\n    1\n}\n\npub fn two() -> u32 {\n    2\n}\n";
+
+/// A plugin client that cannot edit (no `workspace/applyEdit`): every change is written on disk
+/// by the server, as for files an editor does not have open.
+fn disk_client() -> Value {
+    json!({"window": {"workDoneProgress": true}, "experimental": {"agentls": {"version": 1}}})
+}
+
+struct Server {
+    dir: tempfile::TempDir,
+    root: PathBuf,
+    mock: MockProvider,
+    client: LspClient,
+    env: Vec<(String, String)>,
+    capabilities: Value,
+}
+
+impl Server {
+    async fn start(dialect: Dialect, capabilities: Value) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("ws");
+        std::fs::create_dir_all(root.join("src")).expect("mkdir");
+        std::fs::write(root.join("src/lib.rs"), LIB).expect("write");
+        let mock = MockProvider::start(dialect).await;
+        let path = |p: &str| dir.path().join(p).display().to_string();
+        let mut env = mock.env();
+        env.extend([
+            (dialect.key_var().to_string(), KEY.to_string()),
+            ("AGENTLS_DATA_DIR".into(), path("data")),
+            ("AGENTLS_CONFIG".into(), path("no-user-config.toml")),
+            ("HOME".into(), path("home")),
+            ("XDG_STATE_HOME".into(), path("state")),
+            ("XDG_CONFIG_HOME".into(), path("config")),
+            ("XDG_DATA_HOME".into(), path("share")),
+        ]);
+        let client = Self::spawn(&env, &root, &capabilities).await;
+        Self { dir, root, mock, client, env, capabilities }
+    }
+
+    async fn spawn(env: &[(String, String)], root: &Path, capabilities: &Value) -> LspClient {
+        let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let client = LspClient::spawn_binary(&pairs, root);
+        let options = json!({"model": "test-model", "approval": "auto", "shell": {"permission": "allow"}});
+        client.initialize(root, capabilities.clone(), options).await;
+        client.auto_answer("agentls/saveDocuments", json!({}));
+        client
+    }
+
+    /// Kills the server (SIGKILL) and starts another in the same homes.
+    async fn kill_and_restart(&mut self) {
+        let pid = nix::unistd::Pid::from_raw(self.client.pid() as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).expect("kill the server");
+        self.client.exit_status().await;
+        self.client = Self::spawn(&self.env, &self.root, &self.capabilities).await;
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    fn read(&self, rel: &str) -> Option<String> {
+        std::fs::read_to_string(self.path(rel)).ok()
+    }
+
+    fn uri(&self, rel: &str) -> String {
+        file_uri(&self.path(rel))
+    }
+
+    /// A new session of `profile`.
+    async fn session(&self, profile: &str) -> String {
+        let created =
+            self.client.command("agentls.newSession", json!({"profile": profile})).await.expect("newSession");
+        created["sessionId"].as_str().expect("sessionId").to_string()
+    }
+
+    /// One input whose model makes `calls` (one step each), then answers; returns at its end.
+    async fn turn(&self, id: &str, text: &str, calls: Vec<(&str, Value)>) {
+        for (n, (tool, arguments)) in calls.into_iter().enumerate() {
+            self.mock.push(Turn::new().tool_call(&format!("c{n}"), tool, arguments));
+        }
+        self.mock.push(Turn::new().text("Done."));
+        self.client.command("agentls.prompt", json!({"sessionId": id, "text": text})).await.expect("prompt");
+        let end = self.client.next_turn_end(id).await;
+        assert_eq!(end["value"]["message"], "completed", "{end}");
+    }
+
+    async fn undo(&self, args: Value) -> Result<Value, Value> {
+        self.client.command("agentls.undoTurn", args).await
+    }
+
+    async fn finish(self) {
+        self.client.shutdown().await;
+        let status = self.client.exit_status().await;
+        assert_eq!(status.code(), Some(0), "stderr:\n{}", self.client.stderr_text());
+        for message in self.client.all_messages() {
+            assert!(!message.to_string().contains(KEY), "the key leaked: {message}");
+        }
+        drop(self.dir);
+    }
+}
+
+fn edit(path: &Path, old: &str, new: &str) -> (&'static str, Value) {
+    ("edit_file", json!({"file_path": path.display().to_string(), "old_string": old, "new_string": new}))
+}
+
+fn shell(command: &str) -> (&'static str, Value) {
+    ("shell", json!({"command": command}))
+}
+
+#[tokio::test]
+async fn undo_spares_a_line_the_user_typed_after_the_turn_and_redo_brings_the_turn_back() {
+    let server = Server::start(Dialect::Anthropic, disk_client()).await;
+    let id = server.session("anthropic").await;
+    let lib = server.path("src/lib.rs");
+    server
+        .turn(
+            &id,
+            "make one ten",
+            vec![
+                ("read_file", json!({"file_path": lib.display().to_string()})),
+                edit(&lib, "    1\n", "    10\n"),
+            ],
+        )
+        .await;
+    let turned = LIB.replace("    1\n", "    10\n");
+    assert_eq!(server.read("src/lib.rs").as_deref(), Some(turned.as_str()));
+    // The user types a line after the turn.
+    std::fs::write(&lib, format!("{turned}// mine\n")).expect("user edit");
+
+    let undone = server.undo(json!({"sessionId": id})).await.expect("undoTurn");
+    assert_eq!(
+        undone,
+        json!({"sessionId": id, "turnIds": [1], "files": [{"uri": server.uri("src/lib.rs"), "op": "modify"}],
+               "notCovered": []})
+    );
+    assert_eq!(
+        server.read("src/lib.rs"),
+        Some(format!("{LIB}// mine\n")),
+        "the agent's edit is gone, the user's line kept"
+    );
+
+    let redone = server.client.command("agentls.redoTurn", json!({"sessionId": id})).await.expect("redoTurn");
+    assert_eq!(redone["turnIds"], json!([1]));
+    assert_eq!(server.read("src/lib.rs"), Some(format!("{turned}// mine\n")));
+    let nothing =
+        server.client.command("agentls.redoTurn", json!({"sessionId": id})).await.expect_err("nothing");
+    assert!(nothing["message"].as_str().unwrap_or_default().contains("nothing to redo"), "{nothing}");
+    server.finish().await;
+}
+
+#[tokio::test]
+async fn undo_reverts_what_shell_commands_created_modified_and_deleted_and_reports_a_file_over_the_cap() {
+    let server = Server::start(Dialect::Anthropic, disk_client()).await;
+    std::fs::write(server.path("config.txt"), "mode = slow\n").expect("write");
+    std::fs::write(server.path("old.txt"), "remove me\n").expect("write");
+    std::fs::write(server.path("gen.sh"), "mkdir -p gen && printf 'generated\\n' > gen/out.rs\n")
+        .expect("write");
+    let big = "x".repeat(2 * 1024 * 1024);
+    std::fs::write(server.path("big.log"), &big).expect("write");
+    std::fs::write(server.path(".gitignore"), "ignored/\n").expect("write");
+    let id = server.session("anthropic").await;
+    server
+        .turn(
+            &id,
+            "speed it up",
+            vec![
+                shell("sed -i 's/slow/fast/' config.txt"),
+                shell("sh gen.sh && rm old.txt && echo more >> big.log && mkdir -p ignored && echo x > ignored/cache"),
+            ],
+        )
+        .await;
+    assert_eq!(server.read("config.txt").as_deref(), Some("mode = fast\n"));
+    assert_eq!(server.read("gen/out.rs").as_deref(), Some("generated\n"));
+    assert_eq!(server.read("old.txt"), None);
+
+    let undone = server.undo(json!({"sessionId": id})).await.expect("undoTurn");
+    let mut files: Vec<(String, String)> = undone["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .map(|f| (f["uri"].as_str().unwrap().to_string(), f["op"].as_str().unwrap().to_string()))
+        .collect();
+    files.sort();
+    let mut expected = vec![
+        (server.uri("config.txt"), "modify".to_string()),
+        (server.uri("gen/out.rs"), "delete".to_string()),
+        (server.uri("old.txt"), "create".to_string()),
+    ];
+    expected.sort();
+    assert_eq!(files, expected);
+    assert_eq!(undone["notCovered"], json!([{"uri": server.uri("big.log"), "reason": "too_large"}]));
+    assert_eq!(server.read("config.txt").as_deref(), Some("mode = slow\n"));
+    assert_eq!(server.read("old.txt").as_deref(), Some("remove me\n"));
+    assert_eq!(server.read("gen/out.rs"), None);
+    assert_eq!(server.read("big.log"), Some(format!("{big}more\n")), "not covered: left as it is");
+    assert_eq!(server.read("ignored/cache").as_deref(), Some("x\n"), "ignored paths are not tracked");
+    assert!(!server.root.join(".git").exists(), "nothing is written into the workspace");
+    server.finish().await;
+}
+
+#[tokio::test]
+async fn undo_reverses_an_apply_patch_move_and_a_conflict_changes_nothing() {
+    let server = Server::start(Dialect::OpenAiResponses, disk_client()).await;
+    let id = server.session("openai").await;
+    let patch = "*** Begin Patch\n*** Update File: src/lib.rs\n*** Move to: src/numbers.rs\n@@ pub fn two() -> u32 {\n-    2\n+    20\n*** End Patch";
+    server.turn(&id, "move it", vec![("apply_patch", json!({"patch": patch}))]).await;
+    let moved = LIB.replace("    2\n", "    20\n");
+    assert_eq!(server.read("src/numbers.rs").as_deref(), Some(moved.as_str()));
+    assert_eq!(server.read("src/lib.rs"), None);
+
+    // The user changes the line the turn changed: undo refuses and changes nothing.
+    let clash = moved.replace("    20\n", "    200\n");
+    std::fs::write(server.path("src/numbers.rs"), &clash).expect("user edit");
+    let refused = server.undo(json!({"sessionId": id})).await.expect_err("conflict");
+    let message = refused["message"].as_str().unwrap_or_default();
+    assert!(message.contains("numbers.rs") && message.contains("nothing was changed"), "{refused}");
+    assert_eq!(server.read("src/numbers.rs").as_deref(), Some(clash.as_str()));
+    assert_eq!(server.read("src/lib.rs"), None);
+
+    // A change elsewhere in the file is kept through the move back.
+    std::fs::write(server.path("src/numbers.rs"), moved.replace("    1\n", "    1 // mine\n"))
+        .expect("user edit");
+    let undone = server.undo(json!({"sessionId": id})).await.expect("undoTurn");
+    assert_eq!(
+        undone["files"],
+        json!([{"uri": server.uri("src/numbers.rs"), "op": "rename", "newUri": server.uri("src/lib.rs")}])
+    );
+    assert_eq!(server.read("src/lib.rs"), Some(LIB.replace("    1\n", "    1 // mine\n")));
+    assert_eq!(server.read("src/numbers.rs"), None);
+    server.finish().await;
+}
+
+/// Byte offset of an LSP position (the tests use ASCII text).
+fn offset(text: &str, position: &Value) -> usize {
+    let line = position["line"].as_u64().expect("line") as usize;
+    let character = position["character"].as_u64().expect("character") as usize;
+    text.split_inclusive('\n').take(line).map(str::len).sum::<usize>() + character
+}
+
+fn apply_edits(text: &str, edits: &[Value]) -> String {
+    let mut ranged: Vec<(usize, usize, &str)> = edits
+        .iter()
+        .map(|e| {
+            (
+                offset(text, &e["range"]["start"]),
+                offset(text, &e["range"]["end"]),
+                e["newText"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    ranged.sort_by_key(|(start, _, _)| std::cmp::Reverse(*start));
+    let mut out = text.to_string();
+    for (start, end, new) in ranged {
+        out.replace_range(start..end, new);
+    }
+    out
+}
+
+/// Answers the next `workspace/applyEdit` of one open document as an editor does: applies it
+/// to `buffer` and reports the change; returns the buffer's new text.
+async fn apply_to_buffer(client: &LspClient, path: &Path, buffer: &str, version: i32) -> String {
+    let apply = client.next_request("workspace/applyEdit").await;
+    let change = &apply.params["edit"]["documentChanges"][0];
+    assert_eq!(change["textDocument"]["uri"], file_uri(path), "{}", apply.params);
+    let text = apply_edits(buffer, change["edits"].as_array().expect("edits"));
+    client.respond(&apply, json!({"applied": true}));
+    client.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": file_uri(path), "version": version}, "contentChanges": [{"text": text}]}),
+    );
+    text
+}
+
+#[tokio::test]
+async fn undo_of_an_edit_to_a_buffer_with_unsaved_changes_goes_through_apply_edit() {
+    let server = Server::start(Dialect::Anthropic, plugin_capabilities()).await;
+    server.client.manual("workspace/applyEdit");
+    let lib = server.path("src/lib.rs");
+    let unsaved = LIB.replace("pub fn two", "/// two\npub fn two");
+    server.client.open(&lib, LIB, 1);
+    server.client.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": file_uri(&lib), "version": 2}, "contentChanges": [{"text": unsaved}]}),
+    );
+    let id = server.session("anthropic").await;
+    server.mock.push(Turn::new().tool_call(
+        "c0",
+        "read_file",
+        json!({"file_path": lib.display().to_string()}),
+    ));
+    let (tool, arguments) = edit(&lib, "    1\n", "    10\n");
+    server.mock.push(Turn::new().tool_call("c1", tool, arguments));
+    server.mock.push(Turn::new().text("Done."));
+    server.client.command("agentls.prompt", json!({"sessionId": id, "text": "ten"})).await.expect("prompt");
+    let edited = apply_to_buffer(&server.client, &lib, &unsaved, 3).await;
+    assert_eq!(edited, unsaved.replace("    1\n", "    10\n"));
+    server.client.next_event(&id, "processing_end").await;
+
+    // The user types more, unsaved; the undo edits the buffer and keeps both of the user's changes.
+    let typed = edited.replace("    2\n", "    2 // typed\n");
+    server.client.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": file_uri(&lib), "version": 4}, "contentChanges": [{"text": typed}]}),
+    );
+    let (undone, reverted) =
+        tokio::join!(server.undo(json!({"sessionId": id})), apply_to_buffer(&server.client, &lib, &typed, 5));
+    assert_eq!(reverted, typed.replace("    10\n", "    1\n"));
+    let undone = undone.expect("undoTurn");
+    assert_eq!(undone["files"], json!([{"uri": file_uri(&lib), "op": "modify"}]));
+    assert_eq!(server.read("src/lib.rs").as_deref(), Some(LIB), "nothing written behind the editor's back");
+    server.finish().await;
+}
+
+/// The entries `agentls.history` shows, as `kind: text` lines.
+async fn history_lines(server: &Server, id: &str) -> Vec<String> {
+    let history = server.client.command("agentls.history", json!({"sessionId": id})).await.expect("history");
+    history["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| {
+            format!(
+                "{}: {}",
+                e["kind"].as_str().unwrap_or_default(),
+                e["text"].as_str().or(e["output"].as_str()).unwrap_or_default()
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_session_resumed_after_a_restart_undoes_its_last_turn_and_rewinds_the_conversation() {
+    let mut server = Server::start(Dialect::Anthropic, disk_client()).await;
+    let id = server.session("anthropic").await;
+    server.turn(&id, "first", vec![shell("echo one > notes.txt")]).await;
+    server.turn(&id, "second", vec![shell("echo two >> notes.txt")]).await;
+    assert_eq!(server.read("notes.txt").as_deref(), Some("one\ntwo\n"));
+    server.kill_and_restart().await;
+
+    server.client.command("agentls.resumeSession", json!({"sessionId": id})).await.expect("resume");
+    let undone = server.undo(json!({"sessionId": id, "rewind": true})).await.expect("undoTurn");
+    assert_eq!(undone["turnIds"], json!([2]));
+    assert!(undone["rewound"].as_u64().is_some_and(|n| n >= 3), "{undone}");
+    assert_eq!(server.read("notes.txt").as_deref(), Some("one\n"));
+    let lines = history_lines(&server, &id).await;
+    assert!(lines.iter().any(|l| l == "user: first"), "{lines:?}");
+    assert!(!lines.iter().any(|l| l.contains("second")), "the second input is cut: {lines:?}");
+
+    // The transcript holds the shorter history: a session resumed again has it too.
+    server.kill_and_restart().await;
+    server.client.command("agentls.resumeSession", json!({"sessionId": id})).await.expect("resume");
+    let again = history_lines(&server, &id).await;
+    assert_eq!(again, lines);
+    let first = server.undo(json!({"sessionId": id, "turnId": 1})).await.expect("undo the first");
+    assert_eq!(first["turnIds"], json!([1]));
+    assert_eq!(server.read("notes.txt"), None);
+    server.finish().await;
+}
+
+/// A plain client (eglot answers no server request while its command waits) is answered at once;
+/// the outcome comes as a message.
+#[tokio::test]
+async fn a_plain_client_is_answered_at_once_and_told_the_outcome() {
+    let server = Server::start(Dialect::Anthropic, json!({"window": {"workDoneProgress": true}})).await;
+    let id = server.session("anthropic").await;
+    server.turn(&id, "note", vec![shell("echo one > notes.txt")]).await;
+    let queued = server.undo(json!({"sessionId": id})).await.expect("undoTurn");
+    assert_eq!(
+        queued,
+        json!({"sessionId": id, "turnIds": [], "files": [], "notCovered": [], "queued": true})
+    );
+    let told = server
+        .client
+        .next_notification_where("window/showMessage", |m| {
+            m["message"].as_str().is_some_and(|t| t.contains("undid turn 1"))
+        })
+        .await;
+    assert_eq!(told["message"], "agentls: undid turn 1 (1 file)");
+    assert_eq!(server.read("notes.txt"), None);
+    server.undo(json!({"sessionId": id})).await.expect("queued");
+    let refused = server.client.next_notification_where("window/showMessage", |m| m["type"] == 2).await;
+    assert!(refused["message"].as_str().unwrap_or_default().contains("nothing to undo"), "{refused}");
+    server.finish().await;
+}
