@@ -123,6 +123,8 @@ pub struct NetworkLayer {
     /// A model response that sends nothing for this long fails: before its first byte, or
     /// between two reads of a stream.
     pub read_timeout_ms: Option<u64>,
+    /// Connecting to a provider (TCP, a proxy's tunnel, TLS) that takes this long fails.
+    pub connect_timeout_ms: Option<u64>,
     /// Retries of a failed model call (rate limits, overload, 5xx, network errors, cut streams).
     pub max_retries: Option<u32>,
     /// The first retry's delay when the provider names none; it doubles with each retry.
@@ -312,7 +314,7 @@ impl ConfigLayer {
         }
         if let Some(network) = other.network {
             let slot = self.network.get_or_insert_with(NetworkLayer::default);
-            merge_fields!(slot, network; read_timeout_ms, max_retries, retry_base_delay_ms, proxy, ca_file);
+            merge_fields!(slot, network; read_timeout_ms, connect_timeout_ms, max_retries, retry_base_delay_ms, proxy, ca_file);
         }
         if let Some(search) = other.search {
             let slot = self.search.get_or_insert_with(SearchLayer::default);

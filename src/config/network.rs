@@ -1,5 +1,6 @@
 //! How model requests reach the network: through which proxy, trusting which extra certificate
-//! authorities. Resolved from `[network] proxy` and `ca_file` and from the environment
+//! authorities, connecting for how long at most. Resolved from `[network] proxy`, `ca_file` and
+//! `connect_timeout_ms` and from the environment
 //! (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`, each also in lower case;
 //! `SSL_CERT_FILE`).
 //!
@@ -8,8 +9,13 @@
 //! store and the bundled roots are always trusted, the files named here add to them.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use super::{Config, Env};
+
+/// How long connecting (TCP, a proxy's tunnel, TLS) may take unless `network.connect_timeout_ms`
+/// says otherwise.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A proxy URL as given, credentials included. `Display` and `Debug` leave the credentials out.
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -105,6 +111,8 @@ pub struct NetworkSettings {
     pub no_proxy: Option<String>,
     /// Certificate authorities trusted beyond the system's store and the bundled roots.
     pub ca_files: Vec<CaFile>,
+    /// `network.connect_timeout_ms`; [`NetworkSettings::connect_timeout`] reads it.
+    pub connect_timeout: Option<Duration>,
 }
 
 /// The key of the configuration file.
@@ -147,7 +155,17 @@ impl NetworkSettings {
         if let Some(path) = &network.ca_file {
             ca_files.push(CaFile { path: expand_home(path), source: CA_FILE_KEY.into() });
         }
-        Self { proxies, no_proxy: var("NO_PROXY").map(|(_, v)| v), ca_files }
+        Self {
+            proxies,
+            no_proxy: var("NO_PROXY").map(|(_, v)| v),
+            ca_files,
+            connect_timeout: network.connect_timeout_ms.map(|ms| Duration::from_millis(ms.max(1))),
+        }
+    }
+
+    /// How long connecting (TCP, a proxy's tunnel, TLS) may take.
+    pub fn connect_timeout(&self) -> Duration {
+        self.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT)
     }
 
     /// The proxy a request to `url` goes through; `None` when it goes directly (no proxy for its
@@ -293,6 +311,16 @@ mod tests {
         assert_eq!(settings.proxy_for(&url("http://x")).unwrap().source, PROXY_KEY);
         let paths: Vec<&Path> = settings.ca_files.iter().map(|c| c.path.as_path()).collect();
         assert_eq!(paths, [Path::new("/a.pem"), Path::new("/b.pem")]);
+    }
+
+    #[test]
+    fn the_connect_timeout_is_thirty_seconds_unless_configured() {
+        let settings = NetworkSettings::resolve(&Config::defaults(), &Env::default());
+        assert_eq!(settings.connect_timeout(), Duration::from_secs(30));
+        let configured = config(NetworkLayer { connect_timeout_ms: Some(250), ..Default::default() });
+        let settings = NetworkSettings::resolve(&configured, &Env::default());
+        assert_eq!(settings.connect_timeout(), Duration::from_millis(250));
+        assert_ne!(settings, NetworkSettings::default(), "a client of its own: the timeout is the client's");
     }
 
     #[test]

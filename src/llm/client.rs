@@ -253,7 +253,8 @@ fn adapter_for(settings: &ProviderSettings) -> Option<Arc<dyn ProviderAdapter>> 
 }
 
 /// Sends one HTTP call; non-success statuses become classified errors. A provider that does not
-/// answer within `read_timeout` is a network error.
+/// answer within `read_timeout` (counted from before waiting for a warm-up in flight) is a
+/// network error.
 async fn send(
     settings: &ProviderSettings,
     setup: &Setup,
@@ -264,10 +265,16 @@ async fn send(
         LlmError::Connection { message, .. } => LlmError::Connection { url: call.url.clone(), message },
         other => other,
     })?;
-    setup.before_request(&call.url).await;
     tracing::debug!(provider = %settings.kind, url = %call.url, "model request");
     tracing::trace!(body = %call.body, "model request body");
-    let sent = client.post(&call.url).headers(call.headers).body(call.body.to_bytes()).send();
+    let url = &call.url;
+    let request = client.post(url).headers(call.headers).body(call.body.to_bytes());
+    // Waiting for the origin's warm-up counts as waiting for the provider: a warm-up stuck on a
+    // silent provider holds the request no longer than the read timeout.
+    let sent = async move {
+        setup.before_request(url).await;
+        request.send().await
+    };
     let response = tokio::time::timeout(read_timeout, sent)
         .await
         .map_err(|_| LlmError::Network { url: call.url.clone(), message: silent(read_timeout) })?

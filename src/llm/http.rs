@@ -28,8 +28,6 @@ use rustls::pki_types::pem::PemObject;
 use super::error::LlmError;
 use crate::config::NetworkSettings;
 
-/// How long connecting (TCP, a proxy's tunnel, TLS) may take.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// A connection that answered this recently is taken to be open: no warm-up for it. Short,
 /// since a needless warm-up costs one round trip on an open connection and a missed one a
 /// handshake; it only folds bursts (keystrokes, sessions starting together) into one.
@@ -143,7 +141,7 @@ impl Setup {
             let answered = async {
                 let client = setup.client().await.ok()?;
                 let sent = client.head(&url).send();
-                tokio::time::timeout(CONNECT_TIMEOUT, sent).await.ok()?.ok()
+                tokio::time::timeout(setup.network.connect_timeout(), sent).await.ok()?.ok()
             }
             .await;
             match &answered {
@@ -215,7 +213,7 @@ fn check_proxies(network: &NetworkSettings) -> Result<bool, LlmError> {
 /// store and the extra files as trusted authorities.
 fn build(network: &NetworkSettings) -> Result<reqwest::Client, LlmError> {
     let mut builder = reqwest::Client::builder()
-        .connect_timeout(CONNECT_TIMEOUT)
+        .connect_timeout(network.connect_timeout())
         .user_agent(USER_AGENT)
         .use_rustls_tls()
         // The environment's proxy variables are read into `network`, which alone routes.
@@ -239,8 +237,10 @@ fn build(network: &NetworkSettings) -> Result<reqwest::Client, LlmError> {
 fn build_mcp(network: &NetworkSettings) -> Result<mcp_reqwest::Client, LlmError> {
     // rmcp's reqwest brings rustls without a provider: ring, as our own client uses.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let mut builder =
-        mcp_reqwest::Client::builder().connect_timeout(CONNECT_TIMEOUT).user_agent(USER_AGENT).no_proxy();
+    let mut builder = mcp_reqwest::Client::builder()
+        .connect_timeout(network.connect_timeout())
+        .user_agent(USER_AGENT)
+        .no_proxy();
     if check_proxies(network)? {
         let routes = network.clone();
         builder = builder.proxy(mcp_reqwest::Proxy::custom(move |url| {
@@ -423,8 +423,9 @@ pub(crate) fn describe(url: &str, network: &NetworkSettings, error: &reqwest::Er
     let network_error = |message: String| LlmError::Network { url: url.to_string(), message };
     if error.is_timeout() {
         return network_error(format!(
-            "no connection to {host}{through} within {} s: check your network{}",
-            CONNECT_TIMEOUT.as_secs(),
+            "no connection to {host}{through} within {} ms (network.connect_timeout_ms): check your \
+             network{}, or raise network.connect_timeout_ms on a slow link",
+            network.connect_timeout().as_millis(),
             if proxy.is_some() { " and the proxy" } else { " (behind a proxy, set HTTPS_PROXY)" }
         ));
     }

@@ -1,9 +1,10 @@
 //! Providers over TLS and what a corporate network does to the connection, end to end: a TLS
 //! fake provider with a CA made at test time, for every dialect, in-process and through
-//! `agentls exec`; and the errors `agentls doctor --ping` gives for an unknown issuer, a proxy
-//! that refuses the connection or wants credentials, a name that does not resolve and a
-//! provider that never answers, each saying what to do. (The journeys through a real
-//! TLS-intercepting proxy are in `proxy.rs`.)
+//! `agentls exec`; and the errors `agentls doctor --ping` and the editor (the real server's
+//! `error` event) give for an unknown issuer, a proxy that refuses the connection or wants
+//! credentials (407), a name that does not resolve, a provider that never answers (the read
+//! timeout) and a connection never accepted (the connect timeout), each saying what to do.
+//! (The journeys through a real TLS-intercepting proxy are in `proxy.rs`.)
 
 use crate::support;
 use crate::support::lsp_client;
@@ -65,9 +66,23 @@ async fn agentls_exec_trusts_the_ca_of_ssl_cert_file_for_every_dialect() {
     }
 }
 
+/// The user configuration of the failure tests: no retries, a provider silent for 2 s fails.
+const NO_RETRIES: &str = "[network]\nmax_retries = 0\nread_timeout_ms = 2000\n";
+
 /// `agentls doctor --ping` in `dir` against `base_url` with only the variables given; no retries.
 async fn ping(dialect: Dialect, base_url: &str, dir: &Path, extra: &[(&str, &str)]) -> Output {
-    std::fs::write(dir.join(USER_CONFIG), "[network]\nmax_retries = 0\nread_timeout_ms = 2000\n").unwrap();
+    ping_configured(dialect, base_url, dir, NO_RETRIES, extra).await
+}
+
+/// `agentls doctor --ping` as [`ping`], with `config` as the user configuration.
+async fn ping_configured(
+    dialect: Dialect,
+    base_url: &str,
+    dir: &Path,
+    config: &str,
+    extra: &[(&str, &str)],
+) -> Output {
+    std::fs::write(dir.join(USER_CONFIG), config).unwrap();
     ping_command(dialect, base_url, dir, fixture_key(dialect), extra).output().await.expect("run agentls")
 }
 
@@ -221,15 +236,7 @@ async fn a_proxy_that_wants_credentials_says_where_to_put_them_without_showing_a
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_provider_that_never_answers_times_out_naming_the_setting() {
-    // Accepts the connection, then says nothing: not even the TLS handshake.
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("https://127.0.0.1:{}", listener.local_addr().unwrap().port());
-    let _held = tokio::spawn(async move {
-        let mut open = Vec::new();
-        while let Ok((socket, _)) = listener.accept().await {
-            open.push(socket);
-        }
-    });
+    let (url, _held) = silent_provider().await;
     let dir = tempfile::tempdir().unwrap();
     let started = std::time::Instant::now();
     let output = ping(Dialect::Gemini, &url, dir.path(), &[]).await;
@@ -245,37 +252,15 @@ async fn a_provider_that_never_answers_times_out_naming_the_setting() {
     );
 }
 
-/// Whether `unshare -n` can run a command in a network namespace of its own (root, or user
-/// namespaces allowed): a lookup there fails at once, with no packet leaving the machine.
-fn isolated_network() -> Vec<PathBuf> {
-    let works =
-        std::process::Command::new("unshare").args(["-n", "true"]).status().is_ok_and(|s| s.success());
-    assert!(works, "this test needs `unshare -n` (util-linux; root or unprivileged user namespaces)");
-    vec![PathBuf::from("unshare"), PathBuf::from("-n")]
-}
+/// A name under `.invalid`, which no resolver may answer (RFC 6761): its lookup fails at once,
+/// with or without a network, and no packet leaves for a real host.
+const UNRESOLVABLE: &str = "https://api.agentls-test.invalid";
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_name_that_does_not_resolve_says_dns_and_what_to_check() {
-    let prefix = isolated_network();
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join(USER_CONFIG), "[network]\nmax_retries = 0\n").unwrap();
-    let inner = ping_command(
-        Dialect::Anthropic,
-        "https://api.agentls-test.invalid",
-        dir.path(),
-        fixture_key(Dialect::Anthropic),
-        &[],
-    );
-    let std_inner = inner.as_std();
-    let mut cmd = tokio::process::Command::new(&prefix[0]);
-    cmd.args(&prefix[1..]).arg(std_inner.get_program()).args(std_inner.get_args());
-    cmd.current_dir(dir.path()).env_clear();
-    for (k, v) in std_inner.get_envs() {
-        if let Some(v) = v {
-            cmd.env(k, v);
-        }
-    }
-    let output = cmd.output().await.unwrap();
+    let config = "[network]\nmax_retries = 0\n";
+    let output = ping_configured(Dialect::Anthropic, UNRESOLVABLE, dir.path(), config, &[]).await;
     let line = failure(&output);
     assert!(
         line.contains(
@@ -289,18 +274,8 @@ async fn a_name_that_does_not_resolve_says_dns_and_what_to_check() {
     );
 
     // Through a proxy, it is the proxy's name that does not resolve.
-    let output = {
-        let mut cmd = tokio::process::Command::new(&prefix[0]);
-        cmd.args(&prefix[1..]).arg(std_inner.get_program()).args(std_inner.get_args());
-        cmd.current_dir(dir.path()).env_clear();
-        for (k, v) in std_inner.get_envs() {
-            if let Some(v) = v {
-                cmd.env(k, v);
-            }
-        }
-        cmd.env("HTTPS_PROXY", "http://proxy.agentls-test.invalid:3128");
-        cmd.output().await.unwrap()
-    };
+    let proxy = [("HTTPS_PROXY", "http://proxy.agentls-test.invalid:3128")];
+    let output = ping_configured(Dialect::Anthropic, UNRESOLVABLE, dir.path(), config, &proxy).await;
     let line = failure(&output);
     assert!(
         line.contains(
@@ -422,44 +397,75 @@ async fn editor_session(
     (client, session)
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn the_editor_is_told_what_to_do_when_the_proxy_refuses_or_the_provider_is_unreachable() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("ws");
-    std::fs::create_dir_all(&root).unwrap();
-    std::fs::write(dir.path().join(USER_CONFIG), "[network]\nmax_retries = 0\n").unwrap();
-    let (data, config, home) = (
-        dir.path().join("data").display().to_string(),
-        dir.path().join(USER_CONFIG).display().to_string(),
-        dir.path().display().to_string(),
-    );
-    let proxy = format!("http://127.0.0.1:{}", closed_port().await);
-    let unreachable = format!("https://127.0.0.1:{}", closed_port().await);
-    let base = [
-        ("ANTHROPIC_BASE_URL", unreachable.as_str()),
-        ("ANTHROPIC_API_KEY", "sk-ant-test"),
-        ("AGENTLS_DATA_DIR", data.as_str()),
-        ("AGENTLS_CONFIG", config.as_str()),
-        ("HOME", home.as_str()),
-    ];
+/// The API key of the editor journeys: nothing the server says may show it.
+const KEY: &str = "sk-ant-api03-editor-secret";
 
-    // A plugin client: the error event, its message saying which proxy and what to check.
-    let mut env = base.to_vec();
-    env.push(("HTTPS_PROXY", proxy.as_str()));
-    let (client, session) = editor_session(&env, &root, plugin_capabilities()).await;
+/// The error the editor gets for a prompt: the real server with a plugin's capabilities, its
+/// Anthropic endpoint at `base_url`, `config` as the user configuration and `vars` besides; a
+/// session prompted once. Returns the session's `error` event and how long the prompt took to
+/// fail, after checking that nothing the server said shows the key or anything of `secrets`.
+async fn editor_error(
+    base_url: &str,
+    config: &str,
+    vars: &[(&str, &str)],
+    secrets: &[&str],
+) -> (serde_json::Value, std::time::Duration) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(USER_CONFIG), config).unwrap();
+    let mut all = vec![
+        ("ANTHROPIC_BASE_URL".to_string(), base_url.to_string()),
+        ("ANTHROPIC_API_KEY".into(), KEY.into()),
+    ];
+    all.extend(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let (root, env) = server_env(dir.path(), all);
+    let (client, session) = editor_session(&pairs(&env), &root, plugin_capabilities()).await;
+    let started = std::time::Instant::now();
     client.command("agentls.prompt", json!({"sessionId": session, "text": "hello"})).await.expect("prompt");
     let error = client.next_event(&session, "error").await;
+    let took = started.elapsed();
+    let said = serde_json::to_string(&client.all_messages()).unwrap();
+    for secret in secrets.iter().chain([&KEY]) {
+        assert!(!said.contains(secret), "the server showed {secret}: {said}");
+    }
+    client.shutdown().await;
+    (error, took)
+}
+
+/// The message of an `error` event, and its error's kind (`connection`: the user must change
+/// something; `network`: retried).
+fn said(error: &serde_json::Value) -> (&str, &str) {
     let message = error["data"]["message"].as_str().unwrap_or_default();
-    assert!(
-        message.contains(&format!(
-            "the proxy {proxy} (HTTPS_PROXY) refused the connection: check that it runs and that HTTPS_PROXY names it"
-        )),
+    (message, error["data"]["error"]["kind"].as_str().unwrap_or_default())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_editor_is_told_what_to_do_when_the_proxy_refuses_or_the_provider_is_unreachable() {
+    let proxy = format!("http://127.0.0.1:{}", closed_port().await);
+    let unreachable = format!("https://127.0.0.1:{}", closed_port().await);
+
+    // A plugin client: the error event, its message saying which proxy and what to check.
+    let (error, _) =
+        editor_error(&unreachable, "[network]\nmax_retries = 0\n", &[("HTTPS_PROXY", &proxy)], &[]).await;
+    assert_eq!(
+        said(&error),
+        (
+            format!(
+                "cannot reach {unreachable}/v1/messages: the proxy {proxy} (HTTPS_PROXY) refused the connection: \
+                 check that it runs and that HTTPS_PROXY names it"
+            )
+            .as_str(),
+            "network"
+        ),
         "{error:#}"
     );
-    client.shutdown().await;
 
     // A plain LSP client: the same as window/showMessage, here for the provider itself.
-    let (client, session) = editor_session(&base, &root, lsp_client::plain_capabilities()).await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(USER_CONFIG), "[network]\nmax_retries = 0\n").unwrap();
+    let vars =
+        vec![("ANTHROPIC_BASE_URL".into(), unreachable.clone()), ("ANTHROPIC_API_KEY".into(), KEY.into())];
+    let (root, env) = server_env(dir.path(), vars);
+    let (client, session) = editor_session(&pairs(&env), &root, lsp_client::plain_capabilities()).await;
     client.command("agentls.prompt", json!({"sessionId": session, "text": "hello"})).await.expect("prompt");
     let shown = client
         .next_notification_where("window/showMessage", |p| {
@@ -475,4 +481,163 @@ async fn the_editor_is_told_what_to_do_when_the_proxy_refuses_or_the_provider_is
     );
     assert_eq!(shown["type"], 1, "an error: {shown:#}");
     client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_editor_is_told_to_trust_the_ca_that_signed_a_provider_of_an_unknown_issuer() {
+    let ca = TestCa::new("agentls test CA");
+    let mock = MockProvider::start_tls(Dialect::Anthropic, ca.acceptor()).await;
+    let (error, _) = editor_error(&mock.url(), "[network]\nmax_retries = 0\n", &[], &[]).await;
+    let (message, kind) = said(&error);
+    assert!(
+        message.starts_with(&format!(
+            "cannot reach {}/v1/messages: the certificate 127.0.0.1 presented is signed by an authority agentls \
+             does not trust (unknown issuer). If a proxy or company CA re-signs TLS: set SSL_CERT_FILE or \
+             [network] ca_file to that CA's certificate (a PEM file)",
+            mock.url()
+        )),
+        "{error:#}"
+    );
+    assert_eq!(kind, "connection", "never retried: {error:#}");
+    assert_eq!((mock.requests().len(), mock.handshakes().0), (0, 0), "no connection was trusted");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_editor_is_told_where_a_proxy_that_wants_credentials_takes_them() {
+    let (proxy, _task) = proxy_wanting_credentials().await;
+    let with_credentials = proxy.replace("http://", "http://alice:wrong-pass-123@");
+    let (error, _) = editor_error(
+        "https://api.provider.test",
+        "[network]\nmax_retries = 0\n",
+        &[("HTTPS_PROXY", &with_credentials)],
+        &["wrong-pass-123", "alice"],
+    )
+    .await;
+    assert_eq!(
+        said(&error),
+        (
+            format!(
+                "cannot reach https://api.provider.test/v1/messages: the proxy {proxy} (with credentials) \
+                 (HTTPS_PROXY) asks for credentials (HTTP 407 Proxy Authentication Required): give them in \
+                 HTTPS_PROXY's URL, as http://user:password@host:port"
+            )
+            .as_str(),
+            "connection"
+        ),
+        "{error:#}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_editor_is_told_that_a_name_does_not_resolve_and_what_to_check() {
+    let (error, _) = editor_error(UNRESOLVABLE, "[network]\nmax_retries = 0\n", &[], &[]).await;
+    let (message, kind) = said(&error);
+    assert!(
+        message.starts_with(
+            "cannot reach https://api.agentls-test.invalid/v1/messages: the name api.agentls-test.invalid does \
+             not resolve (DNS): check the base URL and your network (where only a proxy reaches the internet, \
+             set HTTPS_PROXY)"
+        ),
+        "{error:#}"
+    );
+    assert_eq!(kind, "network", "retried where retries are configured: {error:#}");
+}
+
+/// A TLS endpoint that accepts connections and then says nothing, not even its handshake.
+async fn silent_provider() -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("https://127.0.0.1:{}", listener.local_addr().unwrap().port());
+    let task = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            open.push(socket);
+        }
+    });
+    (url, task)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_editor_is_told_that_a_silent_provider_timed_out_and_which_setting_to_raise() {
+    let (url, _held) = silent_provider().await;
+    let config = "[network]\nmax_retries = 0\nread_timeout_ms = 500\n";
+    let (error, took) = editor_error(&url, config, &[], &[]).await;
+    let (message, kind) = said(&error);
+    assert!(
+        message.starts_with(&format!(
+            "cannot reach {url}/v1/messages: nothing arrived for 500 ms (network.read_timeout_ms); the provider \
+             may be overloaded: try again, or raise network.read_timeout_ms"
+        )),
+        "{error:#}"
+    );
+    assert_eq!(kind, "network", "{error:#}");
+    // The session's warm-up holds the connection the prompt would take; the prompt's wait for
+    // it counts toward the read timeout, not the 30 s connect timeout.
+    assert!(took < std::time::Duration::from_secs(10), "the read timeout ended it: {took:?}");
+}
+
+/// An `https://` endpoint that never accepts a connection: a listener whose queue of
+/// connections is full (backlog 0, filled by this test), so the kernel drops every new
+/// connection's SYN and the client waits for its connect timeout. Returns its URL and what
+/// keeps the queue full.
+async fn unaccepting_endpoint() -> (String, (tokio::net::TcpListener, Vec<tokio::net::TcpStream>)) {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let listener = socket.listen(0).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut queued = Vec::new();
+    loop {
+        let attempt = tokio::net::TcpStream::connect(addr);
+        match tokio::time::timeout(std::time::Duration::from_millis(250), attempt).await {
+            Ok(connected) => queued.push(connected.expect("a queued connection")),
+            Err(_) => break,
+        }
+        assert!(queued.len() < 64, "the listener's queue never filled");
+    }
+    (format!("https://{addr}"), (listener, queued))
+}
+
+/// The user configuration of the connect timeout's tests: 300 ms to connect, no retries.
+const SHORT_CONNECT: &str = "[network]\nmax_retries = 0\nconnect_timeout_ms = 300\n";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_connection_never_accepted_fails_after_the_connect_timeout_naming_the_setting() {
+    let (url, _queue) = unaccepting_endpoint().await;
+    let dir = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let output = ping_configured(Dialect::Anthropic, &url, dir.path(), SHORT_CONNECT, &[]).await;
+    let line = failure(&output);
+    assert!(
+        line.contains(
+            "no connection to 127.0.0.1 within 300 ms (network.connect_timeout_ms): check your network (behind \
+             a proxy, set HTTPS_PROXY), or raise network.connect_timeout_ms on a slow link"
+        ),
+        "{line}"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "the configured 300 ms, not the default 30 s: {:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_editor_is_told_that_no_connection_was_made_within_the_connect_timeout() {
+    let (url, _queue) = unaccepting_endpoint().await;
+    let (error, took) = editor_error(&url, SHORT_CONNECT, &[], &[]).await;
+    let (message, kind) = said(&error);
+    assert_eq!(
+        (message, kind),
+        (
+            format!(
+                "cannot reach {url}/v1/messages: no connection to 127.0.0.1 within 300 ms \
+                 (network.connect_timeout_ms): check your network (behind a proxy, set HTTPS_PROXY), or raise \
+                 network.connect_timeout_ms on a slow link"
+            )
+            .as_str(),
+            "network"
+        ),
+        "{error:#}"
+    );
+    // The session's warm-up and the prompt's request each wait 300 ms at most.
+    assert!(took < std::time::Duration::from_secs(10), "{took:?}");
 }
