@@ -135,6 +135,15 @@ T.test("a call's line shows its outcome in place; an error's first line; an end 
   T.eq(m.signs[1], { "✗", "AgentlsToolError" }, "the sign's highlight")
 end)
 
+T.test("an error's first line is shown whole, however long: what to do comes at its end", function()
+  local message = "cannot reach https://api.example.test/v1/messages: the certificate api.example.test presented is "
+    .. "signed by an authority agentls does not trust (unknown issuer). If a proxy or company CA re-signs TLS: "
+    .. "set SSL_CERT_FILE or [network] ca_file to that CA's certificate (a PEM file)"
+  T.truthy(#message > 200, "longer than a tool line's detail")
+  local m = fold({ ev("user_input", { content = "go" }), ev("error", { message = message .. "\nmore" }) })
+  T.eq(rows(m)[#rows(m)], "|AgentlsError||✗ error: " .. message)
+end)
+
 T.test("notices are lines of their own, warnings and errors highlighted", function()
   local m = fold({
     ev("user_input", { content = "go" }),

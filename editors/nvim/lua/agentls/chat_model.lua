@@ -58,6 +58,12 @@ end
 
 local first_line = M.first_line
 
+--- The first line of a warning's or error's message, whole: what the user should do comes at
+--- its end ("… unknown issuer … set SSL_CERT_FILE or [network] ca_file").
+local function notice_line(s)
+  return tostring(s or ""):match("^[^\n]*") or ""
+end
+
 local function tool_line(summary, status, duration_ms, detail)
   local label = status
   if duration_ms then
@@ -242,10 +248,10 @@ on[E.steering] = function(c, d)
   c:add_lines({ "", "> steered: " .. first_line(d.content) })
 end
 on[E.warning] = function(c, d)
-  c:add_lines({ "⚠ warning: " .. first_line(d.message) }, "AgentlsWarning")
+  c:add_lines({ "⚠ warning: " .. notice_line(d.message) }, "AgentlsWarning")
 end
 on[E.error] = function(c, d)
-  c:add_lines({ "✗ error: " .. first_line(d.message) }, "AgentlsError")
+  c:add_lines({ "✗ error: " .. notice_line(d.message) }, "AgentlsError")
 end
 on[E.loop_detection] = function(c, d)
   c:add_lines({ "⚠ " .. first_line(d.message) }, "AgentlsWarning")
@@ -328,7 +334,7 @@ function Chat:agent_event(agent, kind, d, session)
   elseif kind == E.processing_end then
     self:agent_lines(key, { ("%s%s %s"):format(indent, id, d.reason or "done") })
   elseif kind == E.error then
-    self:agent_lines(key, { ("%s✗ %s error: %s"):format(indent, id, first_line(d.message)) }, "AgentlsError")
+    self:agent_lines(key, { ("%s✗ %s error: %s"):format(indent, id, notice_line(d.message)) }, "AgentlsError")
   elseif kind == E.session_end then
     self:agent_lines(key, { ("%s%s closed"):format(indent, id) })
   end
