@@ -8,8 +8,9 @@
 //! contrast, without it), (d) eight sessions prompted at once, with the TLS handshakes they cost.
 //!
 //! Usage: `network [--agentls BIN] [--rtt MS] [--rounds N] [--typing MS] [--docs FILE]
-//! [--command TEXT] [--commit TEXT]`. `scripts/bench-network` builds the release binary and runs
-//! it. Without arguments (`cargo test --all-targets`) it is a smoke test: one round at 10 ms.
+//! [--command TEXT] [--commit TEXT]`, where `--commit` says what was measured (the commit, the
+//! build). `scripts/bench-network` builds the release binary and runs it (or measures the binary
+//! it is given). Without arguments (`cargo test --all-targets`) it is a smoke test: one round at 10 ms.
 //!
 //! Invariant: every row states its target, agentls's figure and the direct client's from the
 //! same run; a case that fails becomes an error, never a silent gap.
@@ -45,6 +46,7 @@ struct Options {
     typing: Duration,
     docs: Option<PathBuf>,
     command: String,
+    /// What was measured, for the report: "commit abc1234 (release build)".
     commit: String,
     smoke: bool,
 }
@@ -57,7 +59,7 @@ fn options() -> Result<Options, String> {
         typing: Duration::from_millis(1000),
         docs: None,
         command: "cargo bench --bench network".into(),
-        commit: "unknown".into(),
+        commit: "commit unknown".into(),
         smoke: std::env::args().len() == 1,
     };
     if options.smoke {
@@ -338,7 +340,7 @@ fn report(options: &Options, results: &Results, load_before: &str, took: Duratio
     let mut out = String::new();
     out.push_str("## Results of `scripts/bench-network` (generated)\n\n");
     out.push_str(&format!(
-        "- Command: `{}`; commit {}; {} rounds; the measurements took {:.0} s.\n",
+        "- Command: `{}`; {}; {} rounds; the measurements took {:.0} s.\n",
         options.command,
         options.commit,
         options.rounds,
