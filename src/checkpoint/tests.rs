@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use super::revert::Apply;
 use super::*;
 use crate::exec::{ExecRequest, ExecutionEnvironment, LocalExecutionEnvironment};
-use crate::workspace::{Committer, DiskCommitter, ResolvedChangeSet, Workspace};
+use crate::workspace::{Committer, DiskCommitter, FileChange, ResolvedChangeSet, Workspace};
 
 struct OnDisk(DiskCommitter);
 
@@ -111,4 +111,74 @@ async fn checkpoints_survive_a_reopen() {
         .await
         .expect("undoes");
     assert_eq!(f.read("a.txt").as_deref(), Some("one\n"));
+}
+
+/// An editor whose buffer lags its answer, as VS Code's after `workspace/applyEdit` creates a
+/// file: the change lands on disk, the editor opens the new file empty and reports its text a
+/// moment later (after the commit's outcome came back).
+struct LaggingEditor {
+    committer: DiskCommitter,
+    documents: Arc<crate::workspace::DocumentStore>,
+}
+
+#[async_trait]
+impl crate::workspace::EditorPort for LaggingEditor {
+    async fn propose(
+        &self,
+        change: crate::workspace::ChangeSet,
+    ) -> Result<crate::workspace::ChangeOutcome, crate::workspace::PortError> {
+        let files = self.committer.commit(change.accept_all()).await.expect("commits");
+        for file in &files {
+            self.documents.open(&file.path, "", 1);
+        }
+        Ok(crate::workspace::ChangeOutcome { files, feedback: None, error: None })
+    }
+
+    async fn ask_permission(
+        &self,
+        _: crate::workspace::PermissionRequest,
+    ) -> crate::workspace::PermissionDecision {
+        crate::workspace::PermissionDecision::AllowOnce
+    }
+
+    async fn save(&self, _: &[std::path::PathBuf]) -> Result<(), crate::workspace::PortError> {
+        Ok(())
+    }
+}
+
+/// Commit ac07159: a file's after-text is the text the commit reports, not what the editor's
+/// buffer holds right after it (empty, for a file just created), so undoing the turn that
+/// created it is not refused as "edited since".
+#[tokio::test]
+async fn the_after_text_is_the_committed_text_even_when_the_buffer_lags() {
+    let f = folder(&[]);
+    let documents = Arc::new(crate::workspace::DocumentStore::new());
+    let workspace = Arc::new(Workspace::new(documents.clone()));
+    let editor = LaggingEditor { committer: DiskCommitter::new(f.env.clone()), documents: documents.clone() };
+    let port = RecordingPort::new(Arc::new(editor), f.checkpoints.clone(), workspace.clone(), f.env.clone());
+    let path = f.dir.path().join("added.txt");
+    let text = "hello from agentls\n";
+    f.checkpoints.begin_turn("add a file", mark());
+    let change = crate::workspace::ChangeSet::new(vec![FileChange::create(path.clone(), "added.txt", text)])
+        .expect("a change set");
+    crate::workspace::EditorPort::propose(&port, change).await.expect("proposed");
+    assert_eq!(
+        workspace.read_if_exists(f.env.as_ref(), &path).await.expect("reads").map(|s| s.text),
+        Some("".into()),
+        "the buffer lags"
+    );
+    let turn = f.checkpoints.end_turn().expect("recorded");
+    let after =
+        turn.files.iter().map(|file| (file.path.clone(), f.checkpoints.side(&file.after).expect("stored")));
+    assert_eq!(after.collect::<Vec<_>>(), [(path.clone(), Side::Text(text.into()))]);
+
+    documents.open(&path, text, 2);
+    let apply = OnDisk(DiskCommitter::new(f.env.clone()));
+    let undone = f
+        .checkpoints
+        .reverse(Direction::Undo, None, &workspace, f.env.as_ref(), &apply)
+        .await
+        .expect("the undo is not refused");
+    assert_eq!(undone.turns, [turn.id]);
+    assert_eq!(f.read("added.txt"), None, "the file the turn created is removed");
 }
