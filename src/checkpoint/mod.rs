@@ -104,6 +104,32 @@ pub struct HistoryMark {
     pub timestamp: DateTime<Utc>,
 }
 
+/// Which turns are undone (oldest first) and which of them the next redo re-applies.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UndoState {
+    pub undone: Vec<u64>,
+    pub redoable: Vec<u64>,
+}
+
+impl UndoState {
+    pub fn of(turns: &[TurnRecord]) -> Self {
+        let group = redo_group(turns);
+        Self {
+            undone: turns.iter().filter(|t| t.undone.is_some()).map(|t| t.id).collect(),
+            redoable: turns
+                .iter()
+                .filter(|t| group.is_some() && t.undone.map(|m| m.group) == group)
+                .map(|t| t.id)
+                .collect(),
+        }
+    }
+}
+
+/// The undo group redo takes: the latest one still redoable.
+fn redo_group(turns: &[TurnRecord]) -> Option<u64> {
+    turns.iter().filter_map(|t| t.undone.filter(|m| m.redoable).map(|m| m.group)).max()
+}
+
 /// The input being recorded.
 struct OpenTurn {
     record: TurnRecord,
@@ -166,8 +192,9 @@ impl Checkpoints {
         &self.root
     }
 
-    /// Starts recording an input whose user turn is at `mark` in the history.
-    pub fn begin_turn(&self, prompt: &str, mark: HistoryMark) {
+    /// Starts recording an input whose user turn is at `mark` in the history; returns the
+    /// turn's id (what `agentls.undoTurn` takes and the `user_input` event carries).
+    pub fn begin_turn(&self, prompt: &str, mark: HistoryMark) -> u64 {
         let id = {
             let mut index = lock(&self.index);
             index.next_id = index.next_id.max(index.turns.last().map_or(0, |t| t.id)) + 1;
@@ -184,6 +211,7 @@ impl Checkpoints {
             undone: None,
         };
         *lock(&self.open) = Some(OpenTurn { record, files: BTreeMap::new(), moves: Vec::new() });
+        id
     }
 
     /// Whether an input is being recorded.
@@ -261,6 +289,16 @@ impl Checkpoints {
     /// The stored turns, oldest first.
     pub fn turns(&self) -> Vec<TurnRecord> {
         lock(&self.index).turns.clone()
+    }
+
+    /// Which turns are undone, and which the next redo takes.
+    pub fn undo_state(&self) -> UndoState {
+        UndoState::of(&lock(&self.index).turns)
+    }
+
+    /// The stored turns of session `id` (none when it has no checkpoints), without opening them.
+    pub fn stored_turns(data_dir: &Path, id: &str) -> Vec<TurnRecord> {
+        Store::new(data_dir, id).and_then(|store| store.load()).map(|index| index.turns).unwrap_or_default()
     }
 
     /// Reads a stored side back.

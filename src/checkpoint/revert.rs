@@ -22,7 +22,8 @@ use super::{CheckpointError, Checkpoints, HistoryMark, Side, TurnRecord, Uncover
 use crate::exec::ExecutionEnvironment;
 use crate::workspace::{ChangeSet, FileChange, ResolvedChangeSet, Snapshot, Workspace, rebase, shown_path};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Direction {
     Undo,
     Redo,
@@ -83,10 +84,7 @@ impl Checkpoints {
                 Ok(applied.into_iter().filter(|t| t.id >= first).cloned().collect())
             }
             Direction::Redo => {
-                let group = turns
-                    .iter()
-                    .filter_map(|t| t.undone.filter(|m| m.redoable).map(|m| m.group))
-                    .max()
+                let group = super::redo_group(&turns)
                     .ok_or_else(|| CheckpointError::Nothing("nothing to redo".into()))?;
                 Ok(turns.into_iter().filter(|t| t.undone.is_some_and(|m| m.group == group)).collect())
             }

@@ -370,6 +370,12 @@ pub struct SessionResumed {
 pub struct HistoryResult {
     pub session_id: String,
     pub entries: Vec<HistoryEntry>,
+    /// The turns undone now (`turnId`s of user entries), as the `undo_state` event says.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub undone: Vec<u64>,
+    /// The turns `agentls.redoTurn` would re-apply.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redoable: Vec<u64>,
 }
 
 /// One entry of `agentls.history`: what a client shows of a conversation.
@@ -379,6 +385,9 @@ pub enum HistoryEntry {
     User {
         text: String,
         timestamp: String,
+        /// The checkpointed turn this input started (what `agentls.undoTurn` takes).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        turn_id: Option<u64>,
     },
     Steering {
         text: String,

@@ -20,6 +20,7 @@ use strum::{EnumDiscriminants, EnumIter};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::SessionState;
+use crate::checkpoint::{Direction, UndoState};
 use crate::config::Approval;
 use crate::llm::{LlmError, ReasoningEffort, Usage};
 
@@ -41,8 +42,8 @@ pub enum EventData {
     SessionStart(SessionStart),
     /// Session closed.
     SessionEnd(SessionEnd),
-    /// A user input starts processing.
-    UserInput(Content),
+    /// A user input starts processing (with the id of its checkpointed turn).
+    UserInput(UserInput),
     /// The processing cycle finished.
     ProcessingEnd(ProcessingEnd),
     /// The model began a response.
@@ -77,6 +78,9 @@ pub enum EventData {
     ProjectDocsReloaded(ProjectDocsReloaded),
     /// Earlier history was replaced by a summary.
     Compaction(Compaction),
+    /// Which turns are undone changed: an undo or a redo (sent by the language server, after
+    /// the command of any client), or a new turn that changed files took the redo away.
+    UndoState(UndoStatus),
 }
 
 impl EventData {
@@ -129,6 +133,47 @@ pub struct SessionEnd {
 #[serde(deny_unknown_fields)]
 pub struct Content {
     pub content: String,
+}
+
+/// A user input (`user_input`). `turn_id`: the turn `agentls.undoTurn` names it by (absent
+/// when the session records no checkpoints).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UserInput {
+    pub content: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<u64>,
+}
+
+/// The turns undone now (`undo_state`), and which of them the next redo re-applies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UndoStatus {
+    /// Every turn undone, oldest first.
+    pub undone: Vec<u64>,
+    /// The turns `agentls.redoTurn` would re-apply.
+    pub redoable: Vec<u64>,
+    /// What changed it: the undo or redo of `turn_ids`; absent when a new turn that changed
+    /// files took the redo away.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direction: Option<Direction>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turn_ids: Vec<u64>,
+    /// With a rewind: how many history entries were cut.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rewound: Option<usize>,
+}
+
+impl UndoStatus {
+    pub fn new(state: UndoState) -> Self {
+        Self {
+            undone: state.undone,
+            redoable: state.redoable,
+            direction: None,
+            turn_ids: Vec::new(),
+            rewound: None,
+        }
+    }
 }
 
 /// Why a processing cycle ended.

@@ -56,7 +56,7 @@ pub use context::prune::{Pruned, prune};
 pub use events::{
     AgentPath, CallOutcome, CallStatus, CallSummary, Content, Delta, EndReason, ErrorData, Event, EventData,
     EventKind, Notice, OutputDelta, ProcessingEnd, ProjectDocsReloaded, SessionEnd, SessionStart, TextEnd,
-    TextStart, ToolCallEnd, ToolCallStart, TurnLimit, Warning,
+    TextStart, ToolCallEnd, ToolCallStart, TurnLimit, UndoStatus, UserInput, Warning,
 };
 pub use events::{Compaction, CompactionTrigger};
 pub use loop_detection::{detect_loop, loop_warning};

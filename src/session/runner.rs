@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::context::{CallError, ContextManager, Conversation, Model};
 use super::events::{
     Content, Delta, Emitter, EndReason, ErrorData, EventData, Notice, OutputDelta, ProcessingEnd, SessionEnd,
-    SessionStart, TextEnd, TextStart, TurnLimit, Warning,
+    SessionStart, TextEnd, TextStart, TurnLimit, UndoStatus, UserInput, Warning,
 };
 use super::instructions::Instructions;
 use super::loop_detection::{detect_loop, loop_warning};
@@ -299,12 +299,15 @@ impl Runner {
     ) -> (EndReason, String) {
         let config = self.config();
         let user = Turn::user(self.prompt.task_message(&config, &input));
-        if let (Some(checkpoints), Turn::User(turn)) = (&self.checkpoints, &user) {
-            let index = self.shared.history.read(<[Turn]>::len);
-            checkpoints.begin_turn(&input, HistoryMark { index, timestamp: turn.timestamp });
-        }
+        let turn_id = match (&self.checkpoints, &user) {
+            (Some(checkpoints), Turn::User(turn)) => {
+                let index = self.shared.history.read(<[Turn]>::len);
+                Some(checkpoints.begin_turn(&input, HistoryMark { index, timestamp: turn.timestamp }))
+            }
+            _ => None,
+        };
         self.push(user);
-        self.events.emit(EventData::UserInput(Content { content: input }));
+        self.events.emit(EventData::UserInput(UserInput { content: input, turn_id }));
         self.hand_over_instructions(context);
         self.drain_steering();
         self.context.begin_input();
@@ -323,8 +326,15 @@ impl Runner {
         });
         let (reason, text) = self.run_steps(&limit).await;
         if let Some(checkpoints) = self.checkpoints.clone() {
+            let before = checkpoints.undo_state();
             // Its texts are written to disk: off the session's thread (the server has one).
-            let _ = tokio::task::spawn_blocking(move || checkpoints.end_turn()).await;
+            let ended = checkpoints.clone();
+            let _ = tokio::task::spawn_blocking(move || ended.end_turn()).await;
+            // A turn that changed files takes the redo of earlier undone turns away.
+            let after = checkpoints.undo_state();
+            if after != before {
+                self.events.emit(EventData::UndoState(UndoStatus::new(after)));
+            }
         }
         if reason == EndReason::Cancelled && !token.is_cancelled() {
             self.events.emit(EventData::TurnLimit(TurnLimit::TimeLimitSecs(time_limit)));

@@ -373,6 +373,69 @@ async fn a_session_resumed_after_a_restart_undoes_its_last_turn_and_rewinds_the_
     server.finish().await;
 }
 
+/// The `data` of every `agentls/event` of `kind` the session sent so far.
+fn events(server: &Server, id: &str, kind: &str) -> Vec<Value> {
+    let events = server.client.notifications("agentls/event").into_iter();
+    events.filter(|e| e["sessionId"] == id && e["kind"] == kind).map(|e| e["data"].clone()).collect()
+}
+
+/// `agentls.history`'s user entries as `(text, turnId)`, and its `undone` and `redoable`.
+async fn history_turns(server: &Server, id: &str) -> (Vec<(String, Value)>, Value, Value) {
+    let history = server.client.command("agentls.history", json!({"sessionId": id})).await.expect("history");
+    let users = history["entries"].as_array().expect("entries").iter().filter(|e| e["kind"] == "user");
+    let turns =
+        users.map(|e| (e["text"].as_str().unwrap_or_default().to_string(), e["turnId"].clone())).collect();
+    (turns, history["undone"].clone(), history["redoable"].clone())
+}
+
+#[tokio::test]
+async fn the_events_and_the_history_name_each_turn_and_say_which_are_undone() {
+    let mut server = Server::start(Dialect::Anthropic, disk_client()).await;
+    let id = server.session("anthropic").await;
+    server.turn(&id, "first", vec![shell("echo one > a.txt")]).await;
+    server.turn(&id, "second", vec![shell("echo two > b.txt")]).await;
+    let inputs = events(&server, &id, "user_input");
+    assert_eq!(
+        inputs,
+        [json!({"content": "first", "turn_id": 1}), json!({"content": "second", "turn_id": 2})]
+    );
+    assert_eq!(events(&server, &id, "undo_state"), Vec::<Value>::new(), "nothing undone yet");
+
+    server.undo(json!({"sessionId": id, "turnId": 1})).await.expect("undoTurn");
+    let undone = server.client.next_event(&id, "undo_state").await;
+    assert_eq!(
+        undone["data"],
+        json!({"undone": [1, 2], "redoable": [1, 2], "direction": "undo", "turn_ids": [1, 2]})
+    );
+    let (turns, undone, redoable) = history_turns(&server, &id).await;
+    assert_eq!(turns, [("first".to_string(), json!(1)), ("second".to_string(), json!(2))]);
+    assert_eq!((undone, redoable), (json!([1, 2]), json!([1, 2])));
+
+    server.client.command("agentls.redoTurn", json!({"sessionId": id})).await.expect("redoTurn");
+    let redone = server.client.next_event(&id, "undo_state").await;
+    assert_eq!(
+        redone["data"],
+        json!({"undone": [], "redoable": [], "direction": "redo", "turn_ids": [1, 2]})
+    );
+
+    // A new turn that changes files after an undo takes the redo away, and says so.
+    server.undo(json!({"sessionId": id})).await.expect("undo the second");
+    server.client.next_event(&id, "undo_state").await;
+    server.turn(&id, "third", vec![shell("echo three > c.txt")]).await;
+    let taken = server.client.next_event(&id, "undo_state").await;
+    assert_eq!(taken["data"], json!({"undone": [2], "redoable": []}));
+    assert_eq!(events(&server, &id, "user_input")[2], json!({"content": "third", "turn_id": 3}));
+
+    // A session reopened on a new server still names its turns and which are undone.
+    server.kill_and_restart().await;
+    server.client.command("agentls.resumeSession", json!({"sessionId": id})).await.expect("resume");
+    let (turns, undone, redoable) = history_turns(&server, &id).await;
+    let ids: Vec<&Value> = turns.iter().map(|(_, turn)| turn).collect();
+    assert_eq!(ids, [&json!(1), &json!(2), &json!(3)]);
+    assert_eq!((undone, redoable), (json!([2]), Value::Null), "no redo: the field is left out");
+    server.finish().await;
+}
+
 /// A plain client (eglot answers no server request while its command waits) is answered at once;
 /// the outcome comes as a message.
 #[tokio::test]

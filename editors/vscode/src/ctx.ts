@@ -290,6 +290,39 @@ export class Ctx implements ChatActions, vscode.Disposable {
     void vscode.window.showInformationMessage(revertedText('Redid', result));
   }
 
+  /** The chat's "Undo this turn": reverts turn `turnId` and every later one (asked first when
+   *  there are later ones); what it did, or why it was refused, is told in the chat. */
+  async undoTurnFromChat(turnId: number, laterTurns: number): Promise<void> {
+    const sessionId = this.store.activeId;
+    if (!sessionId) return;
+    if (laterTurns > 0) {
+      const later = laterTurns === 1 ? 'the later turn' : `the ${laterTurns} later turns`;
+      const answer = await vscode.window.showWarningMessage(
+        `Undo turn ${turnId} and ${later}?`,
+        { modal: true, detail: `Undo reverts the files this turn changed and those of ${later}, keeping your own edits since.` },
+        'Undo',
+      );
+      if (answer !== 'Undo') return;
+    }
+    await this.revertFromChat(sessionId, 'Undid', () => this.exec(ServerCommand.undoTurn, { sessionId, turnId }));
+  }
+
+  /** The chat's "Redo": re-applies what the latest undo reverted. */
+  async redoTurnFromChat(): Promise<void> {
+    const sessionId = this.store.activeId;
+    if (!sessionId) return;
+    await this.revertFromChat(sessionId, 'Redid', () => this.exec(ServerCommand.redoTurn, { sessionId }));
+  }
+
+  private async revertFromChat(sessionId: string, verb: string, run: () => Promise<TurnsReverted>): Promise<void> {
+    try {
+      this.store.apply(sessionId, { kind: 'notice', level: 'info', text: revertedText(verb, await run()) });
+    } catch (e) {
+      const why = e instanceof Error ? e.message : String(e);
+      this.store.apply(sessionId, { kind: 'notice', level: 'warning', text: `agentls: ${verb === 'Undid' ? 'undo' : 'redo'} refused: ${why}` });
+    }
+  }
+
   private onOp(sessionId: string, op: ChatOp): void {
     if (op.kind === 'tool_call_end' && op.data.status !== 'ok') {
       const agent = 'agent' in op ? op.agent?.sessionId : undefined;
@@ -436,9 +469,9 @@ export class Ctx implements ChatActions, vscode.Disposable {
   private async resume(sessionId: string): Promise<{ result: ResumeSessionResult; history?: HistoryEntry[] }> {
     const result = await this.exec(ServerCommand.resumeSession, { sessionId });
     if (!result.resumed || !this.supports(ServerCommand.history)) return { result };
-    const { entries } = await this.exec(ServerCommand.history, { sessionId: result.sessionId });
+    const { entries, undone, redoable } = await this.exec(ServerCommand.history, { sessionId: result.sessionId });
     this.store.reset(result.sessionId);
-    this.store.apply(result.sessionId, { kind: 'history', entries });
+    this.store.apply(result.sessionId, { kind: 'history', entries, undone, redoable });
     return { result, history: entries };
   }
 

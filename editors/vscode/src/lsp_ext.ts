@@ -108,14 +108,16 @@ export interface ConfigureParams {
 
 /** `agentls.history`: the conversation of an open or stored session. */
 export type HistoryEntry =
-  | { kind: 'user'; text: string; timestamp: string }
+  /** `turnId`: the checkpointed turn the input started (what `agentls.undoTurn` takes). */
+  | { kind: 'user'; text: string; timestamp: string; turnId?: number }
   | { kind: 'steering'; text: string; timestamp: string }
   | { kind: 'assistant'; text: string; reasoning: string | null; timestamp: string; toolCalls: HistoryCall[] }
   | { kind: 'tool_result'; callId: string; toolName: string; output: string; isError: boolean; timestamp: string }
   | { kind: 'summary'; text: string; turnsSummarized: number; timestamp: string };
 /** A tool call of an assistant entry; `arguments` is the JSON value the model sent. */
 export interface HistoryCall { callId: string; toolName: string; summary: string; arguments: unknown }
-export interface HistoryResult { sessionId: string; entries: HistoryEntry[] }
+/** `undone` / `redoable`: as the `undo_state` event says (absent when none). */
+export interface HistoryResult { sessionId: string; entries: HistoryEntry[]; undone?: number[]; redoable?: number[] }
 
 // ---- events (agentls/event) ----
 
@@ -130,7 +132,8 @@ export interface Usage {
 
 export interface EventDataByKind {
   session_start: { profile: string; model: string; cwd: string; resumed: boolean; tools: string[]; project_docs: string[] };
-  user_input: { content: string };
+  /** `turn_id`: the turn's number, what `agentls.undoTurn` takes (absent without checkpoints). */
+  user_input: { content: string; turn_id?: number };
   assistant_text_start: { model: string };
   assistant_text_delta: { delta: string };
   assistant_reasoning_delta: { delta: string };
@@ -176,6 +179,9 @@ export interface EventDataByKind {
   session_end: { state: SessionState; totals: Usage };
   config_changed: { model: string; reasoning_effort: ReasoningEffort | null; approval: Approval };
   project_docs_reloaded: { path: string; message: string };
+  /** Which turns are undone now, and which `agentls.redoTurn` would re-apply; after an undo or a
+   *  redo (from any client) also what it did. */
+  undo_state: { undone: number[]; redoable: number[]; direction?: 'undo' | 'redo'; turn_ids?: number[]; rewound?: number };
 }
 export type EventKind = keyof EventDataByKind;
 export type EndReason =

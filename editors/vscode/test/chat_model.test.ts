@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { coalesce } from '../src/chat/coalesce';
-import { ChatModel, MAX_TOOL_OUTPUT, type ChatOp, type Entry } from '../src/chat/model';
+import { ChatModel, MAX_TOOL_OUTPUT, turnActions, type ChatOp, type Entry } from '../src/chat/model';
 import type { AgentEvent } from '../src/lsp_ext';
 
 const recorded = JSON.parse(readFileSync(join(__dirname, '../../test/fixtures/recorded_session.json'), 'utf8')) as {
@@ -238,4 +238,81 @@ test('a subagent folds into a card on its spawn call and never ends the turn', (
   assert.equal(after.agents?.[0].status, 'completed');
   assert.equal(after.agents?.[0].entries.at(-1)?.kind, 'notice');
   assert.equal(again.header.busy, true);
+});
+
+// ---- undo and redo of turns (issue 28) ----
+
+const at = '2026-11-26T21:00:00+00:00';
+const totals = { input_tokens: 0, output_tokens: 0, reasoning_tokens: 0, cache_read_tokens: 0, cache_write_tokens: 0 };
+const input = (content: string, turnId: number): AgentEvent => ({ sessionId: 's1', kind: 'user_input', timestamp: at, data: { content, turn_id: turnId } });
+const end: AgentEvent = { sessionId: 's1', kind: 'processing_end', timestamp: at, data: { state: 'idle', reason: 'completed', text: '', totals } };
+const undoState = (undone: number[], redoable: number[], direction?: 'undo' | 'redo'): AgentEvent => ({
+  sessionId: 's1', kind: 'undo_state', timestamp: at,
+  data: { undone, redoable, ...(direction ? { direction, turn_ids: undone.length ? undone : redoable } : {}) },
+});
+
+function turnsOf(m: ChatModel): unknown[] {
+  return m.entries.flatMap((e) => (e.kind === 'user' && e.turnId !== undefined ? [{ turn: e.turnId, undone: e.undone ?? false, actions: turnActions(m.entries, e, m.header.busy) }] : []));
+}
+
+test('each ended turn offers "Undo this turn", which says it also reverts the later turns; none while a turn runs', () => {
+  const m = fold([input('one', 1), end, input('two', 2), end, input('three', 3)]);
+  const undo = (laterTurns: number, enabled: boolean, later: string) => ({
+    undo: { enabled, laterTurns, title: `Undo this turn: reverts the files it changed${later}, keeping your own edits since${enabled ? '' : ' (wait for the running turn to end)'}` },
+  });
+  assert.deepEqual(turnsOf(m), [
+    { turn: 1, undone: false, actions: undo(2, false, ' and those of the 2 later turns') },
+    { turn: 2, undone: false, actions: undo(1, false, ' and those of the 1 later turn') },
+    { turn: 3, undone: false, actions: {} },
+  ]);
+  m.apply(end);
+  assert.deepEqual(turnsOf(m)[2], { turn: 3, undone: false, actions: undo(0, true, '') });
+  assert.deepEqual(turnsOf(m)[0], { turn: 1, undone: false, actions: undo(2, true, ' and those of the 2 later turns') });
+});
+
+test('an undo marks its turns undone and offers Redo on them; a redo or a new turn that changed files takes it back', () => {
+  const m = fold([input('one', 1), end, input('two', 2), end, input('three', 3), end]);
+  const changed = m.apply(undoState([2, 3], [2, 3], 'undo'));
+  const ids = m.entries.filter((e) => e.kind === 'user' && (e.turnId === 2 || e.turnId === 3)).map((e) => e.id);
+  assert.deepEqual(changed, ids, 'the two user entries are re-rendered');
+  const redo = { redo: { enabled: true, title: 'Redo: re-applies the file changes of turns 2, 3 (undone together), keeping your edits since' } };
+  assert.deepEqual(turnsOf(m), [
+    { turn: 1, undone: false, actions: { undo: { enabled: true, laterTurns: 0, title: 'Undo this turn: reverts the files it changed, keeping your own edits since' } } },
+    { turn: 2, undone: true, actions: redo },
+    { turn: 3, undone: true, actions: redo },
+  ]);
+  m.apply(undoState([], [], 'redo'));
+  assert.deepEqual(turnsOf(m).map((t) => (t as { undone: boolean }).undone), [false, false, false]);
+  m.apply(undoState([3], [3], 'undo'));
+  m.apply(input('four', 4));
+  assert.deepEqual((turnsOf(m)[2] as { actions: unknown }).actions, { redo: { enabled: false, title: 'Redo: re-applies the file changes of turn 3, keeping your edits since (wait for the running turn to end)' } });
+  m.apply(end);
+  m.apply(undoState([3], []));
+  assert.deepEqual(turnsOf(m).slice(2), [
+    { turn: 3, undone: true, actions: {} },
+    { turn: 4, undone: false, actions: { undo: { enabled: true, laterTurns: 0, title: 'Undo this turn: reverts the files it changed, keeping your own edits since' } } },
+  ]);
+  assert.deepEqual(m.apply(undoState([3], [])), [], 'an unchanged state re-renders nothing');
+});
+
+test('a reopened session\'s history carries the turn ids and which are undone', () => {
+  const m = fold([{
+    kind: 'history',
+    entries: [
+      { kind: 'user', text: 'one', timestamp: at, turnId: 1 },
+      { kind: 'steering', text: 'faster', timestamp: at },
+      { kind: 'user', text: 'two', timestamp: at, turnId: 2 },
+    ],
+    undone: [2],
+    redoable: [2],
+  }]);
+  assert.deepEqual(turnsOf(m).map((t) => { const { actions, ...rest } = t as { actions: { undo?: unknown; redo?: unknown } }; return { ...rest, undo: !!actions.undo, redo: !!actions.redo }; }), [
+    { turn: 1, undone: false, undo: true, redo: false },
+    { turn: 2, undone: true, undo: false, redo: true },
+  ]);
+});
+
+test('a turn the server stopped during ends too (its buttons appear)', () => {
+  const m = fold([input('one', 1), { kind: 'interrupted', text: 'the server stopped' }]);
+  assert.equal((m.entries[0] as { running?: boolean }).running, false);
 });

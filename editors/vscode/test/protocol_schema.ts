@@ -180,7 +180,7 @@ export const eventData: { [K in EventKind]: Schema<EventDataByKind[K]> } = {
     tools: array(string),
     project_docs: array(string),
   }),
-  user_input: object<EventDataByKind['user_input']>()({ content: string }),
+  user_input: object<EventDataByKind['user_input']>()({ content: string, turn_id: optional(number) }),
   assistant_text_start: object<EventDataByKind['assistant_text_start']>()({ model: string }),
   assistant_text_delta: object<EventDataByKind['assistant_text_delta']>()({ delta: string }),
   assistant_reasoning_delta: object<EventDataByKind['assistant_reasoning_delta']>()({ delta: string }),
@@ -238,6 +238,13 @@ export const eventData: { [K in EventKind]: Schema<EventDataByKind[K]> } = {
   session_end: object<EventDataByKind['session_end']>()({ state: sessionState, totals: usage }),
   config_changed: object<EventDataByKind['config_changed']>()({ model: string, reasoning_effort: nullable(reasoningEffort), approval }),
   project_docs_reloaded: object<EventDataByKind['project_docs_reloaded']>()({ path: string, message: string }),
+  undo_state: object<EventDataByKind['undo_state']>()({
+    undone: array(number),
+    redoable: array(number),
+    direction: optional(literal('undo', 'redo')),
+    turn_ids: optional(array(number)),
+    rewound: optional(number),
+  }),
 };
 
 /** What every event carries besides its `kind` and `data`. */
@@ -333,7 +340,7 @@ export const sessionInfo = object<SessionInfo>()({
 const historyCall = object<HistoryCall>()({ callId: string, toolName: string, summary: string, arguments: json });
 type Entry<K extends HistoryEntry['kind']> = Extract<HistoryEntry, { kind: K }>;
 const historyEntry = tagged<HistoryEntry>()('kind', {
-  user: object<Entry<'user'>>()({ kind: literal('user'), text: string, timestamp: string }),
+  user: object<Entry<'user'>>()({ kind: literal('user'), text: string, timestamp: string, turnId: optional(number) }),
   steering: object<Entry<'steering'>>()({ kind: literal('steering'), text: string, timestamp: string }),
   assistant: object<Entry<'assistant'>>()({ kind: literal('assistant'), text: string, reasoning: nullable(string), timestamp: string, toolCalls: array(historyCall) }),
   tool_result: object<Entry<'tool_result'>>()({
@@ -380,7 +387,7 @@ export const commandSchemas: { [K in keyof Commands]: { params: Schema<CommandPa
     params: sessionIdParams,
     result: object<ResumeSessionResult>()({ sessionId: string, profile: string, model: string, resumed: boolean, turns: optional(number) }),
   },
-  history: { params: sessionIdParams, result: object<HistoryResult>()({ sessionId: string, entries: array(historyEntry) }) },
+  history: { params: sessionIdParams, result: object<HistoryResult>()({ sessionId: string, entries: array(historyEntry), undone: optional(array(number)), redoable: optional(array(number)) }) },
   configure: {
     params: object<ConfigureParams>()({
       sessionId: string,

@@ -1,7 +1,7 @@
 // The chat view's script: applies the host's ops to its own ChatModel (the same reducer the
 // host runs) and renders the changed entries once per animation frame.
 
-import { ChatModel, type Entry, type SubagentCard, type ToolEntry } from '../src/chat/model';
+import { ChatModel, turnActions, type Entry, type SubagentCard, type ToolEntry, type UserEntry } from '../src/chat/model';
 import type { FromWebview, ToWebview } from '../src/chat/messages';
 import { mcpTool } from '../src/mcp_text';
 import { StreamingMarkdown } from './markdown';
@@ -61,14 +61,39 @@ function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, text?: 
 
 function userView(): EntryView {
   const root = el('div', 'entry user');
-  const label = el('div', 'who');
+  const head = el('div', 'user-head');
+  const label = el('span', 'who');
+  const turn = el('span', 'turn-id');
+  const mark = el('span', 'turn-undone', 'undone');
+  const undo = el('button', 'turn-action undo', 'Undo this turn');
+  const redo = el('button', 'turn-action redo', 'Redo');
+  head.append(label, turn, mark, undo, redo);
   const body = el('div', 'text');
-  root.append(label, body);
+  root.append(head, body);
+  let shown: UserEntry | undefined;
+  undo.addEventListener('click', () => {
+    const actions = shown && turnActions(model.entries, shown, model.header.busy);
+    if (shown?.turnId === undefined || !actions?.undo?.enabled) return;
+    vscode.postMessage({ type: 'undoTurn', turnId: shown.turnId, laterTurns: actions.undo.laterTurns });
+  });
+  redo.addEventListener('click', () => vscode.postMessage({ type: 'redoTurn' }));
   return {
     el: root,
     update(e) {
       if (e.kind !== 'user') return;
+      shown = e;
       label.textContent = e.steering ? 'You (steering)' : 'You';
+      turn.textContent = e.turnId !== undefined ? `turn ${e.turnId}` : '';
+      turn.hidden = e.turnId === undefined;
+      root.classList.toggle('undone', !!e.undone);
+      mark.hidden = !e.undone;
+      const actions = turnActions(model.entries, e, model.header.busy);
+      undo.hidden = !actions.undo;
+      undo.disabled = !actions.undo?.enabled;
+      undo.title = actions.undo?.title ?? '';
+      redo.hidden = !actions.redo;
+      redo.disabled = !actions.redo?.enabled;
+      redo.title = actions.redo?.title ?? '';
       body.textContent = e.text;
     },
   };
@@ -277,6 +302,8 @@ function render(): void {
   frameRequested = false;
   const t0 = performance.now();
   const again: number[] = [];
+  // The header's busy state and each new turn change what every turn's buttons offer.
+  if (dirty.has(-1)) for (const e of model.entries) if (e.kind === 'user' && e.turnId !== undefined) dirty.add(e.id);
   for (const id of dirty) {
     if (id === -1) {
       renderHeader();

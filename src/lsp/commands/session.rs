@@ -8,6 +8,7 @@ use tower_lsp_server::jsonrpc::Result;
 
 use super::Handler;
 use super::args::{invalid_field, request_failed, root_of};
+use crate::checkpoint::{Checkpoints, TurnRecord, UndoState};
 use crate::lsp::assembly::{self, NewSession as NewSessionRequest};
 use crate::lsp::protocol::{
     Cancel, CloseSession, Compact, CompactionQueued, Configure, ConfigureParams, FollowUp, History,
@@ -170,13 +171,17 @@ impl Handler for ListSessions {
     }
 }
 
-fn history_entries(turns: &[Turn], cwd: &std::path::Path) -> Vec<HistoryEntry> {
+/// What a client shows of `turns`; a user input is named by the id of the checkpointed turn it
+/// started (`recorded`, found by its timestamp).
+fn history_entries(turns: &[Turn], cwd: &std::path::Path, recorded: &[TurnRecord]) -> Vec<HistoryEntry> {
     let mut out = Vec::new();
     for turn in turns {
         match turn {
-            Turn::User(t) => {
-                out.push(HistoryEntry::User { text: t.content.clone(), timestamp: t.timestamp.to_rfc3339() })
-            }
+            Turn::User(t) => out.push(HistoryEntry::User {
+                text: t.content.clone(),
+                timestamp: t.timestamp.to_rfc3339(),
+                turn_id: recorded.iter().find(|r| r.user_timestamp == t.timestamp).map(|r| r.id),
+            }),
             Turn::Steering(t) => out.push(HistoryEntry::Steering {
                 text: t.content.clone(),
                 timestamp: t.timestamp.to_rfc3339(),
@@ -231,8 +236,18 @@ impl Handler for History {
                 (stored_history(&transcript.records), transcript.header.root.clone())
             }
         };
-        let entries = history_entries(&turns, &root);
-        Ok(HistoryResult { session_id: id, entries })
+        let recorded = match state.sessions.get(&id).and_then(|open| open.handle.checkpoints()) {
+            Some(checkpoints) => checkpoints.turns(),
+            None => state
+                .options
+                .data_dir
+                .as_deref()
+                .map(|dir| Checkpoints::stored_turns(dir, &id))
+                .unwrap_or_default(),
+        };
+        let entries = history_entries(&turns, &root, &recorded);
+        let UndoState { undone, redoable } = UndoState::of(&recorded);
+        Ok(HistoryResult { session_id: id, entries, undone, redoable })
     }
 }
 

@@ -1,7 +1,9 @@
 //! `agentls.undoTurn` and `agentls.redoTurn`: a session's recorded turns reverted or re-applied
 //! through the editor like any other change (open buffers through `workspace/applyEdit`, other
 //! files on disk through the session's committer), then, with `rewind`, its history cut back.
-//! A plain client is answered at once and told the outcome with `window/showMessage`.
+//! A plain client is answered at once and told the outcome with `window/showMessage`; a plugin
+//! client gets the command's result and an `undo_state` event (so every view of the session,
+//! not only the one that asked, shows which turns are undone).
 
 use std::sync::Arc;
 
@@ -17,12 +19,13 @@ use crate::checkpoint::{Direction, Reversal};
 use crate::exec::ExecutionEnvironment;
 use crate::lsp::apply;
 use crate::lsp::protocol::{
-    NotCoveredFile, RedoTurn, RevertedFile, SessionParams, TurnsReverted, UndoTurn, UndoTurnParams,
+    EventNotification, EventParams, NotCoveredFile, RedoTurn, RevertedFile, SessionParams, TurnsReverted,
+    UndoTurn, UndoTurnParams,
 };
 use crate::lsp::registry::LspSession;
 use crate::lsp::review::{file_uri, review_op};
 use crate::lsp::state::ServerState;
-use crate::session::SessionState;
+use crate::session::{Event, EventData, SessionState, UndoStatus};
 use crate::workspace::{FileOp, ResolvedChangeSet, Workspace};
 
 /// The editor, as undo and redo reach it.
@@ -113,6 +116,17 @@ async fn run(
         true => Some(session.handle.rewind(reversal.mark).await.map_err(|e| e.to_string())?),
         false => None,
     };
+    if state.profile().plugin {
+        // Every view of the session (the chat, whoever asked) learns which turns are undone now.
+        let status = UndoStatus {
+            direction: Some(direction),
+            turn_ids: reversal.turns.clone(),
+            rewound,
+            ..UndoStatus::new(checkpoints.undo_state())
+        };
+        let event = Event::new(session.id.as_str().into(), EventData::UndoState(status));
+        state.outbound.notify::<EventNotification>(EventParams::of(&event)).await;
+    }
     Ok(reverted(&session.id, &reversal, rewound))
 }
 

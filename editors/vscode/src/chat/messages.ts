@@ -17,4 +17,7 @@ export type FromWebview =
   | { type: 'newSession' }
   | { type: 'switchSession' }
   | { type: 'selectModel' }
-  | { type: 'setReasoningEffort' };
+  | { type: 'setReasoningEffort' }
+  /** "Undo this turn" on turn `turnId` (which also reverts `laterTurns` later turns). */
+  | { type: 'undoTurn'; turnId: number; laterTurns: number }
+  | { type: 'redoTurn' };

@@ -7,7 +7,18 @@ import type { AgentEvent, EventDataByKind, HistoryEntry, SubagentRef, Usage } fr
 
 export type ToolStatus = 'running' | 'ok' | 'error' | 'cancelled';
 
-export interface UserEntry { kind: 'user'; id: number; text: string; steering?: boolean }
+/** A user's input. `turnId`: the checkpointed turn it started (what "Undo this turn" takes);
+ *  `running` while its turn runs; `undone` once undone, `redoable` when a redo would re-apply it. */
+export interface UserEntry {
+  kind: 'user';
+  id: number;
+  text: string;
+  steering?: boolean;
+  turnId?: number;
+  running?: boolean;
+  undone?: boolean;
+  redoable?: boolean;
+}
 export interface AssistantEntry { kind: 'assistant'; id: number; text: string; reasoning: string; streaming: boolean }
 export interface ToolEntry {
   kind: 'tool';
@@ -41,7 +52,7 @@ export type LocalOp =
   | { kind: 'notice'; level: NoticeEntry['level']; text: string }
   /** The server stopped mid-turn: nothing still running will finish. */
   | { kind: 'interrupted'; text: string }
-  | { kind: 'history'; entries: HistoryEntry[] };
+  | { kind: 'history'; entries: HistoryEntry[]; undone?: number[]; redoable?: number[] };
 
 export type ChatOp = AgentEvent | LocalOp;
 
@@ -147,10 +158,12 @@ export class ChatModel {
       case 'config_changed':
         this.header = { ...this.header, model: op.data.model, reasoningEffort: op.data.reasoning_effort ?? null, approval: op.data.approval };
         return [-1, this.push<NoticeEntry>({ kind: 'notice', level: 'info', text: describeConfig(op.data) }).id];
-      case 'user_input':
+      case 'user_input': {
         this.header = { ...this.header, busy: true };
         this.turnUsage = { input: 0, output: 0 };
-        return [-1, this.push<UserEntry>({ kind: 'user', text: op.data.content }).id];
+        const turn = op.data.turn_id !== undefined ? { turnId: op.data.turn_id, running: true } : {};
+        return [-1, this.push<UserEntry>({ kind: 'user', text: op.data.content, ...turn }).id];
+      }
       case 'steering_injected':
         return [this.push<UserEntry>({ kind: 'user', text: op.data.content, steering: true }).id];
       case 'assistant_text_start': {
@@ -258,23 +271,54 @@ export class ChatModel {
           }
         }
         this.header = { ...this.header, busy: false, currentTool: undefined };
-        return [...ids, this.notice('error', op.text)];
+        return [...ids, ...this.turnsEnded(), this.notice('error', op.text)];
       }
       case 'processing_end': {
         const open = this.streaming();
         if (open) open.streaming = false;
         this.header = { ...this.header, busy: false, currentTool: undefined };
         for (const t of this.tools.values()) if (t.status === 'running') t.status = 'cancelled';
-        const ids = [-1, ...(open ? [open.id] : [])];
+        const ids = [-1, ...(open ? [open.id] : []), ...this.turnsEnded()];
         const end = this.push<TurnEndEntry>({ kind: 'turn_end', reason: op.data.reason, inputTokens: this.turnUsage.input, outputTokens: this.turnUsage.output });
         return [...ids, end.id];
       }
       case 'session_end':
         this.header = { ...this.header, busy: false, currentTool: undefined };
         return [-1, this.notice('info', 'The session ended.')];
-      case 'history':
-        return op.entries.flatMap((h) => this.historyEntry(h));
+      case 'history': {
+        const ids = op.entries.flatMap((h) => this.historyEntry(h));
+        return [...ids, ...this.markUndone(op.undone ?? [], op.redoable ?? [])];
+      }
+      case 'undo_state':
+        return this.markUndone(op.data.undone, op.data.redoable);
     }
+  }
+
+  /** The user entries whose turn ran, now ended. */
+  private turnsEnded(): number[] {
+    const ids: number[] = [];
+    for (const e of this.entries) {
+      if (e.kind === 'user' && e.running) {
+        e.running = false;
+        ids.push(e.id);
+      }
+    }
+    return ids;
+  }
+
+  /** Marks the turns undone now and those a redo would re-apply; returns the entries that changed. */
+  private markUndone(undone: number[], redoable: number[]): number[] {
+    const ids: number[] = [];
+    for (const e of this.entries) {
+      if (e.kind !== 'user' || e.turnId === undefined) continue;
+      const isUndone = undone.includes(e.turnId);
+      const isRedoable = redoable.includes(e.turnId);
+      if (!!e.undone === isUndone && !!e.redoable === isRedoable) continue;
+      e.undone = isUndone || undefined;
+      e.redoable = isRedoable || undefined;
+      ids.push(e.id);
+    }
+    return ids;
   }
 
   private notice(level: NoticeEntry['level'], text: string): number {
@@ -284,8 +328,9 @@ export class ChatModel {
   private historyEntry(h: HistoryEntry): number[] {
     switch (h.kind) {
       case 'user':
+        return [this.push<UserEntry>({ kind: 'user', text: h.text, ...(h.turnId !== undefined ? { turnId: h.turnId } : {}) }).id];
       case 'steering':
-        return [this.push<UserEntry>({ kind: 'user', text: h.text, ...(h.kind === 'steering' ? { steering: true } : {}) }).id];
+        return [this.push<UserEntry>({ kind: 'user', text: h.text, steering: true }).id];
       case 'assistant': {
         const ids: number[] = [];
         if (h.text || h.reasoning) {
@@ -312,6 +357,35 @@ export class ChatModel {
         return [this.notice('info', `Earlier conversation (${h.turnsSummarized} messages), as summarised for the model:\n\n${h.text}`)];
     }
   }
+}
+
+/** What the chat offers on a turn's input: "Undo this turn" on a turn that ended and is not
+ *  undone, "Redo" on an undone one the next redo re-applies; each disabled while a turn runs. */
+export interface TurnActions {
+  undo?: { enabled: boolean; title: string; laterTurns: number };
+  redo?: { enabled: boolean; title: string };
+}
+
+export function turnActions(entries: readonly Entry[], entry: UserEntry, busy: boolean): TurnActions {
+  if (entry.turnId === undefined || entry.running) return {};
+  const wait = busy ? ' (wait for the running turn to end)' : '';
+  const turns = entries.filter((e): e is UserEntry => e.kind === 'user' && e.turnId !== undefined);
+  if (entry.undone) {
+    if (!entry.redoable) return {};
+    const together = turns.filter((e) => e.redoable).map((e) => e.turnId);
+    const which = together.length > 1 ? `turns ${together.join(', ')} (undone together)` : `turn ${entry.turnId}`;
+    return { redo: { enabled: !busy, title: `Redo: re-applies the file changes of ${which}, keeping your edits since${wait}` } };
+  }
+  const id = entry.turnId;
+  const laterTurns = new Set(turns.filter((e) => e.turnId! > id && !e.undone).map((e) => e.turnId)).size;
+  const later = laterTurns === 0 ? '' : laterTurns === 1 ? ' and those of the 1 later turn' : ` and those of the ${laterTurns} later turns`;
+  return {
+    undo: {
+      enabled: !busy,
+      title: `Undo this turn: reverts the files it changed${later}, keeping your own edits since${wait}`,
+      laterTurns,
+    },
+  };
 }
 
 /** What a `turn_limit` event says to the user. */

@@ -16,6 +16,9 @@ export interface ChatActions {
   switchSession(): Promise<void>;
   selectModel(): Promise<void>;
   setReasoningEffort(): Promise<void>;
+  /** The chat's "Undo this turn" (with every later turn) and "Redo"; a refusal is shown in the chat. */
+  undoTurnFromChat(turnId: number, laterTurns: number): Promise<void>;
+  redoTurnFromChat(): Promise<void>;
 }
 
 const FRAME_MS = 16;
@@ -97,6 +100,12 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
         break;
       case 'setReasoningEffort':
         run(this.actions.setReasoningEffort());
+        break;
+      case 'undoTurn':
+        run(this.actions.undoTurnFromChat(m.turnId, m.laterTurns));
+        break;
+      case 'redoTurn':
+        run(this.actions.redoTurnFromChat());
         break;
     }
   }

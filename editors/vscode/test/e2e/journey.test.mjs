@@ -341,6 +341,42 @@ test('Undo Last Turn removes the file the turn created; Redo Turn brings it back
   await until('the redo told', () => page.locator('.notifications-toasts', { hasText: 'agentls: Redid turn' }).first().isVisible(), 10_000);
 });
 
+test('the chat\'s "Undo this turn" on a turn: refused while the user\'s edit overlaps it, then reverts it and marks it undone; "Redo" brings it back (issue 28)', async () => {
+  const f = await chatFrame();
+  const turn = f.locator('.entry.user', { hasText: 'Add a greeting file.' }).last();
+  const undo = turn.locator('button.turn-action.undo');
+  await until('"Undo this turn" on the turn', () => undo.isEnabled(), 10_000);
+  assert.match(await turn.locator('.turn-id').innerText(), /^turn \d+$/);
+  assert.equal(await undo.getAttribute('title'), 'Undo this turn: reverts the files it changed, keeping your own edits since');
+  // The user types into the file the turn created: its undo would delete the user's line.
+  const editor = await openFile('added.txt');
+  await editor.locator('.view-line', { hasText: 'hello from agentls' }).click();
+  await page.keyboard.press('End');
+  await page.keyboard.type(' mine');
+  await undo.click();
+  await until('the refusal in the chat', async () => /undo refused: .*added\.txt.*edited since/.test(await chatText()), 30_000);
+  assert.ok(existsSync(join(ws, 'added.txt')), 'nothing was changed');
+  assert.equal(await turn.locator('.turn-undone').isVisible(), false);
+  await shot('chat-undo-refused');
+  await openFile('added.txt');
+  await editor.locator('.view-line', { hasText: 'mine' }).click();
+  await page.keyboard.press('Control+Z');
+  await until('the user\'s line taken back', async () => !(await editor.locator('.view-lines').innerText()).includes('mine'), 10_000);
+  await undo.click();
+  await until('the file removed', () => !existsSync(join(ws, 'added.txt')), 30_000);
+  await until('the turn marked undone', () => turn.locator('.turn-undone').isVisible(), 10_000);
+  assert.ok((await turn.getAttribute('class')).includes('undone'));
+  assert.equal(await turn.locator('button.turn-action.undo').isVisible(), false, 'an undone turn offers no undo');
+  const redo = turn.locator('button.turn-action.redo');
+  assert.equal(await redo.isEnabled(), true);
+  await until('the undo told in the chat', async () => /Undid turn \d+: added\.txt\./.test(await chatText()), 10_000);
+  await shot('chat-undo-turn');
+  await redo.click();
+  await until('the file back', () => existsSync(join(ws, 'added.txt')), 30_000);
+  await until('the mark gone', async () => !(await turn.locator('.turn-undone').isVisible()) && (await undo.isVisible()), 10_000);
+  await shot('chat-redo-turn');
+});
+
 test('Set Reasoning Effort changes the session and the chat header shows it', async () => {
   await palette('agentls: Set Reasoning Effort');
   const high = page.locator('.quick-input-list .monaco-list-row', { hasText: 'high' }).first();
