@@ -4,6 +4,7 @@
 mod adapter;
 pub mod anthropic;
 mod assemble;
+pub mod capabilities;
 pub mod cassette;
 pub mod client;
 pub mod error;
@@ -15,6 +16,7 @@ pub mod retry;
 pub mod schema;
 pub mod types;
 
+pub use capabilities::{ModelCapabilities, capabilities};
 pub use client::{Client, EventStream};
 pub use error::LlmError;
 pub use retry::RetryPolicy;

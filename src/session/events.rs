@@ -22,7 +22,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::SessionState;
 use crate::checkpoint::{Direction, UndoState};
 use crate::config::Approval;
-use crate::llm::{LlmError, ReasoningEffort, Usage};
+use crate::llm::{FinishReason, LlmError, ReasoningEffort, Usage};
 
 /// The payload of each kind of event. Adjacently tagged: `{"kind": …, "data": {…}}`; the kind's
 /// name on the wire is the variant's, in snake_case (`tool_call_end`), and is written nowhere
@@ -255,6 +255,10 @@ pub struct TextEnd {
     pub totals: Usage,
     pub response_id: String,
     pub model: String,
+    /// Why the model stopped: `stop`, `length` (its output limit), `tool_calls`,
+    /// `content_filter` (a refusal), or the provider's own word.
+    #[serde(default)]
+    pub finish_reason: FinishReason,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -273,6 +273,8 @@ enum Command {
         text: String,
         epoch: u64,
         context: Vec<PathBuf>,
+        /// Images the user attached; they join the input's message.
+        images: Vec<llm::Image>,
     },
     FollowUpWake,
     /// Compact the history (`agentls.compact`); runs between inputs, never mid round.
@@ -367,8 +369,13 @@ impl SessionHandle {
     /// Queues a user input about `context` (the file the user is in): the instruction files of
     /// its subdirectories apply from this input on.
     pub fn submit_with_context(&self, text: String, context: Vec<PathBuf>) {
+        self.submit_with_images(text, context, Vec::new());
+    }
+
+    /// Queues a user input with images attached (the front door checked the model takes them).
+    pub fn submit_with_images(&self, text: String, context: Vec<PathBuf>, images: Vec<llm::Image>) {
         let epoch = self.shared.control.epoch();
-        let _ = self.shared.commands.send(Command::Submit { text, epoch, context });
+        let _ = self.shared.commands.send(Command::Submit { text, epoch, context, images });
     }
 
     /// Injects a message after the current tool round (or before the next call when idle).

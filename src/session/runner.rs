@@ -144,10 +144,10 @@ pub(super) async fn run(
     drop(agents);
     while let Some(command) = commands.recv().await {
         let input = match command {
-            Command::Submit { text, epoch, context } => Some((text, epoch, context)),
+            Command::Submit { text, epoch, context, images } => Some((text, epoch, context, images)),
             Command::FollowUpWake => {
                 let next = runner.shared.inbox.next_follow_up();
-                next.map(|t| (t, runner.shared.control.epoch(), Vec::new()))
+                next.map(|t| (t, runner.shared.control.epoch(), Vec::new(), Vec::new()))
             }
             Command::Compact { epoch } => {
                 if let Some(token) = runner.shared.control.begin(epoch) {
@@ -161,9 +161,9 @@ pub(super) async fn run(
             }
             Command::Close => break,
         };
-        let Some((text, epoch, context)) = input else { continue };
+        let Some((text, epoch, context, images)) = input else { continue };
         let Some(token) = runner.shared.control.begin(epoch) else { continue };
-        if runner.process(text, &context, token).await == EndReason::Fatal {
+        if runner.process(text, &context, images, token).await == EndReason::Fatal {
             break;
         }
     }
@@ -249,14 +249,17 @@ impl Runner {
         &mut self,
         mut text: String,
         context: &[PathBuf],
+        images: Vec<llm::Image>,
         token: CancellationToken,
     ) -> EndReason {
         self.set_state(SessionState::Processing);
         let mut last_text;
         let mut reason;
         let mut context = context;
+        let mut images = images;
         loop {
-            (reason, last_text) = self.process_input(text, context, &token).await;
+            (reason, last_text) =
+                self.process_input(text, context, std::mem::take(&mut images), &token).await;
             context = &[];
             if reason != EndReason::Completed {
                 break;
@@ -295,10 +298,11 @@ impl Runner {
         &mut self,
         input: String,
         context: &[PathBuf],
+        images: Vec<llm::Image>,
         token: &CancellationToken,
     ) -> (EndReason, String) {
         let config = self.config();
-        let user = Turn::user(self.prompt.task_message(&config, &input));
+        let user = Turn::user_with_images(self.prompt.task_message(&config, &input), images);
         let turn_id = match (&self.checkpoints, &user) {
             (Some(checkpoints), Turn::User(turn)) => {
                 let index = self.shared.history.read(<[Turn]>::len);
@@ -415,6 +419,7 @@ impl Runner {
                 totals: self.totals,
                 response_id: response.id.clone(),
                 model: response.model.clone(),
+                finish_reason: response.finish_reason.clone(),
             }));
             let stats = self.context.publish(&config, &self.request(&config));
             if !warned_context {

@@ -8,7 +8,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::llm::{ContentPart, Message, Response, ToolCall, ToolResult, Usage};
+use crate::llm::{ContentPart, Image, Message, Response, Role, ToolCall, ToolResult, Usage};
 use crate::profiles::ProjectDocs;
 use crate::profiles::project_docs::ProjectDoc;
 
@@ -64,6 +64,10 @@ pub struct InstructionsTurn {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TextTurn {
     pub content: String,
+    /// Images the user attached (a user turn only), stored with it so a resumed session sends
+    /// them again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<Image>,
     pub timestamp: DateTime<Utc>,
 }
 
@@ -93,15 +97,19 @@ pub struct ToolResultsTurn {
 
 impl Turn {
     pub fn user(content: impl Into<String>) -> Self {
-        Self::User(TextTurn { content: content.into(), timestamp: Utc::now() })
+        Self::user_with_images(content, Vec::new())
+    }
+
+    pub fn user_with_images(content: impl Into<String>, images: Vec<Image>) -> Self {
+        Self::User(TextTurn { content: content.into(), images, timestamp: Utc::now() })
     }
 
     pub fn steering(content: impl Into<String>) -> Self {
-        Self::Steering(TextTurn { content: content.into(), timestamp: Utc::now() })
+        Self::Steering(TextTurn { content: content.into(), images: Vec::new(), timestamp: Utc::now() })
     }
 
     pub fn system(content: impl Into<String>) -> Self {
-        Self::System(TextTurn { content: content.into(), timestamp: Utc::now() })
+        Self::System(TextTurn { content: content.into(), images: Vec::new(), timestamp: Utc::now() })
     }
 
     pub fn instructions(docs: ProjectDocs) -> Self {
@@ -136,7 +144,14 @@ impl Turn {
     /// The message this turn becomes in a request.
     pub fn to_message(&self) -> Message {
         match self {
-            Self::User(t) | Self::Steering(t) | Self::System(t) => Message::user(t.content.clone()),
+            Self::User(t) | Self::Steering(t) | Self::System(t) if t.images.is_empty() => {
+                Message::user(t.content.clone())
+            }
+            Self::User(t) | Self::Steering(t) | Self::System(t) => {
+                let mut parts = vec![ContentPart::text(t.content.clone())];
+                parts.extend(t.images.iter().cloned().map(ContentPart::Image));
+                Message::new(Role::User, parts)
+            }
             Self::Instructions(i) => Message::user(i.message()),
             Self::Summary(s) => Message::user(summary_message(&s.summary)),
             Self::Assistant(a) if !a.parts.is_empty() => Message::assistant(a.parts.clone()),

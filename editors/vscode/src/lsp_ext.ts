@@ -145,6 +145,8 @@ export interface EventDataByKind {
     totals: Usage;
     response_id: string;
     model: string;
+    /** Why the model stopped: stop, length (its output limit), tool_calls, content_filter, or the provider's word. */
+    finish_reason?: string;
   };
   /** `arguments`: the JSON value the model sent. */
   tool_call_start: { tool_name: string; call_id: string; summary: string; arguments: unknown };
