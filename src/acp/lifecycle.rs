@@ -2,8 +2,9 @@
 //!
 //! Invariant: every capability advertised is implemented and tested: sessions can be loaded
 //! (`loadSession`), listed, resumed and closed; prompts take embedded context (resources),
-//! not images or audio (the session's input is text); MCP servers over stdio (always) and
-//! Streamable HTTP, not SSE.
+//! images when the model the user's configuration resolves to takes them (a session whose
+//! model does not — a project's choice, `/model` — refuses an image block saying so), never
+//! audio; MCP servers over stdio (always) and Streamable HTTP, not SSE.
 
 use std::sync::Arc;
 
@@ -15,6 +16,21 @@ use agent_client_protocol_schema::v1::{
 };
 
 use super::Agent;
+use crate::config::{Config, LoadOptions, resolve_provider};
+
+/// Whether the model of the user's configuration (no project yet: `initialize` names no
+/// folder) takes images.
+fn takes_images(agent: &Agent) -> bool {
+    let config = match Config::load(&agent.env, LoadOptions::default()) {
+        Ok(config) => config,
+        Err(e) => {
+            tracing::warn!("the configuration does not load: {e}");
+            return false;
+        }
+    };
+    resolve_provider(&config, &agent.env, || false)
+        .is_ok_and(|settings| crate::llm::capabilities(settings.kind, &settings.model).images)
+}
 
 pub fn initialize(agent: &Arc<Agent>, request: InitializeRequest) -> Result<InitializeResponse, Error> {
     if agent.client.set(request.client_capabilities.clone()).is_err() {
@@ -29,7 +45,7 @@ pub fn initialize(agent: &Arc<Agent>, request: InitializeRequest) -> Result<Init
     );
     let capabilities = AgentCapabilities::new()
         .load_session(true)
-        .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+        .prompt_capabilities(PromptCapabilities::new().embedded_context(true).image(takes_images(agent)))
         .mcp_capabilities(McpCapabilities::new().http(true))
         .session_capabilities(
             SessionCapabilities::new()

@@ -7,7 +7,8 @@
 //! One file per method family: `lifecycle.rs` (`initialize`), `sessions.rs` (`session/new`,
 //! `load`, `resume`, `list`, `close`, modes and config options), `prompt.rs` (`session/prompt`,
 //! `session/cancel`, slash commands); `updates.rs` turns a session's events into
-//! `session/update` (and asks the permission questions in order with them), `replay.rs` a
+//! `session/update` (and asks the permission questions in order with them), `subagents.rs`
+//! a session's children into `subagent_update` and their own updates, `replay.rs` a
 //! stored history into the updates `session/load` replays; `port.rs` is the editor port
 //! (review and permission through `session/request_permission`), `review.rs` the per-hunk review
 //! extension in `_meta`, `fs.rs` the files through the client; `wire.rs` the JSON-RPC line
@@ -30,6 +31,7 @@ mod prompt;
 mod replay;
 mod review;
 mod sessions;
+mod subagents;
 mod updates;
 mod wire;
 

@@ -4,7 +4,9 @@
 //! - One prompt runs per session at a time; a second one is refused, not queued.
 //! - A prompt's content becomes the session's input: text as it is, a `resource_link` as a
 //!   mention of its file (which joins the input's context), an embedded text resource as its
-//!   text in a fenced block naming its URI. Images and audio are refused (`initialize` says so).
+//!   text in a fenced block naming its URI, an image as an image of the input's message when the
+//!   session's model takes images (refused otherwise, with a message naming the model). Audio
+//!   is refused (`initialize` says so).
 //! - The response comes after every update of the turn (the pump answers the waiter after it
 //!   sent them), with the stop reason of the turn's end; `cancelled` after `session/cancel`.
 
@@ -12,14 +14,16 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use agent_client_protocol_schema::v1::{
-    ContentBlock, ContentChunk, EmbeddedResourceResource, Error, PromptRequest, PromptResponse,
+    ContentBlock, ContentChunk, EmbeddedResourceResource, Error, ImageContent, PromptRequest, PromptResponse,
     SessionNotification, SessionUpdate, StopReason,
 };
+use base64::Engine;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::Agent;
 use super::sessions::{AcpSession, Waiter};
+use crate::llm::Image;
 use crate::session::ConfigChange;
 
 fn invalid(message: impl Into<String>) -> Error {
@@ -31,10 +35,29 @@ fn file_path(uri: &str) -> Option<PathBuf> {
     url::Url::parse(uri).ok().filter(|u| u.scheme() == "file").and_then(|u| u.to_file_path().ok())
 }
 
-/// The input's text, and the files it is about.
-fn input(blocks: &[ContentBlock]) -> Result<(String, Vec<PathBuf>), Error> {
+/// What a prompt's content becomes: the input's text, the files it is about, its images.
+struct Input {
+    text: String,
+    context: Vec<PathBuf>,
+    images: Vec<Image>,
+}
+
+/// An image block's bytes, or why not.
+fn image(block: &ImageContent) -> Result<Image, Error> {
+    if !block.mime_type.starts_with("image/") {
+        return Err(invalid(format!("`{}` is not an image type", block.mime_type)));
+    }
+    let data = base64::engine::general_purpose::STANDARD
+        .decode(block.data.trim().as_bytes())
+        .map_err(|e| invalid(format!("the image's data is not base64: {e}")))?;
+    Ok(Image { media_type: block.mime_type.clone(), data })
+}
+
+/// The input of a prompt's blocks; `model` takes images when `takes_images`.
+fn input(blocks: &[ContentBlock], model: &str, takes_images: bool) -> Result<Input, Error> {
     let mut text = String::new();
     let mut context = Vec::new();
+    let mut images = Vec::new();
     for block in blocks {
         match block {
             ContentBlock::Text(t) => text.push_str(&t.text),
@@ -58,16 +81,18 @@ fn input(blocks: &[ContentBlock]) -> Result<(String, Vec<PathBuf>), Error> {
                 }
                 _ => return Err(invalid("binary resources are not supported; send text resources")),
             },
-            ContentBlock::Image(_) | ContentBlock::Audio(_) => {
-                return Err(invalid("images and audio are not supported (promptCapabilities)"));
+            ContentBlock::Image(block) if takes_images => images.push(image(block)?),
+            ContentBlock::Image(_) => {
+                return Err(invalid(format!("the session's model `{model}` takes no images")));
             }
+            ContentBlock::Audio(_) => return Err(invalid("audio is not supported (promptCapabilities)")),
             _ => return Err(invalid("an unknown content block")),
         }
     }
-    if text.trim().is_empty() {
+    if text.trim().is_empty() && images.is_empty() {
         return Err(invalid("the prompt is empty"));
     }
-    Ok((text, context))
+    Ok(Input { text, context, images })
 }
 
 fn say(agent: &Agent, session: &AcpSession, message: String) {
@@ -77,7 +102,9 @@ fn say(agent: &Agent, session: &AcpSession, message: String) {
 
 pub async fn prompt(agent: &Arc<Agent>, request: PromptRequest) -> Result<PromptResponse, Error> {
     let session = agent.session(&request.session_id.0)?;
-    let (text, context) = input(&request.prompt)?;
+    let current = session.current();
+    let takes_images = crate::llm::capabilities(current.provider, &current.model).images;
+    let Input { text, context, images } = input(&request.prompt, &current.model, takes_images)?;
     let trimmed = text.trim();
     let (command, argument) = match trimmed.strip_prefix('/') {
         Some(rest) => {
@@ -113,7 +140,7 @@ pub async fn prompt(agent: &Arc<Agent>, request: PromptRequest) -> Result<Prompt
                 turns.submitted += 1;
                 turns.waiter = Some(Waiter::Input { input: turns.submitted, reply });
                 drop(turns);
-                session.handle.submit_with_context(text, context);
+                session.handle.submit_with_images(text, context, images);
             }
         }
     }

@@ -1,5 +1,6 @@
 //! A stored history as the `session/update` notifications `session/load` replays: the user's
-//! messages, the answers and reasoning, and each tool call with its result.
+//! messages (with the images they carried), the answers and reasoning, and each tool call with
+//! its result.
 //!
 //! Invariant: every update is one the live session sends for the same turn (the same kinds,
 //! titles and raw input), so a loaded conversation looks like the one the user had.
@@ -7,9 +8,11 @@
 use std::path::Path;
 
 use agent_client_protocol_schema::v1::{
-    ContentBlock, ContentChunk, SessionUpdate, ToolCall, ToolCallContent, ToolCallStatus, ToolCallUpdate,
-    ToolCallUpdateFields,
+    ContentBlock, ContentChunk, ImageContent, SessionUpdate, ToolCall, ToolCallContent, ToolCallStatus,
+    ToolCallUpdate, ToolCallUpdateFields,
 };
+
+use base64::Engine;
 
 use super::updates::{kind_of, locations_of};
 use crate::session::{Turn, summarize};
@@ -22,7 +25,14 @@ pub fn updates(history: &[Turn], cwd: &Path) -> Vec<SessionUpdate> {
     let mut out = Vec::new();
     for turn in history {
         match turn {
-            Turn::User(t) | Turn::Steering(t) => out.push(SessionUpdate::UserMessageChunk(chunk(&t.content))),
+            Turn::User(t) | Turn::Steering(t) => {
+                out.push(SessionUpdate::UserMessageChunk(chunk(&t.content)));
+                for image in &t.images {
+                    let data = base64::engine::general_purpose::STANDARD.encode(&image.data);
+                    let block = ContentBlock::Image(ImageContent::new(data, image.media_type.clone()));
+                    out.push(SessionUpdate::UserMessageChunk(ContentChunk::new(block)));
+                }
+            }
             Turn::Summary(s) => out.push(SessionUpdate::AgentThoughtChunk(chunk(&format!(
                 "Summary of {} earlier messages:\n{}",
                 s.turns_summarized, s.summary

@@ -34,7 +34,7 @@ use super::port::AcpPort;
 use super::updates::Pump;
 use super::wire::Wire;
 use super::{Agent, absolute, modes};
-use crate::config::{ConfigLayer, McpServerLayer};
+use crate::config::{ConfigLayer, McpServerLayer, ProviderKind};
 use crate::session::{self, ConfigChange, SessionBuilder, SessionHandle, SessionParts, Turn};
 
 /// What a prompt waits for.
@@ -78,6 +78,8 @@ pub struct AcpSession {
     pub id: String,
     pub cwd: PathBuf,
     pub handle: SessionHandle,
+    /// Who serves the session's model: what the model takes depends on it.
+    pub provider: ProviderKind,
     pub turns: Mutex<Turns>,
     /// Whether `session_info_update` gave the session its title.
     pub titled: AtomicBool,
@@ -111,10 +113,19 @@ impl AcpSession {
         }
     }
 
-    /// The mode and model as they are now.
-    pub fn config_options(&self) -> Vec<SessionConfigOption> {
+    /// The mode, model and effort as they are now.
+    pub fn current(&self) -> modes::Current {
         let config = self.handle.config();
-        modes::config_options(config.approval, &config.model)
+        modes::Current {
+            approval: config.approval,
+            model: config.model,
+            effort: config.reasoning_effort,
+            provider: self.provider,
+        }
+    }
+
+    pub fn config_options(&self) -> Vec<SessionConfigOption> {
+        modes::config_options(&self.current())
     }
 
     pub fn mode_state(&self) -> SessionModeState {
@@ -214,6 +225,7 @@ async fn start(agent: &Arc<Agent>, request: Start) -> Result<Arc<AcpSession>, Er
         .await
         .map_err(|e| Error::internal_error().data(Value::String(e.to_string())))?;
     let (profile, model) = (built.profile, built.model.clone());
+    let provider = built.options.client.settings().kind;
     let (handle, events) = session::spawn(built.options);
     let _ = port.handle.set(handle.clone());
     let (ended_tx, ended) = oneshot::channel();
@@ -221,6 +233,7 @@ async fn start(agent: &Arc<Agent>, request: Start) -> Result<Arc<AcpSession>, Er
         id: id.clone(),
         cwd,
         handle,
+        provider,
         turns: Mutex::default(),
         titled: AtomicBool::new(resumed),
         ended: Mutex::new(Some(ended)),
@@ -231,7 +244,7 @@ async fn start(agent: &Arc<Agent>, request: Start) -> Result<Arc<AcpSession>, Er
         Arc::clone(&session),
         Arc::clone(&agent.wire),
         built.transcript,
-        client.session.as_ref().is_some_and(|s| s.notices.is_some()),
+        super::updates::Shows::of(&client),
     );
     tokio::spawn(async move {
         pump.run(events, asks).await;
@@ -371,6 +384,16 @@ pub fn set_config_option(
             ..Default::default()
         },
         modes::MODEL_OPTION => ConfigChange { model: Some(value), ..Default::default() },
+        modes::EFFORT_OPTION => {
+            let current = session.current();
+            if !crate::llm::capabilities(current.provider, &current.model).reasoning_effort {
+                return Err(invalid(format!("the model `{}` takes no reasoning effort", current.model)));
+            }
+            let effort = modes::effort_of(&value).ok_or_else(|| {
+                invalid(format!("unknown reasoning effort `{value}`: default, minimal, low, medium or high"))
+            })?;
+            ConfigChange { reasoning_effort: Some(effort), ..Default::default() }
+        }
         other => return Err(invalid(format!("unknown config option `{other}`"))),
     };
     session.handle.configure(change);

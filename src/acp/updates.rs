@@ -5,15 +5,19 @@
 //! |---|---|
 //! | `assistant_text_delta` | `agent_message_chunk` |
 //! | `assistant_reasoning_delta` | `agent_thought_chunk` |
+//! | `assistant_text_end` | nothing; its `finish_reason` decides the stop reason (below) |
 //! | `tool_call_start` | `tool_call` (kind, title, `rawInput`, locations, `in_progress`) |
 //! | `tool_call_output_delta` | `tool_call_update` (the output so far, as text content) |
 //! | `tool_call_end` | `tool_call_update` (`completed` / `failed`, output or error, `rawOutput`) |
 //! | `user_input` (the first) | `session_info_update` (title) |
-//! | `processing_end` | `usage_update`, then the prompt's stop reason |
-//! | `config_changed` | `current_mode_update`, `config_option_update` |
-//! | `compaction` after `/compact` | `agent_message_chunk` saying what was summarised |
+//! | `processing_end` | `usage_update`, then the prompt's stop reason: `end_turn`; `max_tokens` when the last answer stopped at the model's output limit; `refusal` when the model refused (a content filter; the prompt is cut from the history first); `max_turn_requests` at a turn, tool-round, step or time limit; `cancelled`; an error is the prompt's JSON-RPC error |
+//! | `config_changed` | `current_mode_update` (when the mode changed), `config_option_update` (mode, model, reasoning effort) |
+//! | `compaction` | `compaction_update` (`completed`, the summary, the counts in `_meta["dev.agentls/compaction"]`) when the client advertised `session.compaction`; else for `/compact` an `agent_message_chunk`, for an automatic one an `agent_thought_chunk`, saying what was summarised (~tokens before → after) |
 //! | `warning` (the trust report, context use, MCP servers) | `notice` when the client shows them, else a quoted line of `agent_message_chunk` |
 //! | `error` | `notice` when the client shows them (the prompt's error says it anyway) |
+//! | a subagent's events | with `subagents` advertised: `subagent_update` on the parent session, the child's own updates under its session id (`subagents.rs`); else nothing (the parent's `spawn_agent` / `wait` calls show them) |
+//!
+//! No `plan`: no profile has a planning tool.
 //!
 //! Invariants:
 //! - The pump is the only reader of its session's events and sends them in order; a question
@@ -22,7 +26,7 @@
 //!   never waits for the user.
 //! - The transcript gets the end of every input (`turn_end`) and the subagents' histories, as
 //!   the language server's pump writes them.
-//! - A subagent's events are not forwarded (ACP clients see the parent's `spawn_agent` call).
+//! - A subagent's events reach only a client that advertised `subagents`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -30,10 +34,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use agent_client_protocol_schema::v1::{
-    ConfigOptionUpdate, ContentBlock, ContentChunk, CurrentModeUpdate, Notice, NoticeSeverity,
-    RequestPermissionRequest, RequestPermissionResponse, SessionInfoUpdate, SessionNotification,
-    SessionUpdate, StopReason, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
-    ToolCallUpdateFields, ToolKind, UsageUpdate,
+    ClientCapabilities, CompactionStatus, CompactionUpdate, ConfigOptionUpdate, ContentBlock, ContentChunk,
+    CurrentModeUpdate, Notice, NoticeSeverity, RequestPermissionRequest, RequestPermissionResponse,
+    SessionInfoUpdate, SessionNotification, SessionUpdate, StopReason, ToolCall, ToolCallContent,
+    ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
 };
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -41,8 +45,17 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use super::modes;
 use super::port::Ask;
 use super::sessions::{AcpSession, Waiter};
+use super::subagents::Children;
 use super::wire::Wire;
-use crate::session::{CallOutcome, CallStatus, EndReason, Event, EventData, TranscriptSink};
+use crate::checkpoint::HistoryMark;
+use crate::llm::FinishReason;
+use crate::session::{
+    CallOutcome, CallStatus, Compaction, EndReason, Event, EventData, ToolCallEnd, ToolCallStart,
+    TranscriptSink, Turn,
+};
+
+/// The `_meta` key of a `compaction_update`'s counts.
+pub const COMPACTION_META: &str = "dev.agentls/compaction";
 
 /// At most this much of a call's output travels in one update (the end of it).
 const SHOWN_OUTPUT: usize = 64 * 1024;
@@ -92,8 +105,45 @@ fn shown(text: &str) -> String {
     format!("…{}", &text[start..])
 }
 
-fn text(text: impl Into<String>) -> ContentBlock {
+pub fn text(text: impl Into<String>) -> ContentBlock {
     ContentBlock::from(text.into())
+}
+
+/// The `tool_call` of a call that started.
+pub fn started(call: ToolCallStart, cwd: &Path) -> ToolCall {
+    let locations = locations_of(&call.arguments, cwd);
+    ToolCall::new(call.call_id, call.summary)
+        .kind(kind_of(&call.tool_name))
+        .status(ToolCallStatus::InProgress)
+        .locations(locations)
+        .raw_input(call.arguments)
+}
+
+/// The `tool_call_update` showing a running command's output so far.
+pub fn output_so_far(call_id: String, output: &str) -> ToolCallUpdate {
+    let content = vec![ToolCallContent::from(text(format!("```\n{}\n```", shown(output))))];
+    ToolCallUpdate::new(call_id, ToolCallUpdateFields::new().content(content))
+}
+
+/// The `tool_call_update` of a call that ended: its status, the diffs its review showed, its
+/// output (fenced for commands) or error, and `rawOutput`.
+pub fn ended(end: ToolCallEnd, diffs: Vec<ToolCallContent>) -> ToolCallUpdate {
+    let (body, raw) = match &end.outcome {
+        CallOutcome::Output { output, .. } => (output.clone(), json!({"output": output})),
+        CallOutcome::Error { error } => (error.clone(), json!({"error": error})),
+    };
+    let mut content = diffs;
+    if !body.is_empty() {
+        let fenced = kind_of(&end.tool_name) == ToolKind::Execute;
+        let body = shown(&body);
+        content.push(ToolCallContent::from(text(if fenced { format!("```\n{body}\n```") } else { body })));
+    }
+    let status = match end.status {
+        CallStatus::Ok => ToolCallStatus::Completed,
+        CallStatus::Error | CallStatus::Cancelled => ToolCallStatus::Failed,
+    };
+    let fields = ToolCallUpdateFields::new().status(status).content(content).raw_output(raw);
+    ToolCallUpdate::new(end.call_id, fields)
 }
 
 /// What the pump keeps of a running call.
@@ -102,6 +152,28 @@ struct Call {
     output: String,
     /// The diffs its review showed: they stay in the call's content.
     diffs: Vec<ToolCallContent>,
+}
+
+/// The optional updates a client advertised it understands (`clientCapabilities`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Shows {
+    /// `session.notices`: `notice` updates.
+    pub notices: bool,
+    /// `session.compaction`: `compaction_update`.
+    pub compaction: bool,
+    /// `subagents`: `subagent_update` and the children's own updates.
+    pub subagents: bool,
+}
+
+impl Shows {
+    pub fn of(client: &ClientCapabilities) -> Self {
+        let session = client.session.as_ref();
+        Self {
+            notices: session.is_some_and(|s| s.notices.is_some()),
+            compaction: session.is_some_and(|s| s.compaction.is_some()),
+            subagents: client.subagents.is_some(),
+        }
+    }
 }
 
 pub struct Pump {
@@ -114,11 +186,17 @@ pub struct Pump {
     cwd: PathBuf,
     /// The last `error` event's message: a failed prompt's error.
     last_error: Option<String>,
-    /// The client shows `notice` updates (`clientCapabilities.session.notices`).
-    notices: bool,
-    /// The mode and model the client was last told of (a `config_changed` that changes neither,
-    /// such as a cancel's marker, is not announced).
-    config: Option<(crate::config::Approval, String)>,
+    /// Why the model stopped its last answer of the running input (`assistant_text_end`).
+    finish: FinishReason,
+    /// The optional updates the client advertised it understands.
+    shows: Shows,
+    /// Compactions told as `compaction_update` so far (their ids).
+    compactions: usize,
+    /// The subagents shown to a client that understands them.
+    children: Children,
+    /// The mode, model and effort the client was last told of (a `config_changed` that changes
+    /// none, such as a cancel's marker, is not announced).
+    config: modes::Current,
 }
 
 impl Pump {
@@ -126,10 +204,10 @@ impl Pump {
         session: Arc<AcpSession>,
         wire: Arc<Wire>,
         transcript: Option<Arc<dyn TranscriptSink>>,
-        notices: bool,
+        shows: Shows,
     ) -> Self {
         let cwd = session.cwd.clone();
-        let current = session.handle.config();
+        let config = session.current();
         Self {
             session,
             wire,
@@ -138,15 +216,18 @@ impl Pump {
             last_started: None,
             cwd,
             last_error: None,
-            notices,
-            config: Some((current.approval, current.model)),
+            finish: FinishReason::Stop,
+            shows,
+            compactions: 0,
+            children: Children::default(),
+            config,
         }
     }
 
     /// Something the user should know: a `notice` when the client shows them, else a line of
     /// the agent's message.
     fn tell(&self, severity: NoticeSeverity, message: String) {
-        let update = if self.notices {
+        let update = if self.shows.notices {
             SessionUpdate::Notice(Notice::new(severity, message))
         } else {
             SessionUpdate::AgentMessageChunk(ContentChunk::new(text(format!("\n> agentls: {message}\n\n"))))
@@ -215,9 +296,62 @@ impl Pump {
         });
     }
 
+    /// A compaction: a `compaction_update` (completed, with the summary and the counts in
+    /// `_meta`) when the client shows them, else a line of the answer for `/compact` and of the
+    /// agent's thoughts for an automatic one. A waiting `/compact` ends with it.
+    fn compacted(&mut self, c: &Compaction) {
+        let line = format!(
+            "Compacted the conversation: {} messages summarised by {} (~{} → ~{} tokens).",
+            c.messages_summarized, c.model, c.tokens_before, c.tokens_after
+        );
+        let waiter = {
+            let mut turns = self.session.turns();
+            match turns.waiter.take() {
+                Some(Waiter::Compact { reply }) => Some(reply),
+                other => {
+                    turns.waiter = other;
+                    None
+                }
+            }
+        };
+        if self.shows.compaction {
+            self.compactions += 1;
+            let summary = self.session.handle.history().into_iter().find_map(|turn| match turn {
+                Turn::Summary(s) => Some(s.summary),
+                _ => None,
+            });
+            let meta = json!({COMPACTION_META: {
+                "trigger": c.trigger.as_str(),
+                "tokensBefore": c.tokens_before,
+                "tokensAfter": c.tokens_after,
+                "messagesSummarized": c.messages_summarized,
+                "messagesKept": c.messages_kept,
+                "model": c.model,
+                "message": line,
+            }});
+            let update = CompactionUpdate::new(
+                format!("compaction-{}", self.compactions),
+                CompactionStatus::Completed,
+            )
+            .summary(vec![text(summary.unwrap_or_else(|| line.clone()))])
+            .meta(meta.as_object().cloned().unwrap_or_default());
+            self.update(SessionUpdate::CompactionUpdate(update));
+        } else if waiter.is_some() {
+            self.update(SessionUpdate::AgentMessageChunk(ContentChunk::new(text(line))));
+        } else {
+            self.update(SessionUpdate::AgentThoughtChunk(ContentChunk::new(text(format!("{line}\n\n")))));
+        }
+        if let Some(reply) = waiter {
+            let _ = reply.send(Ok(StopReason::EndTurn));
+        }
+    }
+
     /// Sends what `event` means for the client; `true` once the session ended.
     fn event(&mut self, event: Event) -> bool {
-        if !event.is_own() {
+        if let Some(agent) = &event.agent {
+            if self.shows.subagents {
+                self.children.event(&self.wire, agent, event.data, &self.cwd);
+            }
             return false;
         }
         match event.data {
@@ -230,52 +364,27 @@ impl Pump {
             EventData::UserInput(input) => {
                 self.session.turns().started += 1;
                 self.last_error = None;
+                self.finish = FinishReason::Stop;
                 if !self.session.titled.swap(true, Ordering::SeqCst) {
                     let title = title_of(&input.content);
                     self.update(SessionUpdate::SessionInfoUpdate(SessionInfoUpdate::new().title(title)));
                 }
             }
+            EventData::AssistantTextEnd(end) => self.finish = end.finish_reason,
             EventData::ToolCallStart(call) => {
-                let call_kind = kind_of(&call.tool_name);
-                let locations = locations_of(&call.arguments, &self.cwd);
-                let tool_call = ToolCall::new(call.call_id.clone(), call.summary)
-                    .kind(call_kind)
-                    .status(ToolCallStatus::InProgress)
-                    .locations(locations)
-                    .raw_input(call.arguments);
                 self.calls.insert(call.call_id.clone(), Call::default());
-                self.last_started = Some(call.call_id);
-                self.update(SessionUpdate::ToolCall(tool_call));
+                self.last_started = Some(call.call_id.clone());
+                self.update(SessionUpdate::ToolCall(started(call, &self.cwd)));
             }
             EventData::ToolCallOutputDelta(d) => {
                 let call = self.calls.entry(d.call_id.clone()).or_default();
                 call.output.push_str(&d.delta);
-                let content = vec![ToolCallContent::from(text(format!("```\n{}\n```", shown(&call.output))))];
-                let fields = ToolCallUpdateFields::new().content(content);
-                self.update(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(d.call_id, fields)));
+                let update = output_so_far(d.call_id, &call.output);
+                self.update(SessionUpdate::ToolCallUpdate(update));
             }
             EventData::ToolCallEnd(end) => {
                 let call = self.calls.remove(&end.call_id).unwrap_or_default();
-                let (body, raw) = match &end.outcome {
-                    CallOutcome::Output { output, .. } => (output.clone(), json!({"output": output})),
-                    CallOutcome::Error { error } => (error.clone(), json!({"error": error})),
-                };
-                let mut content = call.diffs;
-                if !body.is_empty() {
-                    let fenced = kind_of(&end.tool_name) == ToolKind::Execute;
-                    let body = shown(&body);
-                    content.push(ToolCallContent::from(text(if fenced {
-                        format!("```\n{body}\n```")
-                    } else {
-                        body
-                    })));
-                }
-                let status = match end.status {
-                    CallStatus::Ok => ToolCallStatus::Completed,
-                    CallStatus::Error | CallStatus::Cancelled => ToolCallStatus::Failed,
-                };
-                let fields = ToolCallUpdateFields::new().status(status).content(content).raw_output(raw);
-                self.update(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(end.call_id, fields)));
+                self.update(SessionUpdate::ToolCallUpdate(ended(end, call.diffs)));
             }
             EventData::ConfigChanged(change) => {
                 {
@@ -284,30 +393,23 @@ impl Pump {
                         turns.cancelled();
                     }
                 }
-                let config = (change.approval, change.model.clone());
-                if self.config.as_ref() != Some(&config) {
-                    self.update(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(modes::mode_of(
-                        change.approval,
-                    ))));
-                    let options = modes::config_options(change.approval, &change.model);
+                let config = modes::Current {
+                    approval: change.approval,
+                    model: change.model,
+                    effort: change.reasoning_effort,
+                    provider: self.session.provider,
+                };
+                if self.config != config {
+                    if self.config.approval != config.approval {
+                        let mode = modes::mode_of(config.approval);
+                        self.update(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(mode)));
+                    }
+                    let options = modes::config_options(&config);
                     self.update(SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(options)));
                 }
-                self.config = Some(config);
+                self.config = config;
             }
-            EventData::Compaction(c) => {
-                let mut turns = self.session.turns();
-                if matches!(turns.waiter, Some(Waiter::Compact { .. })) {
-                    let message = format!(
-                        "Compacted the conversation: {} messages summarised by {} (~{} → ~{} tokens).",
-                        c.messages_summarized, c.model, c.tokens_before, c.tokens_after
-                    );
-                    if let Some(Waiter::Compact { reply }) = turns.waiter.take() {
-                        drop(turns);
-                        self.update(SessionUpdate::AgentMessageChunk(ContentChunk::new(text(message))));
-                        let _ = reply.send(Ok(StopReason::EndTurn));
-                    }
-                }
-            }
+            EventData::Compaction(c) => self.compacted(&c),
             EventData::Warning(warning) => {
                 tracing::info!(session = %self.session.id, "warning: {}", warning.message);
                 let mut turns = self.session.turns();
@@ -325,7 +427,7 @@ impl Pump {
             }
             EventData::Error(error) => {
                 tracing::warn!(session = %self.session.id, "error: {}", error.message);
-                if self.notices {
+                if self.shows.notices {
                     self.update(SessionUpdate::Notice(Notice::new(
                         NoticeSeverity::Error,
                         error.message.clone(),
@@ -349,7 +451,24 @@ impl Pump {
                     && let Some(Waiter::Input { reply, .. }) = turns.waiter.take()
                 {
                     let error = self.last_error.take().unwrap_or(end.text);
-                    let _ = reply.send(stop_reason(end.reason, &error));
+                    let stop = stop_reason(end.reason, &self.finish, &error);
+                    drop(turns);
+                    match (stop, last_input(&self.session.handle.history())) {
+                        // ACP: a refused prompt and what came after it are not part of the next
+                        // one. The history is cut back before the prompt answers.
+                        (Ok(StopReason::Refusal), Some(mark)) => {
+                            let handle = self.session.handle.clone();
+                            tokio::spawn(async move {
+                                if let Err(e) = handle.rewind(mark).await {
+                                    tracing::warn!("the refused input stays in the history: {e}");
+                                }
+                                let _ = reply.send(Ok(StopReason::Refusal));
+                            });
+                        }
+                        (stop, _) => {
+                            let _ = reply.send(stop);
+                        }
+                    }
                 }
             }
             EventData::SessionEnd(_) => return true,
@@ -359,9 +478,20 @@ impl Pump {
     }
 }
 
-/// The ACP stop reason of a processing cycle's end; an error is the prompt's error.
-fn stop_reason(reason: EndReason, text: &str) -> Result<StopReason, String> {
+/// Where the last user input of `history` is.
+fn last_input(history: &[Turn]) -> Option<HistoryMark> {
+    history.iter().enumerate().rev().find_map(|(index, turn)| match turn {
+        Turn::User(t) => Some(HistoryMark { index, timestamp: t.timestamp }),
+        _ => None,
+    })
+}
+
+/// The ACP stop reason of a processing cycle's end (`finish`: why the model stopped its last
+/// answer); an error is the prompt's error.
+fn stop_reason(reason: EndReason, finish: &FinishReason, text: &str) -> Result<StopReason, String> {
     match reason {
+        EndReason::Completed if *finish == FinishReason::Length => Ok(StopReason::MaxTokens),
+        EndReason::Completed if *finish == FinishReason::ContentFilter => Ok(StopReason::Refusal),
         EndReason::Completed | EndReason::Submitted => Ok(StopReason::EndTurn),
         EndReason::TurnLimit | EndReason::RoundLimit | EndReason::StepLimit | EndReason::TimeLimit => {
             Ok(StopReason::MaxTurnRequests)

@@ -41,6 +41,11 @@ impl Home {
         self.dir.path().join("ws").canonicalize().expect("ws")
     }
 
+    /// Writes the user's configuration file (`AGENTLS_CONFIG`).
+    fn config(&self, toml: &str) {
+        std::fs::write(self.dir.path().join(USER_CONFIG), toml).expect("user config");
+    }
+
     fn write(&self, rel: &str, text: &str) -> PathBuf {
         let path = self.ws().join(rel);
         std::fs::write(&path, text).expect("write");
@@ -177,7 +182,8 @@ async fn handshake_advertises_only_what_is_implemented_and_the_session_has_modes
     let caps = &init["agentCapabilities"];
     assert_eq!(caps["loadSession"], true);
     assert_eq!(caps["promptCapabilities"]["embeddedContext"], true);
-    assert_ne!(caps["promptCapabilities"]["image"], true, "images are not taken");
+    assert_eq!(caps["promptCapabilities"]["image"], true, "claude-sonnet-4-5 takes images");
+    assert_ne!(caps["promptCapabilities"]["audio"], true);
     assert_eq!(caps["mcpCapabilities"]["http"], true);
     assert_ne!(caps["mcpCapabilities"]["sse"], true);
     for cap in ["list", "resume", "close"] {
@@ -195,7 +201,7 @@ async fn handshake_advertises_only_what_is_implemented_and_the_session_has_modes
     assert_eq!(modes, ["ask", "accept-edits", "read-only"]);
     let options: Vec<&str> =
         new["configOptions"].as_array().unwrap().iter().map(|o| o["id"].as_str().unwrap()).collect();
-    assert_eq!(options, ["mode", "model"]);
+    assert_eq!(options, ["mode", "model", "effort"], "claude-sonnet-4-5 takes a reasoning effort");
     let commands = updates(&lines, "available_commands_update");
     let names: Vec<&str> = commands[0]["availableCommands"]
         .as_array()
@@ -746,4 +752,307 @@ async fn an_untrusted_folders_ignored_keys_are_told_as_a_notice_or_a_message() {
     let lines = home.journey(&mock, fs_caps(false, false), json!([]), json!([prompt("hi")])).await;
     assert!(updates(&lines, "notice").is_empty());
     assert!(message_text(&lines).contains("shell.permission"), "{}", message_text(&lines));
+}
+
+#[tokio::test]
+async fn stop_reasons_say_output_limit_refusal_and_round_limit() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let home = Home::new();
+    home.config("max_tool_rounds_per_input = 1\n");
+    home.write("s.txt", "x\n");
+    mock.push(Reply::new().text("The answer was cut here").finish_reason("max_tokens"));
+    mock.push(Reply::new().text("I can't help with that.").finish_reason("refusal"));
+    mock.push(Reply::new().tool_call("c1", "read_file", json!({"file_path": "s.txt"})));
+    mock.push(Reply::new().text("fine"));
+    let lines = home
+        .journey(
+            &mock,
+            fs_caps(false, false),
+            json!([]),
+            json!([prompt("write a lot"), prompt("something refused"), prompt("read s"), prompt("and now")]),
+        )
+        .await;
+    let stops: Vec<&Value> = responses(&lines, "prompt").iter().map(|r| &r["result"]["stopReason"]).collect();
+    assert_eq!(stops, ["max_tokens", "refusal", "max_turn_requests", "end_turn"], "{lines:#?}");
+    assert_eq!(mock.request_count(), 4, "the round limit stopped the loop after one tool round");
+    let after = mock.requests()[2].body.to_string();
+    assert!(after.contains("write a lot") && after.contains("read s"), "{after}");
+    assert!(!after.contains("something refused"), "a refused prompt is not part of the next one: {after}");
+}
+
+#[tokio::test]
+async fn reasoning_effort_is_a_config_option_the_next_request_carries_and_set_mode_still_works() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let home = Home::new();
+    mock.push(Reply::new().text("default effort"));
+    mock.push(Reply::new().text("thought hard"));
+    let lines = home
+        .journey(
+            &mock,
+            fs_caps(false, false),
+            json!([]),
+            json!([
+                prompt("first"),
+                {"op": "set_config", "configId": "effort", "value": "high"},
+                {"op": "set_mode", "mode": "accept-edits"},
+                prompt("second"),
+                {"op": "set_config", "configId": "effort", "value": "extreme"},
+                {"op": "set_config", "configId": "model", "value": "claude-3-5-haiku-latest"},
+                {"op": "set_config", "configId": "effort", "value": "low"},
+            ]),
+        )
+        .await;
+    let new = &response(&lines, "new")["result"]["configOptions"];
+    let effort = new.as_array().unwrap().iter().find(|o| o["id"] == "effort").expect("an effort option");
+    assert_eq!(effort["currentValue"], "default");
+    assert_eq!(effort["category"], "thought_level");
+    let values: Vec<&str> =
+        effort["options"].as_array().unwrap().iter().map(|o| o["value"].as_str().unwrap()).collect();
+    assert_eq!(values, ["default", "minimal", "low", "medium", "high"]);
+    let set = responses(&lines, "set_config");
+    let set_effort =
+        set[0]["result"]["configOptions"].as_array().unwrap().iter().find(|o| o["id"] == "effort");
+    assert_eq!(set_effort.unwrap()["currentValue"], "high", "{:#?}", set[0]);
+    let requests = mock.requests();
+    assert!(requests[0].body.get("thinking").is_none(), "no effort asked at first: {}", requests[0].body);
+    assert_eq!(
+        requests[1].body["thinking"],
+        json!({"type": "enabled", "budget_tokens": 16384}),
+        "the next request carries the effort"
+    );
+    let modes: Vec<&str> =
+        updates(&lines, "current_mode_update").iter().map(|u| u["currentModeId"].as_str().unwrap()).collect();
+    assert_eq!(modes, ["accept-edits"], "the legacy session/set_mode still sets the mode");
+    assert_eq!(set[1]["type"], "error", "an unknown effort is refused: {:#?}", set[1]);
+    let old = set[2]["result"]["configOptions"].as_array().unwrap();
+    assert!(!old.iter().any(|o| o["id"] == "effort"), "claude-3-5 takes no effort: {old:#?}");
+    assert_eq!(set[3]["type"], "error", "no effort for a model without one: {:#?}", set[3]);
+    let last = updates(&lines, "config_option_update").last().cloned().expect("config_option_update");
+    assert!(!last["configOptions"].as_array().unwrap().iter().any(|o| o["id"] == "effort"), "{last:#?}");
+}
+
+const SUMMARY: &str = "The user had four files read; nothing was changed.";
+
+/// Four tool rounds, then the provider's real context-length error: the session compacts
+/// (`overflow`), then retries.
+fn overflow_turn(mock: &MockProvider, home: &Home) {
+    home.write("o.txt", "contents\n");
+    for i in 0..4 {
+        mock.push(Reply::new().tool_call(&format!("c{i}"), "read_file", json!({"file_path": "o.txt"})));
+    }
+    mock.push_wire("anthropic/error_400_prompt_too_long.http");
+    mock.push(Reply::new().text(SUMMARY));
+    mock.push(Reply::new().text("done after compacting"));
+}
+
+#[tokio::test]
+async fn compaction_is_told_as_compaction_update_or_as_a_thought() {
+    // A client that shows compactions gets compaction_update with the summary and the counts.
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let home = Home::new();
+    overflow_turn(&mock, &home);
+    let mut caps = fs_caps(false, false);
+    caps["session"] = json!({"compaction": {}});
+    let lines = home.journey(&mock, caps, json!([]), json!([prompt("read it four times")])).await;
+    assert_eq!(response(&lines, "prompt")["result"]["stopReason"], "end_turn", "{lines:#?}");
+    let compactions = updates(&lines, "compaction_update");
+    assert_eq!(compactions.len(), 1, "{lines:#?}");
+    assert_eq!(compactions[0]["status"], "completed");
+    assert_eq!(compactions[0]["summary"][0]["text"], SUMMARY);
+    let counts = &compactions[0]["_meta"]["dev.agentls/compaction"];
+    assert_eq!(counts["trigger"], "overflow");
+    assert!(counts["messagesSummarized"].as_u64().unwrap() > 0, "{counts}");
+    assert!(
+        counts["tokensBefore"].as_u64().unwrap() > 0 && counts["tokensAfter"].as_u64().unwrap() > 0,
+        "{counts}"
+    );
+    assert!(counts["message"].as_str().unwrap().contains("Compacted the conversation"), "{counts}");
+    assert_eq!(message_text(&lines), "done after compacting", "the compaction is not part of the answer");
+    // A client that does not: one line of the agent's thoughts, never the answer.
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let home = Home::new();
+    overflow_turn(&mock, &home);
+    let lines =
+        home.journey(&mock, fs_caps(false, false), json!([]), json!([prompt("read it four times")])).await;
+    assert!(updates(&lines, "compaction_update").is_empty());
+    let thoughts: String =
+        updates(&lines, "agent_thought_chunk").iter().filter_map(|u| u["content"]["text"].as_str()).collect();
+    assert!(thoughts.contains("Compacted the conversation:") && thoughts.contains("tokens"), "{thoughts}");
+    assert_eq!(message_text(&lines), "done after compacting");
+}
+
+#[tokio::test]
+async fn subagents_are_subagent_updates_for_a_client_that_understands_them() {
+    let task = "CHILD-K: read k.txt";
+    let script = |mock: &MockProvider| {
+        mock.push(Reply::new().tool_call("s1", "spawn_agent", json!({"task": task})));
+        mock.push(Reply::new().tool_call("w1", "wait", json!({"agent_id": "agent-1"})));
+        mock.push(Reply::new().text("the subagent read it"));
+        mock.push_for(task, Reply::new().tool_call("k1", "read_file", json!({"file_path": "k.txt"})));
+        mock.push_for(task, Reply::new().text("k says kumquat"));
+    };
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let home = Home::new();
+    home.write("k.txt", "kumquat\n");
+    script(&mock);
+    let mut caps = fs_caps(false, false);
+    caps["subagents"] = json!({});
+    let lines = home
+        .drive(
+            &mock,
+            json!({"sdk": "unstable", "capabilities": caps, "steps": [
+                {"op": "initialize"}, {"op": "new", "cwd": home.ws()}, prompt("delegate it"),
+            ]}),
+        )
+        .await;
+    assert_eq!(response(&lines, "prompt")["result"]["stopReason"], "end_turn", "{lines:#?}");
+    let parent = response(&lines, "new")["result"]["sessionId"].as_str().unwrap().to_string();
+    let announced: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["type"] == "update" && l["update"]["sessionUpdate"] == "subagent_update")
+        .collect();
+    assert!(
+        announced.iter().all(|l| l["sessionId"] == parent.as_str()),
+        "on the parent session: {announced:#?}"
+    );
+    let child = announced[0]["update"]["sessionId"].as_str().expect("the child's session id").to_string();
+    assert_ne!(child, parent);
+    assert_eq!(announced[0]["update"]["title"], "agent-1");
+    assert_eq!(announced[0]["update"]["state"]["state"], "running");
+    assert!(announced.iter().any(|l| l["update"]["description"] == task), "{announced:#?}");
+    let last = &announced.last().unwrap()["update"]["state"];
+    assert_eq!((&last["state"], &last["stopReason"]), (&json!("idle"), &json!("end_turn")), "{announced:#?}");
+    let first_child = lines.iter().position(|l| l["type"] == "update" && l["sessionId"] == child.as_str());
+    let first_announce = lines.iter().position(|l| l["update"]["sessionUpdate"] == "subagent_update");
+    assert!(first_announce < first_child, "announced before its own updates");
+    let own: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["type"] == "update" && l["sessionId"] == child.as_str())
+        .map(|l| &l["update"])
+        .collect();
+    let kinds: Vec<&str> = own.iter().map(|u| u["sessionUpdate"].as_str().unwrap()).collect();
+    assert!(kinds.contains(&"user_message_chunk") && kinds.contains(&"tool_call"), "{kinds:?}");
+    let call = own.iter().find(|u| u["sessionUpdate"] == "tool_call").unwrap();
+    assert_eq!((&call["toolCallId"], &call["kind"]), (&json!("k1"), &json!("read")));
+    let said: String = own
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+        .filter_map(|u| u["content"]["text"].as_str())
+        .collect();
+    assert_eq!(said, "k says kumquat");
+    let answer: String = lines
+        .iter()
+        .filter(|l| {
+            l["sessionId"] == parent.as_str() && l["update"]["sessionUpdate"] == "agent_message_chunk"
+        })
+        .filter_map(|l| l["update"]["content"]["text"].as_str())
+        .collect();
+    assert_eq!(answer, "the subagent read it", "the parent's answer is its own");
+    // A client without `subagents` sees only the parent's calls.
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let home = Home::new();
+    home.write("k.txt", "kumquat\n");
+    script(&mock);
+    let lines = home.journey(&mock, fs_caps(false, false), json!([]), json!([prompt("delegate it")])).await;
+    let parent = response(&lines, "new")["result"]["sessionId"].clone();
+    assert!(updates(&lines, "subagent_update").is_empty());
+    assert!(lines.iter().filter(|l| l["type"] == "update").all(|l| l["sessionId"] == parent), "{lines:#?}");
+    let calls: Vec<&Value> = updates(&lines, "tool_call").iter().map(|u| &u["toolCallId"]).collect();
+    assert_eq!(calls, ["s1", "w1"]);
+}
+
+/// A PNG's first eight bytes, base64.
+const PNG: &str = "iVBORw0KGgo=";
+
+/// Whether `value` or anything inside it equals `wanted`.
+fn holds(value: &Value, wanted: &Value) -> bool {
+    value == wanted
+        || match value {
+            Value::Array(items) => items.iter().any(|v| holds(v, wanted)),
+            Value::Object(map) => map.values().any(|v| holds(v, wanted)),
+            _ => false,
+        }
+}
+
+#[tokio::test]
+async fn an_image_in_a_prompt_reaches_each_dialect_in_its_shape_and_is_replayed_on_load() {
+    let data_url = format!("data:image/png;base64,{PNG}");
+    for (dialect, model, shape) in [
+        (
+            Dialect::Anthropic,
+            None,
+            json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}),
+        ),
+        (Dialect::OpenAiResponses, None, json!({"type": "input_image", "image_url": data_url})),
+        (Dialect::OpenAiChat, Some("gpt-4o"), json!({"type": "image_url", "image_url": {"url": data_url}})),
+        (Dialect::Gemini, None, json!({"inlineData": {"mimeType": "image/png", "data": PNG}})),
+    ] {
+        let mock = MockProvider::start(dialect).await;
+        let home = Home::new();
+        let model = model.map(|m| format!("model = \"{m}\"\n")).unwrap_or_default();
+        home.config(&format!("provider = \"{}\"\n{model}", dialect.provider()));
+        mock.push(Reply::new().text("a PNG header"));
+        let image = json!({"op": "prompt", "prompt": [
+            {"type": "text", "text": "what is this?"},
+            {"type": "image", "mimeType": "image/png", "data": PNG},
+        ]});
+        let lines = home.journey(&mock, fs_caps(false, false), json!([]), json!([image])).await;
+        assert_eq!(
+            response(&lines, "initialize")["result"]["agentCapabilities"]["promptCapabilities"]["image"],
+            true
+        );
+        assert_eq!(response(&lines, "prompt")["result"]["stopReason"], "end_turn", "{dialect:?}: {lines:#?}");
+        let body = &mock.requests()[0].body;
+        assert!(holds(body, &shape), "{dialect:?}: {shape} in {body}");
+        if dialect != Dialect::Anthropic {
+            continue;
+        }
+        // The image is stored with the message: load replays it, and the model gets it again.
+        let id = response(&lines, "new")["result"]["sessionId"].as_str().unwrap().to_string();
+        mock.push(Reply::new().text("still a PNG"));
+        let again = home
+            .drive(
+                &mock,
+                json!({"capabilities": fs_caps(false, false), "steps": [
+                    {"op": "initialize"},
+                    {"op": "load", "sessionId": id, "cwd": home.ws()},
+                    {"op": "prompt", "sessionId": id, "prompt": [{"type": "text", "text": "and again?"}]},
+                ]}),
+            )
+            .await;
+        let replayed = updates(&again, "user_message_chunk");
+        assert!(
+            replayed
+                .iter()
+                .any(|u| u["content"] == json!({"type": "image", "mimeType": "image/png", "data": PNG})),
+            "{replayed:#?}"
+        );
+        assert!(holds(&mock.requests()[1].body, &shape), "the resumed conversation still has the image");
+    }
+}
+
+#[tokio::test]
+async fn a_model_without_images_is_not_offered_them_and_refuses_an_image_block() {
+    let mock = MockProvider::start(Dialect::OpenAiChat).await;
+    let home = Home::new();
+    home.config("provider = \"openai-chat\"\nmodel = \"qwen3-coder\"\n");
+    let lines = home
+        .journey(
+            &mock,
+            fs_caps(false, false),
+            json!([]),
+            json!([{"op": "prompt", "prompt": [
+                {"type": "text", "text": "look"},
+                {"type": "image", "mimeType": "image/png", "data": PNG},
+            ]}]),
+        )
+        .await;
+    let init = &response(&lines, "initialize")["result"]["agentCapabilities"];
+    assert_ne!(init["promptCapabilities"]["image"], true, "{init}");
+    let refused = response(&lines, "prompt");
+    assert_eq!(refused["type"], "error", "{refused}");
+    assert!(refused["error"]["data"].as_str().unwrap().contains("qwen3-coder"), "{refused}");
+    let options = &response(&lines, "new")["result"]["configOptions"];
+    assert!(!options.as_array().unwrap().iter().any(|o| o["id"] == "effort"), "{options}");
+    assert_eq!(mock.request_count(), 0);
 }

@@ -4,7 +4,8 @@
 // questions and its answers, file reads and writes, any call of a method it did not advertise).
 // tests/acp/clients.rs runs it against the fake providers and asserts on those lines.
 //
-// Scenario: { capabilities: {fs: {readTextFile, writeTextFile}, terminal},
+// Scenario: { sdk: "stable" (default) | "unstable",
+//             capabilities: {fs: {readTextFile, writeTextFile}, terminal, session, subagents},
 //             buffers: {"/abs/path": "unsaved text"},   // what fs/read_text_file answers
 //             permissions: ["allow_once" | "allow_always" | "reject_once" | "reject_always" | "cancel"
 //                           | {kind, meta}],   // meta: the answer's _meta
@@ -14,9 +15,11 @@
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { Readable, Writable } from "node:stream";
-import * as acp from "@agentclientprotocol/sdk";
 
 const scenario = JSON.parse(readFileSync(process.argv[2], "utf8"));
+// `sdk: "unstable"`: the SDK's unstable client, which knows the updates the stable one does not
+// yet validate (`subagent_update`).
+const acp = await import(scenario.sdk === "unstable" ? "@agentclientprotocol/sdk/unstable" : "@agentclientprotocol/sdk");
 const out = (line) => process.stdout.write(JSON.stringify(line) + "\n");
 const caps = scenario.capabilities ?? { fs: { readTextFile: false, writeTextFile: false }, terminal: false };
 const buffers = scenario.buffers ?? {};
