@@ -125,10 +125,18 @@ async fn malformed_and_out_of_order_messages_are_answered_and_the_agent_goes_on(
         .send(&request(
             8,
             "session/prompt",
-            json!({"sessionId": id, "prompt": [{"type": "image", "data": "AAAA", "mimeType": "image/png"}]}),
+            json!({"sessionId": id, "prompt": [{"type": "audio", "data": "AAAA", "mimeType": "audio/wav"}]}),
         ))
         .await;
-    assert_eq!(agent.response(8).await["error"]["code"], -32602, "images are not advertised");
+    assert_eq!(agent.response(8).await["error"]["code"], -32602, "audio is not advertised");
+    agent
+        .send(&request(
+            80,
+            "session/prompt",
+            json!({"sessionId": id, "prompt": [{"type": "image", "data": "AAAA", "mimeType": "text/plain"}]}),
+        ))
+        .await;
+    assert_eq!(agent.response(80).await["error"]["code"], -32602, "an image block that is no image");
     agent
         .send(&request(
             9,
