@@ -8,20 +8,21 @@
 use std::path::Path;
 
 use agent_client_protocol_schema::v1::{
-    ContentBlock, ContentChunk, ImageContent, SessionUpdate, ToolCall, ToolCallContent, ToolCallStatus,
-    ToolCallUpdate, ToolCallUpdateFields,
+    CompactionStatus, CompactionUpdate, ContentBlock, ContentChunk, ImageContent, SessionUpdate, ToolCall,
+    ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
 };
 
 use base64::Engine;
 
-use super::updates::{kind_of, locations_of};
+use super::updates::{Shows, kind_of, locations_of};
 use crate::session::{Turn, summarize};
 
 fn chunk(text: &str) -> ContentChunk {
     ContentChunk::new(ContentBlock::from(text.to_string()))
 }
 
-pub fn updates(history: &[Turn], cwd: &Path) -> Vec<SessionUpdate> {
+/// The updates of `history` for a client that shows what `shows` says.
+pub fn updates(history: &[Turn], cwd: &Path, shows: Shows) -> Vec<SessionUpdate> {
     let mut out = Vec::new();
     for turn in history {
         match turn {
@@ -32,6 +33,14 @@ pub fn updates(history: &[Turn], cwd: &Path) -> Vec<SessionUpdate> {
                     let block = ContentBlock::Image(ImageContent::new(data, image.media_type.clone()));
                     out.push(SessionUpdate::UserMessageChunk(ContentChunk::new(block)));
                 }
+            }
+            // As the live session tells a compaction: an update of its own where the client
+            // shows them, else a thought.
+            Turn::Summary(s) if shows.compaction => {
+                let id = format!("compaction-summary-{}", s.timestamp.timestamp_millis());
+                let update = CompactionUpdate::new(id, CompactionStatus::Completed)
+                    .summary(vec![ContentBlock::from(s.summary.clone())]);
+                out.push(SessionUpdate::CompactionUpdate(update));
             }
             Turn::Summary(s) => out.push(SessionUpdate::AgentThoughtChunk(chunk(&format!(
                 "Summary of {} earlier messages:\n{}",

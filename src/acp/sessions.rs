@@ -304,7 +304,8 @@ pub async fn load_session(
     request: LoadSessionRequest,
 ) -> Result<(LoadSessionResponse, Arc<AcpSession>), Error> {
     let (session, history) = reopen(agent, &request.session_id.0, request.cwd, request.mcp_servers).await?;
-    for update in super::replay::updates(&history, &session.cwd) {
+    let shows = super::updates::Shows::of(agent.client()?);
+    for update in super::replay::updates(&history, &session.cwd, shows) {
         agent.wire.notify("session/update", SessionNotification::new(session.id.clone(), update));
     }
     let response =

@@ -868,6 +868,24 @@ async fn compaction_is_told_as_compaction_update_or_as_a_thought() {
     );
     assert!(counts["message"].as_str().unwrap().contains("Compacted the conversation"), "{counts}");
     assert_eq!(message_text(&lines), "done after compacting", "the compaction is not part of the answer");
+    // Loading the session shows the summary the same way.
+    let id = response(&lines, "new")["result"]["sessionId"].as_str().unwrap().to_string();
+    let mut caps = fs_caps(false, false);
+    caps["session"] = json!({"compaction": {}});
+    let loaded = home
+        .drive(
+            &mock,
+            json!({"capabilities": caps, "steps": [
+                {"op": "initialize"}, {"op": "load", "sessionId": id, "cwd": home.ws()},
+            ]}),
+        )
+        .await;
+    let replayed = updates(&loaded, "compaction_update");
+    assert_eq!(replayed.len(), 1, "{loaded:#?}");
+    assert_eq!(
+        (&replayed[0]["status"], &replayed[0]["summary"][0]["text"]),
+        (&json!("completed"), &json!(SUMMARY))
+    );
     // A client that does not: one line of the agent's thoughts, never the answer.
     let mock = MockProvider::start(Dialect::Anthropic).await;
     let home = Home::new();
