@@ -302,6 +302,45 @@ T.test("a session's history: the conversation, failed calls with why, in a close
   }, "not folded")
 end)
 
+T.test("a turn's header shows its id; an undo marks it (and its reopened history) undone, a redo clears the mark", function()
+  local m = fold({
+    ev("user_input", { content = "one", turn_id = 1 }),
+    ev("processing_end", { reason = "completed" }),
+    ev("user_input", { content = "two", turn_id = 2 }),
+    ev("processing_end", { reason = "completed" }),
+  })
+  m:take_changes()
+  m:event(ev("undo_state", { undone = { 2 }, redoable = { 2 }, direction = "undo", turn_ids = { 2 } }))
+  T.eq(m:take_changes(), { 6 }, "only the undone turn's header changed")
+  T.eq(rows(m), {
+    "|||",
+    "|||## You · turn 1",
+    "|||",
+    "|||one",
+    "|||",
+    "|AgentlsUndone||## You · turn 2 · undone",
+    "|||",
+    "|||two",
+  })
+  m:event(ev("undo_state", { undone = {}, redoable = {}, direction = "redo", turn_ids = { 2 } }))
+  T.eq(rows(m)[6], "|||## You · turn 2")
+  m:event(ev("undo_state", { undone = { 1 }, redoable = { 1 } }, nil, "other-session"))
+  T.eq(rows(m)[2], "|||## You · turn 1", "another session's turn 1 is not this one")
+  local reopened = chat_model.new()
+  reopened:history(S, { { kind = "user", text = "one", turnId = 1 }, { kind = "user", text = "two", turnId = 2 } }, false, { 2 })
+  T.eq(vim.list_slice(rows(reopened), 4, 10), {
+    "|||## You · turn 1",
+    "|||",
+    "|||one",
+    "|||",
+    "|AgentlsUndone||## You · turn 2 · undone",
+    "|||",
+    "|||two",
+  })
+  reopened:event(ev("undo_state", { undone = {}, redoable = {}, direction = "redo", turn_ids = { 2 } }))
+  T.eq(rows(reopened)[8], "|||## You · turn 2", "the history's turns follow later undo states")
+end)
+
 T.test("the model says which lines changed: appended ones and a call's line that ended", function()
   local m = fold({
     ev("user_input", { content = "go" }),

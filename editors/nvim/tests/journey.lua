@@ -325,7 +325,7 @@ T.test("model, effort and approval go to the session; approval auto applies at o
   end, "approval back to review")
 end)
 
-T.test(":AgentUndo reverts the last turn (the buffer through the editor, a command's file on disk); :AgentRedo redoes it", function()
+T.test(":AgentUndo N reverts the turn the chat shows as turn N (the buffer through the editor, a command's file on disk) and the chat marks it undone; :AgentRedo redoes it", function()
   vim.cmd("AgentApproval auto")
   H.stub_ui(H.choose("Allow once"))
   local notes = vim.fn.bufnr(H.path("NOTES"))
@@ -346,9 +346,20 @@ T.test(":AgentUndo reverts the last turn (the buffer through the editor, a comma
   T.wait(10000, function()
     return H.chat_text():find("made and changed", 1, true) ~= nil
   end, "the turn to end")
+  -- The answer shows before the turn ends (its checkpoint is stored then): undo waits for idle.
+  T.wait(10000, function()
+    return require("agentls").status():find("idle", 1, true) ~= nil
+  end, "the session to be idle")
   T.eq(H.buf_text(notes), "undo me\n", "the edit in the buffer")
   T.eq(H.disk("undo-made.txt"), "made\n", "the command's file")
-  vim.cmd("AgentUndo")
+  local turns = {}
+  for id in H.chat_text():gmatch("## You · turn (%d+)\n") do
+    table.insert(turns, id)
+  end
+  local turn = turns[#turns]
+  T.truthy(turn, "the chat shows the turn's id: " .. H.chat_text())
+  local undone = ("## You · turn %s · undone"):format(turn)
+  vim.cmd("AgentUndo " .. turn)
   T.wait(10000, function()
     return H.buf_text(notes) == before_text and vim.fn.filereadable(H.path("undo-made.txt")) == 0
   end, "the buffer and the file back as they were")
@@ -357,10 +368,16 @@ T.test(":AgentUndo reverts the last turn (the buffer through the editor, a comma
       return m:find("agentls: undid turn", 1, true) ~= nil and m:find("D undo-made.txt", 1, true) ~= nil
     end)
   end, "the undo told: " .. vim.inspect(told))
+  T.wait(5000, function()
+    return H.chat_text():find(undone, 1, true) ~= nil
+  end, "the chat marks the turn undone")
   vim.cmd("AgentRedo")
   T.wait(10000, function()
     return H.buf_text(notes) == "undo me\n" and vim.fn.filereadable(H.path("undo-made.txt")) == 1
   end, "the turn redone")
+  T.wait(5000, function()
+    return H.chat_text():find(undone, 1, true) == nil and H.chat_text():find(("## You · turn %s\n"):format(turn), 1, true) ~= nil
+  end, "the mark gone")
   vim.notify = notify
   vim.cmd("AgentApproval review")
   T.wait(10000, function()

@@ -109,7 +109,7 @@ local function apply(item)
   elseif item.interrupted then
     model:interrupted(item.interrupted)
   elseif item.history then
-    model:history(item.history, item.entries, item.folded)
+    model:history(item.history, item.entries, item.folded, item.undone)
   end
 end
 
@@ -188,9 +188,10 @@ function M.interrupted(session_id)
 end
 
 --- Shows a session's conversation (`entries` of `agentls.history`); `folded`: in a closed fold
---- under its header line (after a restart, when the chat above already shows it).
-function M.history(session_id, entries, folded)
-  push({ history = session_id, entries = entries, folded = folded })
+--- under its header line (after a restart, when the chat above already shows it); `undone`:
+--- the turns undone now.
+function M.history(session_id, entries, folded, undone)
+  push({ history = session_id, entries = entries, folded = folded, undone = undone })
 end
 
 --- Shows one `agentls/event` (queued; folded into the chat on the next flush).

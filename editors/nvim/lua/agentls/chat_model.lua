@@ -26,6 +26,7 @@ local M = {}
 ---@field block {kind: string, key: string?}? the block streamed text goes into
 ---@field session string? the session whose events the chat shows last
 ---@field agent_run string? the subagent whose fold the last lines opened
+---@field turns table<string, table<integer, integer>> each session's turns: turn id → its "## You" line
 local Chat = {}
 Chat.__index = Chat
 
@@ -39,7 +40,7 @@ M.SIGNS = {
 
 ---@return agentls.ChatModel
 function M.new()
-  return setmetatable({ lines = { "" }, levels = {}, highlights = {}, signs = {}, changed = {}, tools = {} }, Chat)
+  return setmetatable({ lines = { "" }, levels = {}, highlights = {}, signs = {}, changed = {}, tools = {}, turns = {} }, Chat)
 end
 
 --- The lines changed since the last call (sorted), and forgets them.
@@ -217,10 +218,46 @@ function M.compaction_text(d)
   )
 end
 
+--- The header of a user's input: with its turn's id (what `:AgentUndo [turn]` takes), marked
+--- when the turn is undone.
+function M.you_line(turn_id, undone)
+  if not turn_id then
+    return "## You"
+  end
+  return ("## You · turn %d%s"):format(turn_id, undone and " · undone" or "")
+end
+
+-- Remembers the header line of `session`'s turn `turn_id`.
+function Chat:turn_line(session, turn_id, line)
+  if turn_id and session then
+    self.turns[session] = self.turns[session] or {}
+    self.turns[session][turn_id] = line
+  end
+end
+
+--- Marks `session`'s turns in `undone` undone (and the others not) on their header lines.
+function Chat:mark_undone(session, undone)
+  local set = {}
+  for _, id in ipairs(undone or {}) do
+    set[id] = true
+  end
+  for id, line in pairs(self.turns[session] or {}) do
+    local text = M.you_line(id, set[id])
+    if self.lines[line] ~= text then
+      self:set_line(line, text)
+      self:highlight(line, set[id] and "AgentlsUndone" or nil)
+    end
+  end
+end
+
 -- The session's own events, by kind: `on[kind](chat, data, session_id)`.
 local on = {}
-on[E.user_input] = function(c, d)
-  c:add_lines(vim.list_extend({ "", "## You", "" }, vim.split(d.content or "", "\n", { plain = true })))
+on[E.user_input] = function(c, d, session)
+  local first = c:add_lines(vim.list_extend({ "", M.you_line(d.turn_id), "" }, vim.split(d.content or "", "\n", { plain = true })))
+  c:turn_line(session, d.turn_id, first + 1)
+end
+on[E.undo_state] = function(c, d, session)
+  c:mark_undone(session, d.undone)
 end
 on[E.text_start] = function(c, d)
   c:add_lines({ "", ("## agentls (%s)"):format(d.model or "model"), "", "" })
@@ -375,12 +412,17 @@ function Chat:interrupted(session)
 end
 
 --- A session's conversation (`entries` of `agentls.history`); `folded`: in a closed fold under
---- its header line (after a restart, when the chat above already shows it).
-function Chat:history(session_id, entries, folded)
+--- its header line (after a restart, when the chat above already shows it); `undone`: the
+--- turns undone now.
+function Chat:history(session_id, entries, folded, undone)
   local lines = { "", ("── history of session %s ──"):format(session_id:sub(1, 8)) }
+  local turns = {} -- turn id → its header's index in `lines`
   for _, e in ipairs(entries) do
     if e.kind == "user" then
-      vim.list_extend(lines, { "", "## You", "" })
+      vim.list_extend(lines, { "", M.you_line(e.turnId), "" })
+      if e.turnId then
+        turns[e.turnId] = #lines - 1
+      end
       vim.list_extend(lines, vim.split(e.text or "", "\n", { plain = true }))
     elseif e.kind == "assistant" then
       if e.text and e.text ~= "" and e.text ~= vim.NIL then
@@ -410,7 +452,11 @@ function Chat:history(session_id, entries, folded)
     end
   end
   self.agent_run = nil
-  self:add_lines(lines, nil, fold)
+  local first = self:add_lines(lines, nil, fold)
+  for id, index in pairs(turns) do
+    self:turn_line(session_id, id, first + index - 1)
+  end
+  self:mark_undone(session_id, undone)
 end
 
 return M

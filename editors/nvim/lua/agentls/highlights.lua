@@ -15,6 +15,7 @@ M.groups = {
   AgentlsReviewHint = "WinBar",
   AgentlsFileDecided = "DiagnosticOk",
   AgentlsFilePending = "DiagnosticWarn",
+  AgentlsUndone = "Comment",
 }
 
 function M.define()

@@ -59,6 +59,7 @@ M.event = {
   session_end = "session_end",
   config_changed = "config_changed",
   project_docs_reloaded = "project_docs_reloaded",
+  undo_state = "undo_state", -- which turns are undone, after an undo or a redo from any client
 }
 
 -- Shapes: what the plugin reads of a payload (or sends in an argument). A field is `true` (a
@@ -112,7 +113,7 @@ M.params = {
 --- The `data` of each `agentls/event` kind.
 M.event_data = {
   [M.event.session_start] = fields("model"),
-  [M.event.user_input] = fields("content"),
+  [M.event.user_input] = fields("content", "turn_id"),
   [M.event.text_start] = fields("model"),
   [M.event.text_delta] = fields("delta"),
   [M.event.reasoning_delta] = fields("delta"),
@@ -130,6 +131,7 @@ M.event_data = {
   [M.event.session_end] = fields("state"),
   [M.event.config_changed] = fields("model", "reasoning_effort", "approval"),
   [M.event.project_docs_reloaded] = fields("message"),
+  [M.event.undo_state] = fields("undone", "redoable", "direction", "turn_ids"),
 }
 
 local session_entry = with(fields("sessionId", "model", "state", "open", "created", "title"), {
@@ -170,8 +172,10 @@ M.command_result = {
   [C.list_sessions] = { sessions = { session_entry } },
   [C.resume_session] = fields("sessionId", "profile", "model", "resumed"),
   [C.history] = {
+    undone = true,
+    redoable = true,
     entries = {
-      with(fields("kind", "text", "toolName", "isError", "output", "turnsSummarized"), {
+      with(fields("kind", "text", "toolName", "isError", "output", "turnsSummarized", "turnId"), {
         toolCalls = { fields("summary", "toolName") },
       }),
     },

@@ -28,7 +28,7 @@ function M.reopen(c, session_id, opts)
     end
     rpc.exec(c, protocol.command.history, { sessionId = r.sessionId }, function(e, res)
       if not e and res then
-        chat.history(r.sessionId, res.entries or {}, opts.fold_history)
+        chat.history(r.sessionId, res.entries or {}, opts.fold_history, res.undone)
       end
     end)
   end)
