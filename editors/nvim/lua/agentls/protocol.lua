@@ -131,7 +131,7 @@ M.event_data = {
   [M.event.session_end] = fields("state"),
   [M.event.config_changed] = fields("model", "reasoning_effort", "approval"),
   [M.event.project_docs_reloaded] = fields("message"),
-  [M.event.undo_state] = fields("undone", "redoable", "direction", "turn_ids"),
+  [M.event.undo_state] = fields("undone"),
 }
 
 local session_entry = with(fields("sessionId", "model", "state", "open", "created", "title"), {
@@ -173,7 +173,6 @@ M.command_result = {
   [C.resume_session] = fields("sessionId", "profile", "model", "resumed"),
   [C.history] = {
     undone = true,
-    redoable = true,
     entries = {
       with(fields("kind", "text", "toolName", "isError", "output", "turnsSummarized", "turnId"), {
         toolCalls = { fields("summary", "toolName") },
