@@ -6,23 +6,25 @@
 //!
 //! One file per method family: `lifecycle.rs` (`initialize`), `sessions.rs` (`session/new`,
 //! `load`, `resume`, `list`, `close`, modes and config options), `prompt.rs` (`session/prompt`,
-//! `session/cancel`, slash commands); `updates.rs` turns a session's events into
+//! `session/cancel`, the built-in slash commands), `commands.rs` the other commands (`/undo`,
+//! `/redo`, the MCP servers' prompts); `updates.rs` turns a session's events into
 //! `session/update` (and asks the permission questions in order with them), `subagents.rs`
 //! a session's children into `subagent_update` and their own updates, `replay.rs` a
 //! stored history into the updates `session/load` replays; `port.rs` is the editor port
 //! (review and permission through `session/request_permission`), `review.rs` the per-hunk review
-//! extension in `_meta`, `fs.rs` the files through the client; `wire.rs` the JSON-RPC line
-//! transport.
+//! extension in `_meta`, `fs.rs` the files through the client, `terminal.rs` the commands in
+//! the client's terminal; `wire.rs` the JSON-RPC line transport.
 //!
 //! Invariants:
 //! - Nothing but protocol is written to stdout; logs go to the log file.
-//! - A client method is called only when the client advertised it (`fs/*` in `initialize`'s
-//!   `clientCapabilities`); nothing is asked before `initialize`.
+//! - A client method is called only when the client advertised it (`fs/*` and `terminal/*` in
+//!   `initialize`'s `clientCapabilities`); nothing is asked before `initialize`.
 //! - Handlers run as tasks of their own: a running prompt never holds up `session/cancel` or a
 //!   permission answer.
 //! - When the client leaves (end of stdin), every session ends (commands stopped, transcripts
 //!   written) before the process does.
 
+mod commands;
 mod fs;
 mod lifecycle;
 mod modes;
@@ -32,6 +34,7 @@ mod replay;
 mod review;
 mod sessions;
 mod subagents;
+mod terminal;
 mod updates;
 mod wire;
 
@@ -61,6 +64,8 @@ pub struct Agent {
     client: OnceLock<ClientCapabilities>,
     sessions: Mutex<HashMap<String, Arc<AcpSession>>>,
     transcripts: Option<TranscriptStore>,
+    /// Where sessions keep their checkpoints; `None`: no data directory, no undo.
+    data_dir: Option<PathBuf>,
     rules: Arc<PermissionRules>,
     mcp: Arc<crate::mcp::McpHub>,
 }
@@ -71,6 +76,7 @@ impl Agent {
         Self {
             transcripts: data_dir.as_deref().map(TranscriptStore::new),
             rules: Arc::new(PermissionRules::open(data_dir.as_deref())),
+            data_dir,
             env,
             wire,
             client: OnceLock::new(),

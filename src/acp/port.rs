@@ -44,13 +44,21 @@ pub struct Ask {
     pub reply: oneshot::Sender<Option<RequestPermissionResponse>>,
 }
 
+/// What the session's pump is handed besides the session's events, in order with them.
+pub enum ToPump {
+    /// A permission question.
+    Ask(Ask),
+    /// A command runs in the client's terminal `terminal_id` (`terminal.rs`): the call shows it.
+    Terminal { call_id: String, terminal_id: String },
+}
+
 pub const ALLOW_ONCE: &str = "allow_once";
 pub const ALLOW_ALWAYS: &str = "allow_always";
 pub const REJECT_ONCE: &str = "reject_once";
 pub const REJECT_ALWAYS: &str = "reject_always";
 
 pub struct AcpPort {
-    asks: mpsc::UnboundedSender<Ask>,
+    asks: mpsc::UnboundedSender<ToPump>,
     pub handle: OnceLock<SessionHandle>,
     env: Arc<dyn ExecutionEnvironment>,
     /// The client opted in to the per-hunk review extension (`review.rs`).
@@ -63,7 +71,7 @@ fn rejected(change: ChangeSet, feedback: Option<String>, error: Option<String>) 
 }
 
 impl AcpPort {
-    pub fn new(asks: mpsc::UnboundedSender<Ask>, env: Arc<dyn ExecutionEnvironment>, hunks: bool) -> Self {
+    pub fn new(asks: mpsc::UnboundedSender<ToPump>, env: Arc<dyn ExecutionEnvironment>, hunks: bool) -> Self {
         Self { asks, handle: OnceLock::new(), env, hunks }
     }
 
@@ -80,7 +88,7 @@ impl AcpPort {
         meta: Option<Meta>,
     ) -> Option<RequestPermissionResponse> {
         let (reply, answer) = oneshot::channel();
-        if self.asks.send(Ask { call_id, fields, options, meta, reply }).is_err() {
+        if self.asks.send(ToPump::Ask(Ask { call_id, fields, options, meta, reply })).is_err() {
             return None;
         }
         let cancelled = async {

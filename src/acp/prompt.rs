@@ -1,4 +1,5 @@
-//! `session/prompt` and the built-in commands typed as prompts (`/compact`, `/model NAME`).
+//! `session/prompt` and the built-in commands typed as prompts (`/compact`, `/model NAME`; the
+//! others in `commands.rs`).
 //!
 //! Invariants:
 //! - One prompt runs per session at a time; a second one is refused, not queued.
@@ -104,15 +105,25 @@ pub async fn prompt(agent: &Arc<Agent>, request: PromptRequest) -> Result<Prompt
     let session = agent.session(&request.session_id.0)?;
     let current = session.current();
     let takes_images = crate::llm::capabilities(current.provider, &current.model).images;
-    let Input { text, context, images } = input(&request.prompt, &current.model, takes_images)?;
-    let trimmed = text.trim();
-    let (command, argument) = match trimmed.strip_prefix('/') {
+    let Input { mut text, context, images } = input(&request.prompt, &current.model, takes_images)?;
+    let typed = text.trim().to_string();
+    let (command, argument) = match typed.strip_prefix('/') {
         Some(rest) => {
             let (name, argument) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
             (Some(name), argument.trim())
         }
         None => (None, ""),
     };
+    // `/undo`, `/redo` and the MCP servers' prompts (`commands.rs`).
+    if let Some(name) = command
+        && session.turns().waiter.is_none()
+    {
+        match super::commands::run(agent, &session, name, argument).await {
+            Some(super::commands::Outcome::Done(answer)) => return answer,
+            Some(super::commands::Outcome::Input(prompt)) => text = prompt,
+            None => {}
+        }
+    }
     let (reply, answer) = oneshot::channel();
     {
         let mut turns = session.turns();

@@ -20,17 +20,19 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol_schema::v1::{
-    AvailableCommandsUpdate, CloseSessionRequest, CloseSessionResponse, Error, ListSessionsRequest,
-    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpServer, NewSessionRequest,
-    NewSessionResponse, ResumeSessionRequest, ResumeSessionResponse, SessionConfigOption, SessionInfo,
-    SessionModeState, SessionNotification, SessionUpdate, SetSessionConfigOptionRequest,
-    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse, StopReason,
+    CloseSessionRequest, CloseSessionResponse, Error, ListSessionsRequest, ListSessionsResponse,
+    LoadSessionRequest, LoadSessionResponse, McpServer, NewSessionRequest, NewSessionResponse,
+    ResumeSessionRequest, ResumeSessionResponse, SessionConfigOption, SessionInfo, SessionModeState,
+    SessionNotification, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
+    SetSessionModeRequest, SetSessionModeResponse, StopReason,
 };
 use serde_json::Value;
 use tokio::sync::oneshot;
 
+use super::commands::PromptCommand;
 use super::fs::{ClientFs, FsAccess};
 use super::port::AcpPort;
+use super::terminal::ClientTerminal;
 use super::updates::Pump;
 use super::wire::Wire;
 use super::{Agent, absolute, modes};
@@ -85,6 +87,13 @@ pub struct AcpSession {
     pub titled: AtomicBool,
     /// Fires when the pump has seen the session end.
     ended: Mutex<Option<oneshot::Receiver<()>>>,
+    /// Where its tools run and its files are written (the client's layers over the disk), as
+    /// `/undo` writes.
+    pub env: Arc<dyn crate::exec::ExecutionEnvironment>,
+    /// Its MCP servers (their prompts are commands).
+    pub mcp: Option<Arc<crate::mcp::McpTools>>,
+    /// Its MCP servers' prompts as commands, once listed (`commands.rs`).
+    pub prompts: tokio::sync::OnceCell<Vec<PromptCommand>>,
 }
 
 impl AcpSession {
@@ -133,9 +142,8 @@ impl AcpSession {
     }
 
     /// The commands the user can type, after the session's creation was answered.
-    pub fn announce(&self, wire: &Wire) {
-        let update = SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(modes::commands()));
-        wire.notify("session/update", SessionNotification::new(self.id.clone(), update));
+    pub fn announce(self: &Arc<Self>, wire: &Arc<Wire>) {
+        super::commands::announce(self, wire);
     }
 }
 
@@ -195,13 +203,21 @@ async fn start(agent: &Arc<Agent>, request: Start) -> Result<Arc<AcpSession>, Er
     let id = request.id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let access = FsAccess { read: client.fs.read_text_file, write: client.fs.write_text_file };
     let wire = Arc::clone(&agent.wire);
-    let builder = SessionBuilder::load(&agent.env, cwd.clone(), overrides)
-        .map_err(|e| Error::internal_error().data(Value::String(e.to_string())))?
-        .wrap_environment(|inner| Arc::new(ClientFs::new(inner, wire, &id, access)));
+    let (asks_tx, asks) = tokio::sync::mpsc::unbounded_channel();
+    let mut builder = SessionBuilder::load(&agent.env, cwd.clone(), overrides)
+        .map_err(|e| Error::internal_error().data(Value::String(e.to_string())))?;
+    if client.terminal {
+        let local = crate::exec::LocalOptions::from_config(builder.config(), &cwd);
+        let (wire, pump) = (Arc::clone(&wire), asks_tx.clone());
+        builder = builder.wrap_environment(|inner| {
+            Arc::new(ClientTerminal::new(inner, wire, &id, pump, local.env_policy, local.limits))
+        });
+    }
+    let builder = builder.wrap_environment(|inner| Arc::new(ClientFs::new(inner, wire, &id, access)));
     if let Some(report) = builder.trust().and_then(|t| t.report()) {
         tracing::warn!("{report}");
     }
-    let (asks_tx, asks) = tokio::sync::mpsc::unbounded_channel();
+    let env = builder.environment();
     let port = Arc::new(AcpPort::new(asks_tx, builder.environment(), super::review::opted_in(&client)));
     let resumed = !request.history.is_empty();
     let built = builder
@@ -218,9 +234,9 @@ async fn start(agent: &Arc<Agent>, request: Start) -> Result<Arc<AcpSession>, Er
                 .clone()
                 .map(|store| Arc::new(store) as Arc<dyn session::Transcripts>),
             mcp: Some(Arc::clone(&agent.mcp)),
-            // No checkpoints yet: undo over ACP (`/undo`) is still to come, and recording would
-            // read files around each command through the client's fs methods.
-            checkpoints: None,
+            // As the language server's: the recording wraps the port and the environment above
+            // (`/undo` and `/redo` in `commands.rs`).
+            checkpoints: agent.data_dir.clone(),
         })
         .await
         .map_err(|e| Error::internal_error().data(Value::String(e.to_string())))?;
@@ -237,6 +253,9 @@ async fn start(agent: &Arc<Agent>, request: Start) -> Result<Arc<AcpSession>, Er
         turns: Mutex::default(),
         titled: AtomicBool::new(resumed),
         ended: Mutex::new(Some(ended)),
+        env,
+        mcp: built.mcp.clone(),
+        prompts: tokio::sync::OnceCell::new(),
     });
     agent.sessions().insert(id.clone(), Arc::clone(&session));
     tracing::info!(session = %id, profile = profile.as_str(), model = %model, resumed, "ACP session started");

@@ -36,14 +36,15 @@ use std::sync::atomic::Ordering;
 use agent_client_protocol_schema::v1::{
     ClientCapabilities, CompactionStatus, CompactionUpdate, ConfigOptionUpdate, ContentBlock, ContentChunk,
     CurrentModeUpdate, Notice, NoticeSeverity, RequestPermissionRequest, RequestPermissionResponse,
-    SessionInfoUpdate, SessionNotification, SessionUpdate, StopReason, ToolCall, ToolCallContent,
-    ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
+    SessionInfoUpdate, SessionNotification, SessionUpdate, StopReason, Terminal, TerminalId, ToolCall,
+    ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+    UsageUpdate,
 };
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::modes;
-use super::port::Ask;
+use super::port::{Ask, ToPump};
 use super::sessions::{AcpSession, Waiter};
 use super::subagents::Children;
 use super::wire::Wire;
@@ -125,15 +126,18 @@ pub fn output_so_far(call_id: String, output: &str) -> ToolCallUpdate {
     ToolCallUpdate::new(call_id, ToolCallUpdateFields::new().content(content))
 }
 
-/// The `tool_call_update` of a call that ended: its status, the diffs its review showed, its
+/// The `tool_call_update` of a call that ended: its status, what it showed before (the diffs its
+/// review showed, the client terminal its command ran in), its
 /// output (fenced for commands) or error, and `rawOutput`.
-pub fn ended(end: ToolCallEnd, diffs: Vec<ToolCallContent>) -> ToolCallUpdate {
+pub fn ended(end: ToolCallEnd, shown_before: Vec<ToolCallContent>) -> ToolCallUpdate {
     let (body, raw) = match &end.outcome {
         CallOutcome::Output { output, .. } => (output.clone(), json!({"output": output})),
         CallOutcome::Error { error } => (error.clone(), json!({"error": error})),
     };
-    let mut content = diffs;
-    if !body.is_empty() {
+    // A terminal shows the command's output itself.
+    let in_terminal = shown_before.iter().any(|c| matches!(c, ToolCallContent::Terminal(_)));
+    let mut content = shown_before;
+    if !body.is_empty() && !in_terminal {
         let fenced = kind_of(&end.tool_name) == ToolKind::Execute;
         let body = shown(&body);
         content.push(ToolCallContent::from(text(if fenced { format!("```\n{body}\n```") } else { body })));
@@ -152,6 +156,8 @@ struct Call {
     output: String,
     /// The diffs its review showed: they stay in the call's content.
     diffs: Vec<ToolCallContent>,
+    /// The client's terminal its command runs in: it stays in the call's content.
+    terminal: Option<ToolCallContent>,
 }
 
 /// The optional updates a client advertised it understands (`clientCapabilities`).
@@ -239,7 +245,7 @@ impl Pump {
         self.wire.notify("session/update", SessionNotification::new(self.session.id.clone(), update));
     }
 
-    pub async fn run(mut self, mut events: UnboundedReceiver<Event>, mut asks: UnboundedReceiver<Ask>) {
+    pub async fn run(mut self, mut events: UnboundedReceiver<Event>, mut asks: UnboundedReceiver<ToPump>) {
         let mut asks_open = true;
         loop {
             tokio::select! {
@@ -253,7 +259,8 @@ impl Pump {
                     None => break,
                 },
                 ask = asks.recv(), if asks_open => match ask {
-                    Some(ask) => self.ask(ask),
+                    Some(ToPump::Ask(ask)) => self.ask(ask),
+                    Some(ToPump::Terminal { call_id, terminal_id }) => self.terminal(call_id, terminal_id),
                     None => asks_open = false,
                 },
             }
@@ -264,6 +271,14 @@ impl Pump {
         {
             let _ = reply.send(Ok(StopReason::Cancelled));
         }
+    }
+
+    /// A command of `call_id` runs in the client's terminal: the call shows the terminal.
+    fn terminal(&mut self, call_id: String, terminal_id: String) {
+        let content = ToolCallContent::Terminal(Terminal::new(TerminalId::new(terminal_id)));
+        self.calls.entry(call_id.clone()).or_default().terminal = Some(content.clone());
+        let fields = ToolCallUpdateFields::new().content(vec![content]);
+        self.update(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(call_id, fields)));
     }
 
     fn ask(&mut self, ask: Ask) {
@@ -384,7 +399,9 @@ impl Pump {
             }
             EventData::ToolCallEnd(end) => {
                 let call = self.calls.remove(&end.call_id).unwrap_or_default();
-                self.update(SessionUpdate::ToolCallUpdate(ended(end, call.diffs)));
+                let mut content = call.diffs;
+                content.extend(call.terminal);
+                self.update(SessionUpdate::ToolCallUpdate(ended(end, content)));
             }
             EventData::ConfigChanged(change) => {
                 {

@@ -87,6 +87,28 @@ pub fn filter_environment<'a>(
         .collect()
 }
 
+/// A POSIX `sh` prelude that applies the same rule inside a shell whose environment this process
+/// does not know (an ACP client's terminal inherits the editor's): it unsets every exported
+/// variable whose name is secret, and under `core-only` / `none` the ones the policy drops. Names
+/// are taken from `env` (a value's inner line that looks like `NAME=` only adds a harmless
+/// `unset`); a read-only variable is left, as no shell can remove it.
+pub fn shell_prelude(policy: EnvPolicy) -> String {
+    const NAMES: &str = r"env | sed -n 's/^\([A-Za-z_][A-Za-z0-9_]*\)=.*/\1/p'";
+    let secrets: Vec<String> = SECRET_SUFFIXES.iter().map(|s| format!("{s}$")).collect();
+    let secret = format!("{NAMES} | grep -i -E '{}'", secrets.join("|"));
+    let dropped = match policy {
+        EnvPolicy::InheritAll => secret,
+        EnvPolicy::CoreOnly => {
+            format!("{secret}; {NAMES} | grep -v -E '^({}|LC_[A-Za-z0-9_]*)$'", CORE_VARIABLES.join("|"))
+        }
+        EnvPolicy::None => NAMES.to_string(),
+    };
+    format!(
+        "for agentls_name in $({dropped}); do (unset \"$agentls_name\") 2>/dev/null && unset \"$agentls_name\"; \
+         done; unset agentls_name;"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,6 +138,37 @@ mod tests {
     #[test]
     fn core_only_keeps_core_and_locale() {
         assert_eq!(names(EnvPolicy::CoreOnly), ["PATH", "HOME", "LC_ALL"]);
+    }
+
+    /// The prelude run by a real `sh` over an environment with secrets: `env` after it shows
+    /// exactly what [`filter_environment`] keeps.
+    fn after_prelude(policy: EnvPolicy) -> Vec<String> {
+        let script = format!("{} env", shell_prelude(policy));
+        let out = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(script)
+            .env_clear()
+            .envs(PARENT.iter().copied())
+            .env("PATH", "/usr/bin:/bin")
+            .env("MULTI", "first\nOPENAI_API_KEY=inside-a-value\nlast")
+            .output()
+            .expect("sh runs");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let mut names: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.split_once('=').map(|(k, _)| k.to_string()))
+            .filter(|k| k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|k| PARENT.iter().any(|(p, _)| p == k) || k == "MULTI")
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn the_shell_prelude_applies_the_same_rule_inside_a_shell() {
+        assert_eq!(after_prelude(EnvPolicy::InheritAll), ["HOME", "LC_ALL", "MULTI", "PATH", "PROJECT_FLAG"]);
+        assert_eq!(after_prelude(EnvPolicy::CoreOnly), ["HOME", "LC_ALL", "PATH"]);
+        assert!(after_prelude(EnvPolicy::None).is_empty());
     }
 
     #[test]

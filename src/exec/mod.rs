@@ -29,7 +29,7 @@ use std::time::SystemTime;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-pub use env_filter::{CORE_VARIABLES, filter_environment, is_secret_name};
+pub use env_filter::{CORE_VARIABLES, filter_environment, is_secret_name, shell_prelude};
 pub use guard::KILL_GRACE;
 pub use local::{LocalExecutionEnvironment, LocalOptions};
 pub(crate) use paths::{canonicalize_lenient, normalize_lexically};

@@ -263,6 +263,23 @@ impl McpTools {
         tools
     }
 
+    /// The prompts of every running server (`prompts/list`), each with its server's name and
+    /// the server, once no server is starting; a server whose listing fails is left out (logged).
+    pub async fn prompts(&self) -> Vec<(String, Arc<Server>, rmcp::model::Prompt)> {
+        self.wait_started().await;
+        let mut prompts = Vec::new();
+        for entry in self.entries.iter() {
+            let EntryKind::Server(server) = &entry.kind else { continue };
+            match server.prompts().await {
+                Ok(listed) => {
+                    prompts.extend(listed.into_iter().map(|p| (entry.name.clone(), Arc::clone(server), p)))
+                }
+                Err(e) => tracing::warn!(server = %entry.name, "{e}"),
+            }
+        }
+        prompts
+    }
+
     /// What the user has not been told yet: servers that failed (once per failure), that did
     /// not start in time, that cannot start as configured, and that run again.
     fn news(&self) -> Vec<String> {

@@ -337,6 +337,43 @@ impl Server {
         }
     }
 
+    /// The running server's prompts (`prompts/list`); none when it does not offer prompts or is
+    /// not running.
+    pub async fn prompts(&self) -> Result<Vec<rmcp::model::Prompt>, String> {
+        let Some(peer) = self.running_peer() else { return Ok(Vec::new()) };
+        if peer.peer_info().is_none_or(|info| info.capabilities.prompts.is_none()) {
+            return Ok(Vec::new());
+        }
+        match tokio::time::timeout(RELIST_TIMEOUT, peer.list_all_prompts()).await {
+            Ok(listed) => listed.map_err(|e| format!("listing its prompts failed: {e}")),
+            Err(_) => Err("listing its prompts timed out".into()),
+        }
+    }
+
+    /// One of its prompts with `arguments` (`prompts/get`), within the server's tool timeout.
+    pub async fn prompt(
+        &self,
+        name: &str,
+        arguments: JsonObject,
+    ) -> Result<rmcp::model::GetPromptResult, String> {
+        let peer = self
+            .running_peer()
+            .ok_or_else(|| format!("the MCP server `{}` is not running", self.spec.name))?;
+        let mut params = rmcp::model::GetPromptRequestParams::new(name);
+        params.arguments = Some(arguments);
+        match tokio::time::timeout(self.spec.tool_timeout, peer.get_prompt(params)).await {
+            Ok(got) => {
+                got.map_err(|e| format!("the MCP server `{}` refused the prompt: {e}", self.spec.name))
+            }
+            Err(_) => Err(format!("the MCP server `{}` did not answer in time", self.spec.name)),
+        }
+    }
+
+    fn running_peer(&self) -> Option<Peer<RoleClient>> {
+        let inner = self.lock();
+        (inner.state == State::Running).then(|| inner.peer.clone()).flatten()
+    }
+
     /// The server's start, life and restarts.
     async fn run(self: Arc<Self>) {
         let mut failures = 0u32;

@@ -89,6 +89,9 @@ pub struct BuiltSession {
     /// `None` without a store, or when the transcript could not be opened (logged). The
     /// session writes its history through it; the host adds subagents and input ends.
     pub transcript: Option<Arc<dyn TranscriptSink>>,
+    /// The session's MCP servers (a host offers their prompts); `None` without a hub, or in
+    /// code mode.
+    pub mcp: Option<Arc<crate::mcp::McpTools>>,
 }
 
 /// A session whose configuration is loaded.
@@ -252,12 +255,11 @@ impl SessionBuilder {
             .with_mcp(McpRules::from_config(config));
         // Code mode's model has only its REPL; every other profile gets the configured servers,
         // started now in the background.
-        let tool_source = match (parts.mcp, profile) {
-            (Some(hub), profile) if profile != ProfileKind::Code => {
-                Some(hub.session(config, env, root) as Arc<dyn crate::tools::ToolSource>)
-            }
+        let mcp = match (parts.mcp, profile) {
+            (Some(hub), profile) if profile != ProfileKind::Code => Some(hub.session(config, env, root)),
             _ => None,
         };
+        let tool_source = mcp.clone().map(|tools| tools as Arc<dyn crate::tools::ToolSource>);
         let mut env = Arc::clone(environment);
         let mut editor: Arc<dyn EditorPort> = Arc::new(PolicedPort::new(parts.editor, policy));
         let checkpoints = parts.checkpoints.and_then(|dir| {
@@ -287,6 +289,6 @@ impl SessionBuilder {
             tool_source,
             checkpoints,
         };
-        Ok(BuiltSession { options, id, profile, model, transcript })
+        Ok(BuiltSession { options, id, profile, model, transcript, mcp })
     }
 }

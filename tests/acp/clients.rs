@@ -209,7 +209,7 @@ async fn handshake_advertises_only_what_is_implemented_and_the_session_has_modes
         .iter()
         .map(|c| c["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["compact", "model"]);
+    assert_eq!(names, ["compact", "model", "undo", "redo"]);
     assert_eq!(mock.request_count(), 0, "nothing was asked of the model");
 }
 
@@ -624,6 +624,29 @@ async fn acpx_denying_everything_keeps_a_command_from_running() {
     assert!(!home.ws().join("acpx-made").exists());
     let body = mock.requests()[1].body.to_string();
     assert!(body.contains("denied"), "the model was told: {body}");
+}
+
+#[tokio::test]
+async fn acpx_runs_an_allowed_command_in_its_terminal_without_the_provider_key() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let home = Home::new();
+    mock.push(Reply::new().tool_call("c1", "shell", json!({"command": "env; echo acpx-ran > ran.txt"})));
+    mock.push(Reply::new().text("Ran it."));
+    let (lines, ok) = acpx(&home, &mock, &["--approve-all"], "run env").await;
+    assert!(ok, "{lines:#?}");
+    let called = methods(&lines);
+    let asked = called.iter().position(|m| *m == "session/request_permission").expect("asked");
+    let created = called
+        .iter()
+        .position(|m| *m == "terminal/create")
+        .unwrap_or_else(|| panic!("no terminal: {called:?}"));
+    assert!(asked < created, "{called:?}");
+    assert!(called.contains(&"terminal/release"), "{called:?}");
+    assert_eq!(std::fs::read_to_string(home.ws().join("ran.txt")).unwrap(), "acpx-ran\n");
+    // acpx's terminal inherits its environment, which holds the provider's key.
+    let result = mock.requests()[1].body.to_string();
+    assert!(result.contains("PATH="), "the model got the terminal's output: {result}");
+    assert!(!result.contains(KEY) && !result.contains("ANTHROPIC_API_KEY"), "{result}");
 }
 
 /// The language server of the same user (same data dir) as `home`'s ACP agent.
@@ -1073,4 +1096,185 @@ async fn a_model_without_images_is_not_offered_them_and_refuses_an_image_block()
     let options = &response(&lines, "new")["result"]["configOptions"];
     assert!(!options.as_array().unwrap().iter().any(|o| o["id"] == "effort"), "{options}");
     assert_eq!(mock.request_count(), 0);
+
+fn terminal_caps() -> Value {
+    json!({"fs": {"readTextFile": false, "writeTextFile": false}, "terminal": true})
+}
+
+#[tokio::test]
+async fn a_command_runs_in_the_clients_terminal_without_secrets_and_its_changes_can_be_undone() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let home = Home::new();
+    let file = home.write("t.txt", "old\n");
+    mock.push(Reply::new().tool_call("c1", "read_file", json!({"file_path": "t.txt"})));
+    mock.push(Reply::new().tool_call("c2", "shell", json!({"command": "env; echo new > t.txt"})));
+    mock.push(Reply::new().text("ran it"));
+    let lines = home
+        .drive(
+            &mock,
+            json!({
+                "capabilities": terminal_caps(),
+                // The editor's environment: secrets the command must not see, and a plain variable.
+                "terminalEnv": {
+                    "ANTHROPIC_API_KEY": "sk-ant-in-the-editor",
+                    "OPENAI_API_KEY": "sk-openai-in-the-editor",
+                    "GITHUB_TOKEN": "ghp-in-the-editor",
+                    "db_password": "lowercase-secret",
+                    "PLAIN_SETTING": "visible-value",
+                },
+                "permissions": ["allow_once"],
+                "steps": [
+                    {"op": "initialize"}, {"op": "new", "cwd": home.ws()},
+                    prompt("run env"),
+                    {"op": "prompt", "prompt": [{"type": "text", "text": "/undo"}]},
+                ],
+            }),
+        )
+        .await;
+    let answers = responses(&lines, "prompt");
+    assert!(answers.iter().all(|a| a["result"]["stopReason"] == "end_turn"), "{lines:#?}");
+    // Asked first, then run in a terminal: created, waited for, read, released.
+    let asked = lines.iter().position(|l| l["type"] == "permission").expect("asked");
+    let calls: Vec<&str> =
+        of_type(&lines, "terminal").iter().map(|l| l["method"].as_str().unwrap()).collect();
+    assert_eq!(calls, ["create", "wait_for_exit", "output", "release"], "{lines:#?}");
+    let created = lines.iter().position(|l| l["type"] == "terminal").unwrap();
+    assert!(asked < created, "the policy decided before the terminal was created");
+    let create = &of_type(&lines, "terminal")[0];
+    assert_eq!(create["params"]["cwd"], home.ws().display().to_string());
+    assert_eq!(create["params"]["args"].as_array().unwrap().last().unwrap(), "env; echo new > t.txt");
+    let id = create["terminalId"].as_str().unwrap();
+    let shown = updates(&lines, "tool_call_update")
+        .into_iter()
+        .filter(|u| u["toolCallId"] == "c2")
+        .flat_map(|u| u["content"].as_array().cloned().unwrap_or_default())
+        .collect::<Vec<_>>();
+    assert!(
+        shown.iter().any(|c| c["type"] == "terminal" && c["terminalId"] == id),
+        "the call shows the terminal: {shown:#?}"
+    );
+    // The model got the terminal's output, without the editor's secrets.
+    let result = sent_results(&mock, 2);
+    assert!(result.contains("PLAIN_SETTING=visible-value"), "{result}");
+    for secret in ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GITHUB_TOKEN", "db_password", "in-the-editor", KEY]
+    {
+        assert!(!result.contains(secret), "{secret} reached the command: {result}");
+    }
+    // The command's change was recorded around it, and /undo took it back on disk.
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "old\n", "{lines:#?}");
+    assert_eq!(mock.request_count(), 3, "/undo did not reach the model");
+}
+
+#[tokio::test]
+async fn a_command_in_the_clients_terminal_is_killed_at_its_timeout() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let home = Home::new();
+    mock.push(Reply::new().tool_call(
+        "c1",
+        "shell",
+        json!({"command": "echo started; sleep 30", "timeout_ms": 500}),
+    ));
+    mock.push(Reply::new().text("too slow"));
+    let lines = home.journey(&mock, terminal_caps(), json!(["allow_once"]), json!([prompt("wait")])).await;
+    assert_eq!(response(&lines, "prompt")["result"]["stopReason"], "end_turn", "{lines:#?}");
+    let calls: Vec<&str> =
+        of_type(&lines, "terminal").iter().map(|l| l["method"].as_str().unwrap()).collect();
+    assert_eq!(calls, ["create", "wait_for_exit", "kill", "output", "release"], "{lines:#?}");
+    let result = sent_results(&mock, 1);
+    assert!(result.contains("started") && result.contains("timed out after 500ms"), "{result}");
+}
+
+#[tokio::test]
+async fn undo_reverts_the_last_turn_through_the_clients_fs_and_redo_reapplies_it() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let home = Home::new();
+    let file = home.write("u.txt", "on disk\n");
+    let path = file.display().to_string();
+    read_and_edit(&mock, "u.txt", "first", "FIRST");
+    mock.push(Reply::new().text("edited"));
+    let lines = home
+        .drive(
+            &mock,
+            json!({
+                "capabilities": fs_caps(true, true),
+                "buffers": {path.clone(): "first\nsecond\n"},
+                "permissions": ["allow_once"],
+                "steps": [
+                    {"op": "initialize"}, {"op": "new", "cwd": home.ws()},
+                    prompt("capitalise first"),
+                    {"op": "prompt", "prompt": [{"type": "text", "text": "/undo"}]},
+                    {"op": "prompt", "prompt": [{"type": "text", "text": "/redo"}]},
+                    // The user changes the line the turn changed: the undo would clobber it.
+                    {"op": "edit_buffer", "path": path, "content": "MINE\nsecond\n"},
+                    {"op": "prompt", "prompt": [{"type": "text", "text": "/undo"}]},
+                ],
+            }),
+        )
+        .await;
+    let answers = responses(&lines, "prompt");
+    assert_eq!(answers.len(), 4);
+    assert!(answers.iter().all(|a| a["result"]["stopReason"] == "end_turn"), "{lines:#?}");
+    let names: Vec<&str> = updates(&lines, "available_commands_update")[0]["availableCommands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"undo") && names.contains(&"redo"), "{names:?}");
+    // The turn's write, the undo's, the redo's; none for the refused undo.
+    let writes: Vec<&str> = of_type(&lines, "write").iter().map(|w| w["content"].as_str().unwrap()).collect();
+    assert_eq!(writes, ["FIRST\nsecond\n", "first\nsecond\n", "FIRST\nsecond\n"], "{lines:#?}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "on disk\n", "the client wrote, not the disk");
+    // Each is shown as a tool call with its diff.
+    let calls: Vec<&Value> = updates(&lines, "tool_call")
+        .into_iter()
+        .filter(|c| c["kind"] == "edit" && c["toolCallId"] != "c2")
+        .collect();
+    assert_eq!(calls.len(), 3, "{calls:#?}");
+    assert_eq!(calls[0]["status"], "completed");
+    assert_eq!(calls[0]["content"][0]["type"], "diff");
+    assert_eq!(calls[0]["content"][0]["path"], path);
+    assert_eq!(calls[0]["content"][0]["oldText"], "FIRST\nsecond\n");
+    assert_eq!(calls[0]["content"][0]["newText"], "first\nsecond\n");
+    assert_eq!(calls[1]["content"][0]["newText"], "FIRST\nsecond\n");
+    assert_eq!(calls[2]["status"], "failed", "the conflict is reported");
+    let text = message_text(&lines);
+    assert!(text.contains("Cannot undo") && text.contains("changed since"), "{text}");
+    assert_eq!(mock.request_count(), 3, "no command reached the model");
+}
+
+#[tokio::test]
+async fn mcp_prompts_are_commands_and_a_typed_one_is_the_users_turn() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let home = Home::new();
+    let everything = support::installed::everything();
+    mock.push(Reply::new().text("sunny"));
+    mock.push(Reply::new().text("hot"));
+    let lines = home
+        .drive(
+            &mock,
+            json!({"capabilities": fs_caps(false, false), "steps": [
+                {"op": "initialize"},
+                {"op": "new", "cwd": home.ws(), "mcpServers": [
+                    {"name": "everything", "command": everything, "args": ["stdio"], "env": []},
+                ]},
+                {"op": "prompt", "prompt": [{"type": "text", "text": "/args-prompt"}]},
+                {"op": "prompt", "prompt": [{"type": "text", "text": "/args-prompt Paris France"}]},
+                {"op": "prompt", "prompt": [{"type": "text", "text": "/args-prompt state=Texas Austin"}]},
+            ]}),
+        )
+        .await;
+    let answers = responses(&lines, "prompt");
+    assert!(answers.iter().all(|a| a["result"]["stopReason"] == "end_turn"), "{lines:#?}");
+    let announced = updates(&lines, "available_commands_update");
+    let last = announced.last().unwrap()["availableCommands"].as_array().unwrap();
+    let args = last.iter().find(|c| c["name"] == "args-prompt").expect("the prompt is a command");
+    assert_eq!(args["input"]["hint"], "city [state]");
+    assert!(last.iter().any(|c| c["name"] == "simple-prompt"), "{last:#?}");
+    assert!(message_text(&lines).contains("needs `city`"), "{}", message_text(&lines));
+    assert_eq!(mock.request_count(), 2, "a prompt missing its argument was not sent");
+    let first = mock.requests()[0].body.to_string();
+    assert!(first.contains("What's weather in Paris, France?"), "{first}");
+    let second = mock.requests()[1].body.to_string();
+    assert!(second.contains("What's weather in Austin, Texas?"), "{second}");
 }

@@ -7,10 +7,11 @@
 // Scenario: { sdk: "stable" (default) | "unstable",
 //             capabilities: {fs: {readTextFile, writeTextFile}, terminal, session, subagents},
 //             buffers: {"/abs/path": "unsaved text"},   // what fs/read_text_file answers
+//             terminalEnv: {NAME: "value"},   // set in the terminals' environment (the editor's)
 //             permissions: ["allow_once" | "allow_always" | "reject_once" | "reject_always" | "cancel"
 //                           | {kind, meta}],   // meta: the answer's _meta
 //             steps: [{op: "initialize" | "new" | "load" | "resume" | "list" | "close" | "prompt" |
-//                      "set_mode" | "set_config" | "raw", ...}] }
+//                      "set_mode" | "set_config" | "edit_buffer" | "raw", ...}] }
 // "$session" in a step's strings is the id of the session the last `new` created.
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -24,6 +25,8 @@ const out = (line) => process.stdout.write(JSON.stringify(line) + "\n");
 const caps = scenario.capabilities ?? { fs: { readTextFile: false, writeTextFile: false }, terminal: false };
 const buffers = scenario.buffers ?? {};
 const answers = [...(scenario.permissions ?? [])];
+const terminals = new Map();
+let terminalCount = 0;
 let sessionId = null;
 let connection = null;
 
@@ -66,6 +69,60 @@ const app = acp
     if (!caps.fs?.writeTextFile) return unadvertised("fs/write_text_file");
     out({ type: "write", path: params.path, content: params.content });
     buffers[params.path] = params.content;
+    return {};
+  })
+  // Terminals as a real client runs them: a process per terminal, its output kept (the end of it,
+  // within outputByteLimit), in the editor's environment (this process's plus terminalEnv).
+  .onRequest(acp.methods.client.terminal.create, ({ params }) => {
+    if (!caps.terminal) return unadvertised("terminal/create");
+    const id = `term-${++terminalCount}`;
+    out({ type: "terminal", method: "create", terminalId: id, params });
+    const env = { ...process.env, ...(scenario.terminalEnv ?? {}) };
+    for (const { name, value } of params.env ?? []) env[name] = value;
+    const proc = spawn(params.command, params.args ?? [], { cwd: params.cwd ?? undefined, env, detached: true });
+    const terminal = { proc, output: Buffer.alloc(0), truncated: false, limit: params.outputByteLimit ?? Infinity };
+    terminal.exited = new Promise((resolve) =>
+      proc.on("exit", (exitCode, signal) => {
+        terminal.status = { exitCode, signal };
+        resolve(terminal.status);
+      }),
+    );
+    const keep = (chunk) => {
+      terminal.output = Buffer.concat([terminal.output, chunk]);
+      if (terminal.output.length > terminal.limit) {
+        terminal.output = terminal.output.subarray(terminal.output.length - terminal.limit);
+        terminal.truncated = true;
+      }
+    };
+    proc.stdout.on("data", keep);
+    proc.stderr.on("data", keep);
+    terminals.set(id, terminal);
+    return { terminalId: id };
+  })
+  .onRequest(acp.methods.client.terminal.output, ({ params }) => {
+    if (!caps.terminal) return unadvertised("terminal/output");
+    const terminal = terminals.get(params.terminalId);
+    out({ type: "terminal", method: "output", terminalId: params.terminalId });
+    return { output: terminal.output.toString("utf8"), truncated: terminal.truncated, exitStatus: terminal.status ?? null };
+  })
+  .onRequest(acp.methods.client.terminal.waitForExit, async ({ params }) => {
+    if (!caps.terminal) return unadvertised("terminal/wait_for_exit");
+    out({ type: "terminal", method: "wait_for_exit", terminalId: params.terminalId });
+    return await terminals.get(params.terminalId).exited;
+  })
+  .onRequest(acp.methods.client.terminal.kill, ({ params }) => {
+    if (!caps.terminal) return unadvertised("terminal/kill");
+    out({ type: "terminal", method: "kill", terminalId: params.terminalId });
+    const terminal = terminals.get(params.terminalId);
+    if (!terminal.status) process.kill(-terminal.proc.pid, "SIGKILL");
+    return {};
+  })
+  .onRequest(acp.methods.client.terminal.release, ({ params }) => {
+    if (!caps.terminal) return unadvertised("terminal/release");
+    out({ type: "terminal", method: "release", terminalId: params.terminalId });
+    const terminal = terminals.get(params.terminalId);
+    if (!terminal.status) process.kill(-terminal.proc.pid, "SIGKILL");
+    terminals.delete(params.terminalId);
     return {};
   })
   .onRequest("*", ({ method }) => unadvertised(method));
@@ -123,6 +180,10 @@ await app.connectWith(stream, async (ctx) => {
         break;
       case "prompt":
         await call("prompt", acp.methods.agent.session.prompt, { sessionId: step.sessionId ?? "$session", prompt: step.prompt });
+        break;
+      case "edit_buffer":
+        // The user edits the editor's buffer between prompts.
+        buffers[step.path] = step.content;
         break;
       default:
         throw new Error(`unknown step ${step.op}`);
