@@ -47,7 +47,7 @@ pub struct Ask {
 /// What the session's pump is handed besides the session's events, in order with them.
 pub enum ToPump {
     /// A permission question.
-    Ask(Ask),
+    Ask(Box<Ask>),
     /// A command runs in the client's terminal `terminal_id` (`terminal.rs`): the call shows it.
     Terminal { call_id: String, terminal_id: String },
 }
@@ -88,7 +88,7 @@ impl AcpPort {
         meta: Option<Meta>,
     ) -> Option<RequestPermissionResponse> {
         let (reply, answer) = oneshot::channel();
-        if self.asks.send(ToPump::Ask(Ask { call_id, fields, options, meta, reply })).is_err() {
+        if self.asks.send(ToPump::Ask(Box::new(Ask { call_id, fields, options, meta, reply }))).is_err() {
             return None;
         }
         let cancelled = async {

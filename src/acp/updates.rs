@@ -259,7 +259,7 @@ impl Pump {
                     None => break,
                 },
                 ask = asks.recv(), if asks_open => match ask {
-                    Some(ToPump::Ask(ask)) => self.ask(ask),
+                    Some(ToPump::Ask(ask)) => self.ask(*ask),
                     Some(ToPump::Terminal { call_id, terminal_id }) => self.terminal(call_id, terminal_id),
                     None => asks_open = false,
                 },

@@ -143,7 +143,8 @@ mod tests {
     /// The prelude run by a real `sh` over an environment with secrets: `env` after it shows
     /// exactly what [`filter_environment`] keeps.
     fn after_prelude(policy: EnvPolicy) -> Vec<String> {
-        let script = format!("{} env", shell_prelude(policy));
+        // `env -0`: a value's inner lines are not taken for variables here.
+        let script = format!("{} command -p env -0", shell_prelude(policy));
         let out = std::process::Command::new("/bin/sh")
             .arg("-c")
             .arg(script)
@@ -155,7 +156,7 @@ mod tests {
             .expect("sh runs");
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let mut names: Vec<String> = String::from_utf8_lossy(&out.stdout)
-            .lines()
+            .split('\0')
             .filter_map(|l| l.split_once('=').map(|(k, _)| k.to_string()))
             .filter(|k| k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
             .filter(|k| PARENT.iter().any(|(p, _)| p == k) || k == "MULTI")
