@@ -7,7 +7,7 @@
 //! - Messages are written in the order they were queued, so a `session/update` queued before a
 //!   prompt's response reaches the client before it.
 //! - A request to the client is answered exactly once: by its response, or with an error when
-//!   the client left.
+//!   the client left (at once for a request made after it left).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -27,12 +27,20 @@ pub struct Wire {
     out: mpsc::UnboundedSender<String>,
     next_id: AtomicI64,
     pending: Mutex<HashMap<i64, oneshot::Sender<Answer>>>,
+    /// The client left: requests fail at once (a session ending after it may still ask, e.g.
+    /// to kill a command's terminal).
+    closed: std::sync::atomic::AtomicBool,
 }
 
 impl Wire {
     /// A wire whose lines go to `out` (the writer task's queue).
     pub fn new(out: mpsc::UnboundedSender<String>) -> Self {
-        Self { out, next_id: AtomicI64::new(0), pending: Mutex::new(HashMap::new()) }
+        Self {
+            out,
+            next_id: AtomicI64::new(0),
+            pending: Mutex::new(HashMap::new()),
+            closed: std::sync::atomic::AtomicBool::new(false),
+        }
     }
 
     fn send(&self, message: Value) {
@@ -70,7 +78,13 @@ impl Wire {
         let params = serde_json::to_value(params).map_err(Error::into_internal_error)?;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        self.lock().insert(id, tx);
+        {
+            let mut pending = self.lock();
+            if self.closed.load(Ordering::SeqCst) {
+                return Err(Error::internal_error().data(Value::String("the client is gone".into())));
+            }
+            pending.insert(id, tx);
+        }
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         let value = rx
             .await
@@ -101,7 +115,9 @@ impl Wire {
 
     /// The client left: every waiting request fails.
     pub fn close(&self) {
-        self.lock().clear();
+        let mut pending = self.lock();
+        self.closed.store(true, Ordering::SeqCst);
+        pending.clear();
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<i64, oneshot::Sender<Answer>>> {
