@@ -1185,6 +1185,27 @@ async fn a_command_in_the_clients_terminal_is_killed_at_its_timeout() {
 }
 
 #[tokio::test]
+async fn cancelling_the_turn_kills_the_command_in_the_clients_terminal() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let home = Home::new();
+    mock.push(Reply::new().tool_call("c1", "shell", json!({"command": "sleep 30; touch late.txt"})));
+    mock.push(Reply::new().text("never asked"));
+    let lines = home
+        .drive(
+            &mock,
+            json!({"capabilities": terminal_caps(), "permissions": ["allow_once"], "cancelOnWait": true,
+                "steps": [{"op": "initialize"}, {"op": "new", "cwd": home.ws()}, prompt("wait")]}),
+        )
+        .await;
+    assert_eq!(response(&lines, "prompt")["result"]["stopReason"], "cancelled", "{lines:#?}");
+    let calls: Vec<&str> =
+        of_type(&lines, "terminal").iter().map(|l| l["method"].as_str().unwrap()).collect();
+    assert_eq!(calls, ["create", "wait_for_exit", "kill", "output", "release"], "{lines:#?}");
+    assert!(!home.ws().join("late.txt").exists());
+    assert_eq!(mock.request_count(), 1);
+}
+
+#[tokio::test]
 async fn undo_reverts_the_last_turn_through_the_clients_fs_and_redo_reapplies_it() {
     let mock = MockProvider::start(Dialect::Anthropic).await;
     let home = Home::new();

@@ -8,6 +8,7 @@
 //             capabilities: {fs: {readTextFile, writeTextFile}, terminal, session, subagents},
 //             buffers: {"/abs/path": "unsaved text"},   // what fs/read_text_file answers
 //             terminalEnv: {NAME: "value"},   // set in the terminals' environment (the editor's)
+//             cancelOnWait: true,   // session/cancel once the agent waits for a terminal
 //             permissions: ["allow_once" | "allow_always" | "reject_once" | "reject_always" | "cancel"
 //                           | {kind, meta}],   // meta: the answer's _meta
 //             steps: [{op: "initialize" | "new" | "load" | "resume" | "list" | "close" | "prompt" |
@@ -108,6 +109,8 @@ const app = acp
   .onRequest(acp.methods.client.terminal.waitForExit, async ({ params }) => {
     if (!caps.terminal) return unadvertised("terminal/wait_for_exit");
     out({ type: "terminal", method: "wait_for_exit", terminalId: params.terminalId });
+    // The user cancels the turn while the command runs.
+    if (scenario.cancelOnWait) await connection.notify(acp.methods.agent.session.cancel, { sessionId: params.sessionId });
     return await terminals.get(params.terminalId).exited;
   })
   .onRequest(acp.methods.client.terminal.kill, ({ params }) => {
