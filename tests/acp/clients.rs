@@ -1096,6 +1096,7 @@ async fn a_model_without_images_is_not_offered_them_and_refuses_an_image_block()
     let options = &response(&lines, "new")["result"]["configOptions"];
     assert!(!options.as_array().unwrap().iter().any(|o| o["id"] == "effort"), "{options}");
     assert_eq!(mock.request_count(), 0);
+}
 
 fn terminal_caps() -> Value {
     json!({"fs": {"readTextFile": false, "writeTextFile": false}, "terminal": true})
