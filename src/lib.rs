@@ -6,6 +6,8 @@
 //! Only `lsp` imports LSP types; the agent core talks outward through its event stream and the
 //! `EditorPort` / `ExecutionEnvironment` traits.
 
+#[cfg(test)]
+mod architecture;
 pub mod acp;
 pub mod checkpoint;
 pub mod cli;

@@ -31,7 +31,7 @@ use serde_json::Value;
 
 use super::Agent;
 use super::modes;
-use super::sessions::AcpSession;
+use super::session::{AcpSession, PromptCommand};
 use super::wire::Wire;
 use crate::checkpoint::revert::Apply;
 use crate::checkpoint::{CheckpointError, Direction};
@@ -39,13 +39,6 @@ use crate::exec::ExecutionEnvironment;
 use crate::mcp::Server;
 use crate::session::SessionState;
 use crate::workspace::{Committer, DiskCommitter, ResolvedChangeSet, Workspace};
-
-/// An MCP prompt offered as a command.
-pub struct PromptCommand {
-    pub name: String,
-    server: Arc<Server>,
-    prompt: Prompt,
-}
 
 /// What a typed command does.
 pub enum Outcome {

@@ -4,11 +4,13 @@
 //! store (a session started here can be resumed from the language server and the other way
 //! round), and behind the one permission policy.
 //!
-//! One file per method family: `lifecycle.rs` (`initialize`), `sessions.rs` (`session/new`,
+//! One file per method family: `lifecycle.rs` (`initialize`), `session.rs` (one session's
+//! state: its handle, its running prompt), `sessions.rs` (`session/new`,
 //! `load`, `resume`, `list`, `close`, modes and config options), `prompt.rs` (`session/prompt`,
 //! `session/cancel`, the built-in slash commands), `commands.rs` the other commands (`/undo`,
 //! `/redo`, the MCP servers' prompts); `updates.rs` turns a session's events into
-//! `session/update` (and asks the permission questions in order with them), `subagents.rs`
+//! `session/update` (and asks the permission questions in order with them), `convert.rs` the
+//! conversions it shares with `replay.rs` and `subagents.rs`, `subagents.rs`
 //! a session's children into `subagent_update` and their own updates, `replay.rs` a
 //! stored history into the updates `session/load` replays; `port.rs` is the editor port
 //! (review and permission through `session/request_permission`), `review.rs` the per-hunk review
@@ -25,6 +27,7 @@
 //!   written) before the process does.
 
 mod commands;
+mod convert;
 mod fs;
 mod lifecycle;
 mod modes;
@@ -32,6 +35,7 @@ mod port;
 mod prompt;
 mod replay;
 mod review;
+mod session;
 mod sessions;
 mod subagents;
 mod terminal;
@@ -53,7 +57,7 @@ use crate::config::Env;
 use crate::policy::PermissionRules;
 use crate::store::TranscriptStore;
 
-pub use sessions::AcpSession;
+pub use session::AcpSession;
 use wire::Wire;
 
 /// The agent: what every handler shares.
@@ -179,7 +183,7 @@ fn receive(agent: &Arc<Agent>, line: &str) {
                 let after = result.as_ref().ok().and_then(|(_, after)| after.clone());
                 agent.wire.respond(id, result.map(|(value, _)| value));
                 if let Some(session) = after {
-                    session.announce(&agent.wire);
+                    commands::announce(&session, &agent.wire);
                 }
             });
         }

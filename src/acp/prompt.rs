@@ -23,7 +23,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::Agent;
-use super::sessions::{AcpSession, Waiter};
+use super::session::{AcpSession, Waiter};
 use crate::llm::Image;
 use crate::session::ConfigChange;
 

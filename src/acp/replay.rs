@@ -14,7 +14,7 @@ use agent_client_protocol_schema::v1::{
 
 use base64::Engine;
 
-use super::updates::{Shows, kind_of, locations_of};
+use super::convert::{Shows, kind_of, locations_of};
 use crate::session::{Turn, summarize};
 
 fn chunk(text: &str) -> ContentChunk {

@@ -22,130 +22,21 @@ use std::sync::{Arc, Mutex};
 use agent_client_protocol_schema::v1::{
     CloseSessionRequest, CloseSessionResponse, Error, ListSessionsRequest, ListSessionsResponse,
     LoadSessionRequest, LoadSessionResponse, McpServer, NewSessionRequest, NewSessionResponse,
-    ResumeSessionRequest, ResumeSessionResponse, SessionConfigOption, SessionInfo, SessionModeState,
-    SessionNotification, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
-    SetSessionModeRequest, SetSessionModeResponse, StopReason,
+    ResumeSessionRequest, ResumeSessionResponse, SessionInfo, SessionNotification,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
+    SetSessionModeResponse,
 };
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use super::commands::PromptCommand;
 use super::fs::{ClientFs, FsAccess};
 use super::port::AcpPort;
+use super::session::AcpSession;
 use super::terminal::ClientTerminal;
 use super::updates::Pump;
-use super::wire::Wire;
 use super::{Agent, absolute, modes};
-use crate::config::{ConfigLayer, McpServerLayer, ProviderKind};
-use crate::session::{self, ConfigChange, SessionBuilder, SessionHandle, SessionParts, Turn};
-
-/// What a prompt waits for.
-pub enum Waiter {
-    /// The end of input number `input` (`processing_end`).
-    Input { input: u64, reply: oneshot::Sender<Result<StopReason, String>> },
-    /// A `/compact`: its `compaction` (or the warning that there was nothing to summarise).
-    Compact { reply: oneshot::Sender<Result<StopReason, String>> },
-}
-
-/// Inputs submitted and started, and what the running prompt waits for.
-#[derive(Default)]
-pub struct Turns {
-    pub submitted: u64,
-    pub started: u64,
-    pub waiter: Option<Waiter>,
-    /// A `session/cancel` waits for its marker (a `config_changed` the handle emitted after it):
-    /// every input that started before the cancel has announced itself by then.
-    pub cancel_marker: bool,
-}
-
-impl Turns {
-    /// At the cancel's marker: a prompt whose input never started (a cancel drops the inputs
-    /// queued before it) or whose compaction was dropped ends now, as cancelled.
-    pub fn cancelled(&mut self) {
-        let unstarted = match &self.waiter {
-            Some(Waiter::Input { input, .. }) => *input > self.started,
-            Some(Waiter::Compact { .. }) => true,
-            None => false,
-        };
-        self.submitted = self.started;
-        if unstarted && let Some(Waiter::Input { reply, .. } | Waiter::Compact { reply }) = self.waiter.take()
-        {
-            let _ = reply.send(Ok(StopReason::Cancelled));
-        }
-    }
-}
-
-/// A session this agent hosts.
-pub struct AcpSession {
-    pub id: String,
-    pub cwd: PathBuf,
-    pub handle: SessionHandle,
-    /// Who serves the session's model: what the model takes depends on it.
-    pub provider: ProviderKind,
-    pub turns: Mutex<Turns>,
-    /// Whether `session_info_update` gave the session its title.
-    pub titled: AtomicBool,
-    /// Fires when the pump has seen the session end.
-    ended: Mutex<Option<oneshot::Receiver<()>>>,
-    /// Where its tools run and its files are written (the client's layers over the disk), as
-    /// `/undo` writes.
-    pub env: Arc<dyn crate::exec::ExecutionEnvironment>,
-    /// Its MCP servers (their prompts are commands).
-    pub mcp: Option<Arc<crate::mcp::McpTools>>,
-    /// Its MCP servers' prompts as commands, once listed (`commands.rs`).
-    pub prompts: tokio::sync::OnceCell<Vec<PromptCommand>>,
-}
-
-impl AcpSession {
-    pub fn turns(&self) -> std::sync::MutexGuard<'_, Turns> {
-        self.turns.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// `session/cancel`: the turn stops. Whether the prompt's input had started is known once
-    /// the events emitted before the cancel are seen: the pump settles it at the marker.
-    pub fn cancel(&self) {
-        self.handle.cancel();
-        self.turns().cancel_marker = true;
-        self.handle.configure(ConfigChange::default());
-    }
-
-    pub fn close(&self) {
-        self.cancel();
-        self.handle.close();
-    }
-
-    /// Waits until the session's pump saw it end.
-    pub async fn ended(&self) {
-        let ended = self.ended.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(ended) = ended {
-            let _ = ended.await;
-        }
-    }
-
-    /// The mode, model and effort as they are now.
-    pub fn current(&self) -> modes::Current {
-        let config = self.handle.config();
-        modes::Current {
-            approval: config.approval,
-            model: config.model,
-            effort: config.reasoning_effort,
-            provider: self.provider,
-        }
-    }
-
-    pub fn config_options(&self) -> Vec<SessionConfigOption> {
-        modes::config_options(&self.current())
-    }
-
-    pub fn mode_state(&self) -> SessionModeState {
-        modes::mode_state(self.handle.config().approval)
-    }
-
-    /// The commands the user can type, after the session's creation was answered.
-    pub fn announce(self: &Arc<Self>, wire: &Arc<Wire>) {
-        super::commands::announce(self, wire);
-    }
-}
+use crate::config::{ConfigLayer, McpServerLayer};
+use crate::session::{self, ConfigChange, SessionBuilder, SessionParts, Turn};
 
 fn invalid(message: impl Into<String>) -> Error {
     Error::invalid_params().data(Value::String(message.into()))
@@ -263,7 +154,7 @@ async fn start(agent: &Arc<Agent>, request: Start) -> Result<Arc<AcpSession>, Er
         Arc::clone(&session),
         Arc::clone(&agent.wire),
         built.transcript,
-        super::updates::Shows::of(&client),
+        super::convert::Shows::of(&client),
     );
     tokio::spawn(async move {
         pump.run(events, asks).await;
@@ -323,7 +214,7 @@ pub async fn load_session(
     request: LoadSessionRequest,
 ) -> Result<(LoadSessionResponse, Arc<AcpSession>), Error> {
     let (session, history) = reopen(agent, &request.session_id.0, request.cwd, request.mcp_servers).await?;
-    let shows = super::updates::Shows::of(agent.client()?);
+    let shows = super::convert::Shows::of(agent.client()?);
     for update in super::replay::updates(&history, &session.cwd, shows) {
         agent.wire.notify("session/update", SessionNotification::new(session.id.clone(), update));
     }
@@ -354,7 +245,7 @@ pub fn list_sessions(
         match store.list() {
             Ok(stored) => sessions.extend(
                 stored.into_iter().filter(|t| !open.iter().any(|s| s.id == t.header.session_id)).map(|t| {
-                    let title = (!t.title.is_empty()).then(|| super::updates::title_of(&t.title));
+                    let title = (!t.title.is_empty()).then(|| super::convert::title_of(&t.title));
                     SessionInfo::new(t.header.session_id, t.header.root)
                         .title(title)
                         .updated_at(t.header.created)

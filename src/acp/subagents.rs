@@ -20,7 +20,7 @@ use agent_client_protocol_schema::v1::{
     SessionUpdate, StateUpdate, SubagentUpdate,
 };
 
-use super::updates::{ended, output_so_far, started, text};
+use super::convert::{ended, output_so_far, started, text};
 use super::wire::Wire;
 use crate::session::{AgentPath, EndReason, EventData};
 
