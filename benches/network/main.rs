@@ -22,6 +22,10 @@ mod latency;
 #[allow(dead_code)]
 #[path = "../server/provider.rs"]
 mod provider;
+/// The tests' certificate authority (one CA maker for the tests and the benches).
+#[allow(dead_code)]
+#[path = "../../tests/support/tls.rs"]
+mod tls;
 mod tls_provider;
 
 use std::path::{Path, PathBuf};

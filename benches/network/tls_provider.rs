@@ -1,8 +1,8 @@
-//! A TLS fake Anthropic endpoint for the network benchmark: its own CA and certificate (made with
-//! rcgen when it starts), HTTP/2 and HTTP/1.1 (ALPN, as the real APIs offer), keep-alive. It
-//! timestamps each model request when its head arrives, counts TLS handshakes and `HEAD`
-//! requests (warm-ups), streams a short answer, and closes every connection on demand (a
-//! provider dropping idle connections).
+//! A TLS fake Anthropic endpoint for the network benchmark: its own CA and certificate (the tests'
+//! `TestCa`, tests/support/tls.rs, made when it starts), HTTP/2 and HTTP/1.1 (ALPN, as the real
+//! APIs offer), keep-alive. It timestamps each model request when its head arrives, counts TLS
+//! handshakes and `HEAD` requests (warm-ups), streams a short answer, and closes every connection
+//! on demand (a provider dropping idle connections).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -15,10 +15,9 @@ use http_body_util::{BodyExt, Full, StreamBody, combinators::BoxBody};
 use hyper::body::Frame;
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
 use serde_json::{Value, json};
-use tokio_rustls::TlsAcceptor;
-use tokio_rustls::rustls::{self, pki_types::PrivateKeyDer};
+
+use crate::tls::TestCa;
 
 /// What the provider saw.
 #[derive(Debug, Default, Clone)]
@@ -34,12 +33,13 @@ pub struct TlsProvider {
     pub ca_file: PathBuf,
     seen: Arc<Mutex<Seen>>,
     closing: tokio::sync::watch::Sender<u64>,
-    _dir: tempfile::TempDir,
+    _ca: TestCa,
 }
 
 impl TlsProvider {
     pub async fn start() -> Self {
-        let (acceptor, dir, ca_file) = certificates();
+        let ca = TestCa::new("agentls network bench CA");
+        let (acceptor, ca_file) = (ca.acceptor_for(&[b"h2", b"http/1.1"]), ca.ca_file().to_path_buf());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         let seen = Arc::new(Mutex::new(Seen::default()));
@@ -66,7 +66,7 @@ impl TlsProvider {
                 });
             }
         });
-        Self { addr, ca_file, seen, closing, _dir: dir }
+        Self { addr, ca_file, seen, closing, _ca: ca }
     }
 
     /// `https://127.0.0.1:PORT` reached through `via` (the latency proxy).
@@ -131,35 +131,4 @@ fn stream_events() -> Vec<String> {
     ));
     events.push(event("message_stop", &json!({"type": "message_stop"})));
     events
-}
-
-/// A CA (its PEM written to a temporary folder) and a TLS acceptor for 127.0.0.1 it signed.
-fn certificates() -> (TlsAcceptor, tempfile::TempDir, PathBuf) {
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("params");
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params.distinguished_name.push(DnType::CommonName, "agentls network bench CA");
-    ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::DigitalSignature];
-    let ca_key = KeyPair::generate().expect("key");
-    let ca_cert = ca_params.self_signed(&ca_key).expect("CA");
-    let issuer = Issuer::new(ca_params, ca_key);
-    let mut params =
-        CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()]).expect("params");
-    params.use_authority_key_identifier_extension = true;
-    let key = KeyPair::generate().expect("key");
-    let cert = params.signed_by(&key, &issuer).expect("cert");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let ca_file = dir.path().join("ca.pem");
-    std::fs::write(&ca_file, ca_cert.pem()).expect("write CA");
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("versions")
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![cert.der().clone()],
-            PrivateKeyDer::try_from(key.serialize_der()).expect("key"),
-        )
-        .expect("TLS config");
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    (TlsAcceptor::from(Arc::new(config)), dir, ca_file)
 }

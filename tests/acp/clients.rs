@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::exec_binary::USER_CONFIG;
+use support::exec_binary::{USER_CONFIG, clean_command};
 use support::mock_provider::{Dialect, MockProvider, Turn as Reply};
 
 const KEY: &str = "sk-test-secret-value-123";
@@ -55,15 +55,8 @@ impl Home {
     /// A command with a clean environment pointing at the mock: PATH, HOME, the user config
     /// and the data dir in the test's folder, the provider's key.
     fn command(&self, mock: &MockProvider, program: &Path) -> tokio::process::Command {
-        let mut cmd = tokio::process::Command::new(program);
-        cmd.current_dir(self.dir.path()).env_clear();
-        cmd.env("PATH", std::env::var("PATH").unwrap_or_default());
-        cmd.env("HOME", self.dir.path()).env("AGENTLS_CONFIG", self.dir.path().join(USER_CONFIG));
+        let mut cmd = clean_command(program, self.dir.path(), mock, KEY);
         cmd.env("AGENTLS_DATA_DIR", self.dir.path().join("data"));
-        cmd.env(mock.dialect().key_var(), KEY);
-        for (k, v) in mock.env() {
-            cmd.env(k, v);
-        }
         cmd.env("AGENTLS_BIN", env!("CARGO_BIN_EXE_agentls"));
         cmd
     }

@@ -8,7 +8,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::exec_binary::USER_CONFIG;
+use support::exec_binary::clean_command;
 use support::mock_provider::{Dialect, MockProvider, Turn as Reply};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
@@ -20,14 +20,9 @@ struct Agent {
 
 impl Agent {
     fn start(mock: &MockProvider, home: &std::path::Path) -> Self {
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentls"));
-        cmd.arg("acp").current_dir(home).env_clear();
-        cmd.env("PATH", std::env::var("PATH").unwrap_or_default());
-        cmd.env("HOME", home).env("AGENTLS_CONFIG", home.join(USER_CONFIG));
-        cmd.env("AGENTLS_DATA_DIR", home.join("data")).env(mock.dialect().key_var(), "sk-test-key");
-        for (k, v) in mock.env() {
-            cmd.env(k, v);
-        }
+        let mut cmd =
+            clean_command(std::path::Path::new(env!("CARGO_BIN_EXE_agentls")), home, mock, "sk-test-key");
+        cmd.arg("acp").env("AGENTLS_DATA_DIR", home.join("data"));
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).kill_on_drop(true);
         let mut child = cmd.spawn().expect("agentls acp starts");
         let stdin = child.stdin.take().expect("stdin");

@@ -10,17 +10,25 @@ pub const USER_CONFIG: &str = "user-config.toml";
 /// A secret of another service in the environment: no child process may see it either.
 pub const OTHER_SECRET: (&str, &str) = ("OTHER_SERVICE_API_KEY", "other-secret-456");
 
-/// `agentls exec <args>` in `dir` with only PATH, HOME (= `dir`), the user configuration in
-/// `dir`, the provider's `key`, another service's secret and the mock's base URL set.
-pub fn exec_command(mock: &MockProvider, dir: &Path, key: &str, args: &[&str]) -> tokio::process::Command {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentls"));
-    cmd.arg("exec").args(args).current_dir(dir).env_clear();
+/// `program` in `dir` with a clean environment pointing at the mock: only PATH, HOME (= `dir`),
+/// the user configuration in `dir`, the provider's `key` and the mock's base URL. The one setup
+/// of every agentls process a test starts against the mock (`exec`, `acp`, an ACP client).
+pub fn clean_command(program: &Path, dir: &Path, mock: &MockProvider, key: &str) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.current_dir(dir).env_clear();
     cmd.env("PATH", std::env::var("PATH").unwrap_or_default());
     cmd.env("HOME", dir).env("AGENTLS_CONFIG", dir.join(USER_CONFIG));
-    cmd.env(mock.dialect().key_var(), key).env(OTHER_SECRET.0, OTHER_SECRET.1);
+    cmd.env(mock.dialect().key_var(), key);
     for (k, v) in mock.env() {
         cmd.env(k, v);
     }
+    cmd
+}
+
+/// `agentls exec <args>` in `dir`: [`clean_command`] with another service's secret set besides.
+pub fn exec_command(mock: &MockProvider, dir: &Path, key: &str, args: &[&str]) -> tokio::process::Command {
+    let mut cmd = clean_command(Path::new(env!("CARGO_BIN_EXE_agentls")), dir, mock, key);
+    cmd.arg("exec").args(args).env(OTHER_SECRET.0, OTHER_SECRET.1);
     cmd
 }
 

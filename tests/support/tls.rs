@@ -7,13 +7,17 @@ use std::sync::Arc;
 
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
 use tokio_rustls::TlsAcceptor;
-use tokio_rustls::rustls::{self, pki_types::PrivateKeyDer};
+use tokio_rustls::rustls::{
+    self,
+    pki_types::{CertificateDer, PrivateKeyDer},
+};
 
 /// A CA and a server certificate it signed.
 pub struct TestCa {
     dir: tempfile::TempDir,
     ca_file: PathBuf,
-    acceptor: TlsAcceptor,
+    certificate: CertificateDer<'static>,
+    key: PrivateKeyDer<'static>,
 }
 
 impl TestCa {
@@ -42,19 +46,12 @@ impl TestCa {
         std::fs::write(dir.path().join("server.pem"), server_cert.pem()).expect("write server cert");
         std::fs::write(dir.path().join("server-key.pem"), server_key.serialize_pem()).expect("write key");
 
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut config = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .expect("TLS versions")
-            .with_no_client_auth()
-            .with_single_cert(
-                vec![server_cert.der().clone()],
-                PrivateKeyDer::try_from(server_key.serialize_der()).expect("key der"),
-            )
-            .expect("server TLS config");
-        // The mock speaks HTTP/1.1 only.
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
-        Self { dir, ca_file, acceptor: TlsAcceptor::from(Arc::new(config)) }
+        Self {
+            dir,
+            ca_file,
+            certificate: server_cert.der().clone(),
+            key: PrivateKeyDer::try_from(server_key.serialize_der()).expect("key der"),
+        }
     }
 
     /// The CA's certificate (PEM).
@@ -67,7 +64,22 @@ impl TestCa {
         self.dir.path()
     }
 
+    /// An acceptor offering HTTP/1.1 only (ALPN), what the mock provider speaks.
     pub fn acceptor(&self) -> TlsAcceptor {
-        self.acceptor.clone()
+        self.acceptor_for(&[b"http/1.1"])
+    }
+
+    /// An acceptor offering `protocols` by ALPN, in order of preference (the network benchmark's
+    /// provider offers `h2` and `http/1.1`, as the real APIs do).
+    pub fn acceptor_for(&self, protocols: &[&[u8]]) -> TlsAcceptor {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("TLS versions")
+            .with_no_client_auth()
+            .with_single_cert(vec![self.certificate.clone()], self.key.clone_key())
+            .expect("server TLS config");
+        config.alpn_protocols = protocols.iter().map(|p| p.to_vec()).collect();
+        TlsAcceptor::from(Arc::new(config))
     }
 }
