@@ -22,7 +22,8 @@ fn code_of(path: &Path) -> String {
 /// The identifiers that follow `prefix` in `code` (`crate::` gives `session`, `llm`, …).
 fn names_after<'a>(code: &'a str, prefix: &'a str) -> impl Iterator<Item = &'a str> + 'a {
     code.match_indices(prefix).filter_map(move |(at, _)| {
-        let preceded_by_ident = code[..at].chars().next_back().is_some_and(|c| c.is_alphanumeric() || c == '_');
+        let preceded_by_ident =
+            code[..at].chars().next_back().is_some_and(|c| c.is_alphanumeric() || c == '_');
         let rest = &code[at + prefix.len()..];
         let end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len());
         (!preceded_by_ident && end > 0).then(|| &rest[..end])
@@ -51,7 +52,12 @@ fn head(dir: &Path, path: &Path) -> String {
 
 /// A circle in `graph`, as the modules along it, if there is one.
 fn circle(graph: &Graph) -> Option<Vec<String>> {
-    fn visit(graph: &Graph, node: &str, path: &mut Vec<String>, done: &mut BTreeSet<String>) -> Option<Vec<String>> {
+    fn visit(
+        graph: &Graph,
+        node: &str,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
         if let Some(at) = path.iter().position(|n| n == node) {
             let mut found = path[at..].to_vec();
             found.push(node.to_string());
@@ -145,7 +151,9 @@ fn the_scan_sees_circles_and_ignores_comments() {
         .map(|(k, v)| (k.to_string(), v.into_iter().map(str::to_string).collect()))
         .collect();
     assert_eq!(circle(&graph), Some(vec!["a".into(), "b".into(), "c".into(), "a".into()]));
-    let code = "use crate::llm::X;\n// crate::lsp in a comment\nfn f() { my_crate::store(); crate::exec::run() }";
-    let code: String = code.lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n");
+    let code =
+        "use crate::llm::X;\n// crate::lsp in a comment\nfn f() { my_crate::store(); crate::exec::run() }";
+    let code: String =
+        code.lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n");
     assert_eq!(names_after(&code, "crate::").collect::<Vec<_>>(), ["llm", "exec"]);
 }

@@ -6,9 +6,9 @@
 //! Only `lsp` imports LSP types; the agent core talks outward through its event stream and the
 //! `EditorPort` / `ExecutionEnvironment` traits.
 
+pub mod acp;
 #[cfg(test)]
 mod architecture;
-pub mod acp;
 pub mod checkpoint;
 pub mod cli;
 pub mod config;

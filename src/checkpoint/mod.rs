@@ -24,6 +24,7 @@ mod record;
 pub mod revert;
 pub mod scan;
 mod store;
+mod tree;
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -32,7 +33,7 @@ use std::sync::{Arc, Mutex};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-pub use record::{RecordingEnvironment, RecordingPort};
+pub use record::{RecordingEnvironment, RecordingPort, RecordingTool, RecordingToolSource};
 pub use revert::{Direction, Reversal};
 pub use store::{FileRecord, Move, Stored, TurnRecord, UndoMark, checkpoints_dir, collect_unused};
 
@@ -147,6 +148,33 @@ pub struct Checkpoints {
     open: Mutex<Option<OpenTurn>>,
     /// Paths read or changed in this session: the scan before a command keeps their content.
     known: Mutex<HashSet<PathBuf>>,
+    /// The workspace's files as the last command left them ([`tree`]); made at the first.
+    tree: Mutex<Option<tree::Tree>>,
+}
+
+tokio::task_local! {
+    /// The turn the current task works for: set around a host's input ([`Checkpoints::in_turn`])
+    /// and carried into the subagents it starts ([`inherit_turn`]).
+    static TURN: TurnScope;
+}
+
+#[derive(Debug, Clone, Copy)]
+struct TurnScope {
+    /// The [`Checkpoints`] the turn is one of (its address).
+    owner: usize,
+    turn: u64,
+}
+
+/// `work` (a subagent's session, started by a tool call) as the work of the turn the current
+/// task works for: its changes land in that turn even after the turn ended.
+pub fn inherit_turn<F: Future>(work: F) -> impl Future<Output = F::Output> {
+    let scope = TURN.try_with(|s| *s).ok();
+    async move {
+        match scope {
+            Some(scope) => TURN.scope(scope, work).await,
+            None => work.await,
+        }
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -169,6 +197,7 @@ impl Checkpoints {
             index: Mutex::new(index),
             open: Mutex::new(None),
             known: Mutex::new(known),
+            tree: Mutex::new(None),
         })
     }
 
@@ -219,22 +248,68 @@ impl Checkpoints {
         lock(&self.open).is_some()
     }
 
-    /// Notes that `path` held `before` and now holds `after` (a turn keeps the first `before`
-    /// and the last `after` of each path).
-    pub(crate) fn note(&self, path: &Path, before: Side, after: Side) {
-        let mut open = lock(&self.open);
-        let Some(turn) = open.as_mut() else { return };
-        turn.files
-            .entry(path.to_path_buf())
-            .and_modify(|pair| pair.1 = after.clone())
-            .or_insert((before, after));
-        drop(open);
-        self.know(path);
+    fn open_id(&self) -> Option<u64> {
+        lock(&self.open).as_ref().map(|t| t.record.id)
     }
 
-    pub(crate) fn note_move(&self, from: &Path, to: &Path) {
-        if let Some(turn) = lock(&self.open).as_mut() {
-            turn.moves.push(Move { from: from.to_path_buf(), to: to.to_path_buf() });
+    /// Runs `work` (the steps of the input being recorded) as that turn's work: the subagents
+    /// it starts carry the turn along ([`inherit_turn`]).
+    pub async fn in_turn<F: Future>(&self, work: F) -> F::Output {
+        match self.open_id() {
+            Some(turn) => TURN.scope(TurnScope { owner: self as *const Self as usize, turn }, work).await,
+            None => work.await,
+        }
+    }
+
+    /// The turn a change made now by the current task belongs to: the one its task works for
+    /// (a subagent's, possibly ended), else the one being recorded.
+    pub(crate) fn target(&self) -> Option<u64> {
+        let me = self as *const Self as usize;
+        TURN.try_with(|s| (s.owner == me).then_some(s.turn)).ok().flatten().or_else(|| self.open_id())
+    }
+
+    /// Notes that `path` held `before` and now holds `after` in turn `turn` (a turn keeps the
+    /// first `before` and the last `after` of each path). A turn that already ended (a
+    /// subagent's change after its parent's turn) gets the file added to its stored record.
+    pub(crate) fn note(&self, turn: u64, path: &Path, before: Side, after: Side) {
+        self.know(path);
+        let mut open = lock(&self.open);
+        if let Some(open) = open.as_mut().filter(|t| t.record.id == turn) {
+            open.files
+                .entry(path.to_path_buf())
+                .and_modify(|pair| pair.1 = after.clone())
+                .or_insert((before, after));
+            return;
+        }
+        if before == after && !matches!(before, Side::NotCovered(_)) {
+            return;
+        }
+        let mut index = lock(&self.index);
+        let Some(record) = index.turns.iter_mut().find(|t| t.id == turn) else { return };
+        let (before, after) = match (self.store.put(&before), self.store.put(&after)) {
+            (Ok(before), Ok(after)) => (before, after),
+            (Err(e), _) | (_, Err(e)) => {
+                tracing::warn!("a late change of turn {turn} is not kept: {e}");
+                return;
+            }
+        };
+        match record.files.iter_mut().find(|f| f.path == path) {
+            Some(file) => file.after = after,
+            None => record.files.push(FileRecord { path: path.to_path_buf(), before, after }),
+        }
+        if let Err(e) = self.store.save(&index) {
+            tracing::warn!("a late change of turn {turn} is not stored: {e}");
+        }
+    }
+
+    pub(crate) fn note_move(&self, turn: u64, from: &Path, to: &Path) {
+        let mv = Move { from: from.to_path_buf(), to: to.to_path_buf() };
+        if let Some(open) = lock(&self.open).as_mut().filter(|t| t.record.id == turn) {
+            open.moves.push(mv);
+            return;
+        }
+        if let Some(record) = lock(&self.index).turns.iter_mut().find(|t| t.id == turn) {
+            record.moves.push(mv);
         }
     }
 
@@ -253,7 +328,9 @@ impl Checkpoints {
     /// Ends the input being recorded and stores it: its texts as blobs, the turn in the index.
     /// Returns it (`None` when nothing was being recorded).
     pub fn end_turn(&self) -> Option<TurnRecord> {
-        let OpenTurn { mut record, files, moves } = lock(&self.open).take()?;
+        // Held to the end: a late change of this turn (a subagent's) waits until it is stored.
+        let mut open = lock(&self.open);
+        let OpenTurn { mut record, files, moves } = open.take()?;
         let mut failed = None;
         for (path, (before, after)) in files {
             // A file the scans saw change whose text was not kept stays listed.
@@ -283,6 +360,7 @@ impl Checkpoints {
         if let Err(e) = stored {
             tracing::warn!("the checkpoint of turn {} is not stored: {e}", record.id);
         }
+        drop(open);
         Some(record)
     }
 

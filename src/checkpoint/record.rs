@@ -1,12 +1,16 @@
-//! Where a session's changes are seen: its editor port (edit tools' change sets) and its
-//! execution environment (commands), each wrapped to tell the session's [`Checkpoints`].
+//! Where a session's changes are seen: its editor port (edit tools' change sets), its
+//! execution environment (commands) and the tools that change files on their own (MCP tools,
+//! code mode's Python), each wrapped to tell the session's [`Checkpoints`].
 //!
 //! Invariants:
 //! - The wrappers change nothing about what they wrap: every call is passed on as it came, and
 //!   its answer returned as it was.
 //! - A change set's files are read as the agent's view holds them (open buffers first) just
-//!   before it is proposed and just after its outcome; a command's changes are found by the
-//!   stat scans just before and after it, off the async threads.
+//!   before it is proposed and just after its outcome; a command's (or such a tool call's)
+//!   changes are found by bringing the kept tree ([`Tree`]) up to date just before and after
+//!   it, off the async threads.
+//! - A change is noted in the turn the calling task works for ([`Checkpoints::target`]):
+//!   the input being recorded, or for a subagent the input that started it.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -14,9 +18,14 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::scan::{self, Difference, Scan};
+use super::scan;
+use super::tree::{Change, Ticket, Tree};
 use super::{Checkpoints, Side, Uncovered};
+use serde_json::Value;
+
 use crate::exec::{ExecError, ExecRequest, ExecResult, ExecutionEnvironment};
+use crate::tools::summary::CallArgs;
+use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRefresh, ToolSource};
 use crate::workspace::{
     ChangeOutcome, ChangeSet, EditorPort, FileOp, FileStatus, PermissionDecision, PermissionRequest,
     PortError, Workspace, WorkspaceError,
@@ -56,9 +65,9 @@ impl RecordingPort {
 #[async_trait]
 impl EditorPort for RecordingPort {
     async fn propose(&self, change: ChangeSet) -> Result<ChangeOutcome, PortError> {
-        if !self.checkpoints.recording() {
+        let Some(turn) = self.checkpoints.target() else {
             return self.inner.propose(change).await;
-        }
+        };
         // Each file's paths: its own, and for a move its target.
         let paths: Vec<Vec<PathBuf>> = change
             .files()
@@ -93,10 +102,10 @@ impl EditorPort for RecordingPort {
                     _ => self.held(path).await,
                 };
                 let prior = before.get(path).cloned().unwrap_or(Side::Absent);
-                self.checkpoints.note(path, prior, after);
+                self.checkpoints.note(turn, path, prior, after);
             }
             if let [from, to] = file.as_slice() {
-                self.checkpoints.note_move(from, to);
+                self.checkpoints.note_move(turn, from, to);
             }
         }
         Ok(outcome)
@@ -124,87 +133,93 @@ impl RecordingEnvironment {
     }
 }
 
-/// The workspace before a command: its scan and the content of its candidates.
-struct Before {
-    scan: Scan,
-    content: HashMap<PathBuf, Side>,
+/// An action that may change files outside the edit tools (a command, an MCP call, code
+/// mode's Python) between its start and its end: its place in the tree's log and the prior
+/// texts of its candidates.
+pub(crate) struct Pending {
+    ticket: Ticket,
+    prior: HashMap<PathBuf, Side>,
 }
 
-/// Scans `root` and reads the files the command names and the ones the session knows.
-fn before_command(root: &Path, skip: &Path, command: &str, cwd: &Path, known: Vec<PathBuf>) -> Before {
-    let scan = scan::scan(root, skip);
-    let mut candidates = scan::named_by(command, cwd, &scan);
-    candidates.extend(known);
-    let content = candidates
-        .into_iter()
-        .filter_map(|path| {
-            let len = scan.files.get(&path)?.len;
-            let side = scan::read_side(&path, len);
-            Some((path, side))
-        })
-        .collect();
-    Before { scan, content }
-}
-
-/// What changed since `before`: each path with what it held and holds.
-fn after_command(root: &Path, skip: &Path, mut before: Before) -> Vec<(PathBuf, Side, Side)> {
-    let after = scan::scan(root, skip);
-    if !(before.scan.complete && after.complete) {
-        tracing::warn!(
-            "{} has more than {} files: the command's changes are not recorded (no undo for them)",
-            root.display(),
-            scan::MAX_SCANNED
-        );
-        return Vec::new();
+impl Checkpoints {
+    /// Before such an action: the tree brought up to date, and the texts of the files `words`
+    /// name (run in `cwd`) and of the ones the session knows. `None` when the workspace is too
+    /// large to record.
+    pub(crate) fn before_action(&self, words: &str, cwd: &Path) -> Option<Pending> {
+        let mut kept = super::lock(&self.tree);
+        let tree = kept.get_or_insert_with(|| Tree::new(&self.root, &self.data_dir));
+        if !tree.complete() {
+            return None;
+        }
+        let ticket = tree.begin();
+        let mut candidates = scan::named_by(words, cwd, &*tree);
+        candidates.extend(self.known());
+        let prior =
+            candidates.into_iter().filter_map(|path| Some((path.clone(), tree.text(&path)?))).collect();
+        Some(Pending { ticket, prior })
     }
-    scan::differences(&before.scan, &after)
-        .into_iter()
-        .map(|(path, difference)| {
-            let prior = match difference {
-                Difference::Created => Side::Absent,
-                Difference::Modified | Difference::Deleted => {
-                    before.content.remove(&path).unwrap_or_else(|| {
-                        let len = before.scan.files.get(&path).map_or(0, |s| s.len);
-                        Side::NotCovered(if len > super::MAX_FILE_BYTES {
+
+    /// Runs `action`, which may change files outside the edit tools (`words`: its command
+    /// line or arguments, run in `cwd`), with the tree brought up to date before and after it,
+    /// and notes what changed in the turn the current task works for. Nothing is scanned
+    /// outside a turn.
+    pub(crate) async fn around<T>(
+        self: Arc<Self>,
+        words: &str,
+        cwd: &Path,
+        action: impl Future<Output = T>,
+    ) -> T {
+        let Some(turn) = self.target() else { return action.await };
+        let (me, words, cwd) = (self.clone(), words.to_string(), cwd.to_path_buf());
+        let pending =
+            tokio::task::spawn_blocking(move || me.before_action(&words, &cwd)).await.ok().flatten();
+        let result = action.await;
+        if let Some(pending) = pending {
+            // Off the async threads: the listings, the reads and a late turn's blobs.
+            let _ = tokio::task::spawn_blocking(move || {
+                for (path, prior, now) in self.after_action(pending) {
+                    self.note(turn, &path, prior, now);
+                }
+            })
+            .await;
+        }
+        result
+    }
+
+    /// After it: each changed path with what it held and holds.
+    pub(crate) fn after_action(&self, pending: Pending) -> Vec<(PathBuf, Side, Side)> {
+        let Pending { ticket, mut prior } = pending;
+        let mut kept = super::lock(&self.tree);
+        let Some(tree) = kept.as_mut() else { return Vec::new() };
+        let changes = tree.end(ticket);
+        changes
+            .into_iter()
+            .map(|Change { path, before, after }| {
+                let was = match before {
+                    None => Side::Absent,
+                    Some(stamp) => prior.remove(&path).unwrap_or(Side::NotCovered(
+                        if stamp.len > super::MAX_FILE_BYTES {
                             Uncovered::TooLarge
                         } else {
                             Uncovered::PriorUnknown
-                        })
-                    })
-                }
-            };
-            let now = match after.files.get(&path) {
-                Some(stamp) => scan::read_side(&path, stamp.len),
-                None => Side::Absent,
-            };
-            (path, prior, now)
-        })
-        .collect()
+                        },
+                    )),
+                };
+                let now = match after {
+                    Some(_) => tree.text(&path).unwrap_or(Side::Absent),
+                    None => Side::Absent,
+                };
+                (path, was, now)
+            })
+            .collect()
+    }
 }
 
 crate::exec::wrapper_impl!(RecordingEnvironment, inner, reads, {
     async fn exec_command(&self, request: ExecRequest) -> Result<ExecResult, ExecError> {
-        if !self.checkpoints.recording() {
-            return self.inner.exec_command(request).await;
-        }
-        let root = self.checkpoints.root().to_path_buf();
         let cwd = request.working_dir.clone().unwrap_or_else(|| self.inner.working_directory().to_path_buf());
-        let (command, known) = (request.command.clone(), self.checkpoints.known());
-        let skip = self.checkpoints.data_dir().to_path_buf();
-        let (scan_root, scan_skip) = (root.clone(), skip.clone());
-        let before = tokio::task::spawn_blocking(move || {
-            before_command(&scan_root, &scan_skip, &command, &cwd, known)
-        })
-        .await
-        .ok();
-        let result = self.inner.exec_command(request).await;
-        if let Some(before) = before {
-            let changes = tokio::task::spawn_blocking(move || after_command(&root, &skip, before)).await;
-            for (path, prior, now) in changes.unwrap_or_default() {
-                self.checkpoints.note(&path, prior, now);
-            }
-        }
-        result
+        let command = request.command.clone();
+        self.checkpoints.clone().around(&command, &cwd, self.inner.exec_command(request)).await
     }
 
     async fn read_file(
@@ -234,3 +249,100 @@ crate::exec::wrapper_impl!(RecordingEnvironment, inner, reads, {
         self.inner.remove_file(path).await
     }
 });
+
+/// A tool whose calls may change files outside the session's environment and editor port (an
+/// MCP server's tool, code mode's Python): the workspace is brought up to date around each
+/// call as around a command, its words the string values of the arguments.
+pub struct RecordingTool {
+    inner: Arc<dyn Tool>,
+    checkpoints: Arc<Checkpoints>,
+}
+
+impl RecordingTool {
+    pub fn new(inner: Arc<dyn Tool>, checkpoints: Arc<Checkpoints>) -> Self {
+        Self { inner, checkpoints }
+    }
+
+    /// Wraps the tools among `tools` that change files on their own (code mode's `python`).
+    pub fn wrap_all(tools: Vec<Arc<dyn Tool>>, checkpoints: &Arc<Checkpoints>) -> Vec<Arc<dyn Tool>> {
+        tools
+            .into_iter()
+            .map(|tool| match tool.name() {
+                "python" => Arc::new(Self::new(tool, checkpoints.clone())) as Arc<dyn Tool>,
+                _ => tool,
+            })
+            .collect()
+    }
+}
+
+/// The string values of a call's arguments, space-separated: what names its files.
+fn words_of(args: &Value, out: &mut String) {
+    match args {
+        Value::String(s) => {
+            out.push(' ');
+            out.push_str(s);
+        }
+        Value::Array(items) => items.iter().for_each(|v| words_of(v, out)),
+        Value::Object(map) => map.values().for_each(|v| words_of(v, out)),
+        _ => {}
+    }
+}
+
+#[async_trait]
+impl Tool for RecordingTool {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn description(&self) -> &str {
+        self.inner.description()
+    }
+
+    fn parameters(&self) -> Value {
+        self.inner.parameters()
+    }
+
+    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let mut words = String::new();
+        words_of(&args, &mut words);
+        self.checkpoints.clone().around(&words, &ctx.cwd, self.inner.call(args, ctx)).await
+    }
+
+    fn read_only(&self) -> bool {
+        self.inner.read_only()
+    }
+
+    fn summary(&self, call: &CallArgs<'_>) -> String {
+        self.inner.summary(call)
+    }
+}
+
+/// A session's MCP tools, each a [`RecordingTool`].
+pub struct RecordingToolSource {
+    inner: Arc<dyn ToolSource>,
+    checkpoints: Arc<Checkpoints>,
+}
+
+impl RecordingToolSource {
+    pub fn new(inner: Arc<dyn ToolSource>, checkpoints: Arc<Checkpoints>) -> Self {
+        Self { inner, checkpoints }
+    }
+}
+
+#[async_trait]
+impl ToolSource for RecordingToolSource {
+    fn for_child(&self) -> Arc<dyn ToolSource> {
+        Arc::new(Self::new(self.inner.for_child(), self.checkpoints.clone()))
+    }
+
+    async fn refresh(&self) -> ToolRefresh {
+        let mut refresh = self.inner.refresh().await;
+        refresh.tools = refresh.tools.map(|tools| {
+            tools
+                .into_iter()
+                .map(|tool| Arc::new(RecordingTool::new(tool, self.checkpoints.clone())) as Arc<dyn Tool>)
+                .collect()
+        });
+        refresh
+    }
+}

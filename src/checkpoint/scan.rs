@@ -27,7 +27,7 @@ pub struct Stamp {
 }
 
 impl Stamp {
-    fn of(metadata: &std::fs::Metadata) -> Self {
+    pub(super) fn of(metadata: &std::fs::Metadata) -> Self {
         Self {
             len: metadata.len(),
             mtime: (metadata.mtime(), metadata.mtime_nsec()),
@@ -50,49 +50,15 @@ pub struct Scan {
 pub const MAX_SCANNED: usize = 200_000;
 
 /// Scans `root` (see the module's rules), leaving out `skip` (the data directory, when it is
-/// inside the workspace). The directories are walked in parallel (the `ignore` crate's walker:
-/// one thread per core); each thread keeps its own files, merged at the end.
+/// inside the workspace): the walk of [`Tree`](super::tree::Tree), flattened.
 pub fn scan(root: &Path, skip: &Path) -> Scan {
-    let skip = skip.to_path_buf();
-    let walker = ignore::WalkBuilder::new(root)
-        .hidden(false)
-        .require_git(false)
-        .git_global(false)
-        .filter_entry(move |entry| entry.file_name() != ".git" && entry.path() != skip)
-        .build_parallel();
-    let found = std::sync::Mutex::new(HashMap::new());
-    let seen = std::sync::atomic::AtomicUsize::new(0);
-    walker.run(|| {
-        let mut mine = Local { files: Vec::new(), into: &found };
-        let seen = &seen;
-        Box::new(move |entry| {
-            if let Ok(entry) = entry
-                && entry.file_type().is_some_and(|t| t.is_file())
-                && let Ok(metadata) = entry.metadata()
-            {
-                if seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed) >= MAX_SCANNED {
-                    return ignore::WalkState::Quit;
-                }
-                mine.files.push((entry.into_path(), Stamp::of(&metadata)));
-            }
-            ignore::WalkState::Continue
-        })
-    });
-    let complete = seen.into_inner() <= MAX_SCANNED;
-    Scan { files: found.into_inner().unwrap_or_else(|e| e.into_inner()), complete }
-}
-
-/// One walker thread's files, handed over when the thread is done with them.
-struct Local<'a> {
-    files: Vec<(PathBuf, Stamp)>,
-    into: &'a std::sync::Mutex<HashMap<PathBuf, Stamp>>,
-}
-
-impl Drop for Local<'_> {
-    fn drop(&mut self) {
-        let mut all = self.into.lock().unwrap_or_else(|e| e.into_inner());
-        all.extend(self.files.drain(..));
-    }
+    let walked = super::tree::walk(root, skip, None);
+    let files = walked
+        .dirs
+        .into_iter()
+        .flat_map(|(dir, listing)| listing.into_iter().map(move |(name, stamp)| (dir.join(name), stamp)))
+        .collect();
+    Scan { files, complete: walked.complete }
 }
 
 /// How a path differs between two scans.
@@ -152,11 +118,34 @@ pub fn side_of(bytes: Vec<u8>) -> Side {
 }
 
 /// Most paths a command's words may add as candidates (a directory's files, a glob's matches).
-const MAX_NAMED: usize = 2_000;
+pub const MAX_NAMED: usize = 2_000;
 
-/// The files of `scan` that `command` names, run in `cwd`: a word that is a file, the files
+/// A set of files a command's words are looked up in.
+pub trait Files {
+    fn contains(&self, path: &Path) -> bool;
+    /// Files under `dir` (at most [`MAX_NAMED`]).
+    fn under(&self, dir: &Path) -> Vec<PathBuf>;
+    /// Files `matcher` matches (at most [`MAX_NAMED`]).
+    fn matching(&self, matcher: &globset::GlobMatcher) -> Vec<PathBuf>;
+}
+
+impl Files for Scan {
+    fn contains(&self, path: &Path) -> bool {
+        self.files.contains_key(path)
+    }
+
+    fn under(&self, dir: &Path) -> Vec<PathBuf> {
+        self.files.keys().filter(|p| p.starts_with(dir)).take(MAX_NAMED).cloned().collect()
+    }
+
+    fn matching(&self, matcher: &globset::GlobMatcher) -> Vec<PathBuf> {
+        self.files.keys().filter(|p| matcher.is_match(p)).take(MAX_NAMED).cloned().collect()
+    }
+}
+
+/// The files of `files` that `command` names, run in `cwd`: a word that is a file, the files
 /// under a word that is a directory, the files a word with glob characters matches.
-pub fn named_by(command: &str, cwd: &Path, scan: &Scan) -> HashSet<PathBuf> {
+pub fn named_by(command: &str, cwd: &Path, files: &impl Files) -> HashSet<PathBuf> {
     let mut named = HashSet::new();
     let words = command
         .split(|c: char| {
@@ -168,15 +157,14 @@ pub fn named_by(command: &str, cwd: &Path, scan: &Scan) -> HashSet<PathBuf> {
             break;
         }
         let path = crate::exec::normalize_lexically(&cwd.join(word));
-        if scan.files.contains_key(&path) {
+        if files.contains(&path) {
             named.insert(path);
         } else if word.contains(['*', '?', '[']) {
             if let Ok(glob) = Glob::new(&path.to_string_lossy()) {
-                let matcher = glob.compile_matcher();
-                named.extend(scan.files.keys().filter(|p| matcher.is_match(p)).take(MAX_NAMED).cloned());
+                named.extend(files.matching(&glob.compile_matcher()));
             }
         } else if path.is_dir() {
-            named.extend(scan.files.keys().filter(|p| p.starts_with(&path)).take(MAX_NAMED).cloned());
+            named.extend(files.under(&path));
         }
     }
     named

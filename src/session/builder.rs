@@ -25,7 +25,9 @@ use std::sync::Arc;
 
 use super::transcript::{NewTranscript, StoredSession, TranscriptSink, Transcripts};
 use super::{HistorySink, SessionConfig, SessionOptions, Turn};
-use crate::checkpoint::{Checkpoints, RecordingEnvironment, RecordingPort};
+use crate::checkpoint::{
+    Checkpoints, RecordingEnvironment, RecordingPort, RecordingTool, RecordingToolSource,
+};
 use crate::config::{
     Approval, Config, ConfigError, ConfigLayer, Env, LoadOptions, ProfileKind, ProjectTrust, ResolveError,
     SearchProvider, provider, resolve_provider, resolve_search_provider,
@@ -268,10 +270,17 @@ impl SessionBuilder {
                 .ok()
                 .map(Arc::new)
         });
+        let (mut tools, mut tool_source) = (tools, tool_source);
         if let Some(checkpoints) = &checkpoints {
             editor =
                 Arc::new(RecordingPort::new(editor, checkpoints.clone(), workspace.clone(), env.clone()));
             env = Arc::new(RecordingEnvironment::new(env, checkpoints.clone()));
+            // MCP servers and code mode's Python change files outside the environment.
+            tools = RecordingTool::wrap_all(tools, checkpoints);
+            tool_source = tool_source.map(|source| {
+                Arc::new(RecordingToolSource::new(source, checkpoints.clone()))
+                    as Arc<dyn crate::tools::ToolSource>
+            });
         }
         let options = SessionOptions {
             id: Some(id.clone()),

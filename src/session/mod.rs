@@ -542,7 +542,9 @@ fn spawn_in_tree(
         agents: Mutex::new(Children::Stored(Vec::new())),
         checkpoints: opts.checkpoints.clone(),
     });
-    let task = std::panic::AssertUnwindSafe(runner::run(opts, lineage, shared.clone(), emitter, command_rx));
+    // A subagent started by a tool call works for its parent's turn: its changes land there.
+    let task = runner::run(opts, lineage, shared.clone(), emitter, command_rx);
+    let task = std::panic::AssertUnwindSafe(crate::checkpoint::inherit_turn(task));
     let watched = shared.clone();
     tokio::spawn(async move {
         // The event channel closes without SESSION_END; the host reports it with this cause.

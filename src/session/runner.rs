@@ -328,7 +328,11 @@ impl Runner {
                 .abort_handle(),
             )
         });
-        let (reason, text) = self.run_steps(&limit).await;
+        // The subagents the steps start carry the input's turn along (their late changes land in it).
+        let (reason, text) = match self.checkpoints.clone() {
+            Some(checkpoints) => checkpoints.in_turn(self.run_steps(&limit)).await,
+            None => self.run_steps(&limit).await,
+        };
         if let Some(checkpoints) = self.checkpoints.clone() {
             let before = checkpoints.undo_state();
             // Its texts are written to disk: off the session's thread (the server has one).

@@ -33,7 +33,15 @@ struct Server {
 
 impl Server {
     async fn start(dialect: Dialect, capabilities: Value) -> Self {
+        Self::start_with(dialect, capabilities, None).await
+    }
+
+    /// With `user_config` as the user's configuration file.
+    async fn start_with(dialect: Dialect, capabilities: Value, user_config: Option<&str>) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
+        if let Some(text) = user_config {
+            std::fs::write(dir.path().join("no-user-config.toml"), text).expect("write the user config");
+        }
         let root = dir.path().join("ws");
         std::fs::create_dir_all(root.join("src")).expect("mkdir");
         std::fs::write(root.join("src/lib.rs"), LIB).expect("write");
@@ -459,5 +467,40 @@ async fn a_plain_client_is_answered_at_once_and_told_the_outcome() {
     server.undo(json!({"sessionId": id})).await.expect("queued");
     let refused = server.client.next_notification_where("window/showMessage", |m| m["type"] == 2).await;
     assert!(refused["message"].as_str().unwrap_or_default().contains("nothing to undo"), "{refused}");
+    server.finish().await;
+}
+
+#[tokio::test]
+async fn undo_reverts_what_an_mcp_tool_and_code_modes_python_wrote_on_their_own() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/writer.py");
+    let config = format!(
+        "[mcp_servers.writer]\ncommand = \"python3\"\nargs = [\"{}\"]\ntool_permissions = {{ write_file = \"allow\" }}\n",
+        fixture.display()
+    );
+    let server = Server::start_with(Dialect::Anthropic, disk_client(), Some(&config)).await;
+    let lib = server.path("src/lib.rs");
+    let id = server.session("anthropic").await;
+    let write = json!({"path": lib.display().to_string(), "text": "pub fn written() {}\n"});
+    let made = json!({"path": server.path("made.txt").display().to_string(), "text": "made\n"});
+    server
+        .turn(
+            &id,
+            "write through the server",
+            vec![("mcp__writer__write_file", write), ("mcp__writer__write_file", made)],
+        )
+        .await;
+    assert_eq!(server.read("src/lib.rs").as_deref(), Some("pub fn written() {}\n"));
+    let undone = server.undo(json!({"sessionId": id})).await.expect("undoTurn");
+    assert_eq!(undone["notCovered"], json!([]), "{undone}");
+    assert_eq!(server.read("src/lib.rs").as_deref(), Some(LIB), "the MCP call's write is undone");
+    assert_eq!(server.read("made.txt"), None, "the file the MCP call created is removed");
+
+    let code = server.session("code").await;
+    let python = format!("open({:?}, 'a').write('// from python\\n')", lib.display().to_string());
+    server.turn(&code, "append in python", vec![("python", json!({"code": python}))]).await;
+    assert_eq!(server.read("src/lib.rs"), Some(format!("{LIB}// from python\n")));
+    let undone = server.undo(json!({"sessionId": code})).await.expect("undoTurn");
+    assert_eq!(undone["notCovered"], json!([]), "{undone}");
+    assert_eq!(server.read("src/lib.rs").as_deref(), Some(LIB), "the Python call's write is undone");
     server.finish().await;
 }
