@@ -29,6 +29,12 @@ fn tree(root: &Path, files: usize) {
     std::fs::write(root.join(".gitignore"), "target/\n").expect("write");
 }
 
+/// The path of the `n`th file of [`tree`] (modulo its size).
+fn source(n: usize, files: usize) -> String {
+    let n = n % files;
+    format!("src/m{:03}/f{n}.rs", n / 100)
+}
+
 fn git(root: &Path, args: &[&str]) -> Duration {
     let started = Instant::now();
     let out = std::process::Command::new("git").args(args).current_dir(root).output().expect("git runs");
@@ -99,7 +105,7 @@ fn main() {
     checkpoints.begin_turn("first", mark);
     let first = run(&recording, "true");
     checkpoints.end_turn();
-    let edit = |n: usize| format!("sed -i 's/^/x/' src/m{:03}/f{}.rs", n % (files / 100), n % files);
+    let edit = |n: usize| format!("sed -i 's/^/x/' {}", source(n, files));
     let generator = "for d in src/m00*; do for f in $d/f*.rs; do echo '// generated' >> $f; done; done";
     let (mut bare, mut recorded, mut bare_edit, mut recorded_edit) = (vec![], vec![], vec![], vec![]);
     checkpoints.begin_turn("measure", mark);
@@ -141,12 +147,14 @@ fn main() {
             })
             .collect(),
     );
-    let cost = |with: Vec<Duration>, without: Vec<Duration>| {
-        let with = median(with);
-        (with, with.saturating_sub(median(without)))
+    // The cost is the median of each run's difference with the bare run next to it (the load of
+    // a shared machine shifts both alike).
+    let cost = |with: Vec<Duration>, without: &[Duration]| {
+        let differences = with.iter().zip(without).map(|(w, b)| w.saturating_sub(*b)).collect();
+        (median(with), median(differences))
     };
-    let (recorded, overhead) = cost(recorded, bare.clone());
-    let (recorded_edit, overhead_edit) = cost(recorded_edit, bare_edit.clone());
+    let (recorded, overhead) = cost(recorded, &bare);
+    let (recorded_edit, overhead_edit) = cost(recorded_edit, &bare_edit);
     println!("workspace: {files} files; medians of {runs} runs");
     println!("| measurement | time |");
     println!("|---|---|");
@@ -182,8 +190,7 @@ fn storage(runtime: &tokio::runtime::Runtime, root: &Path, data: &Path, files: u
     let inner: Arc<dyn ExecutionEnvironment> = Arc::new(LocalExecutionEnvironment::new(root));
     let checkpoints = Arc::new(Checkpoints::open(data, "storage", root).expect("checkpoints"));
     let recording = RecordingEnvironment::new(inner, checkpoints.clone());
-    let dirs = files / 100;
-    let path = |n: usize| format!("src/m{:03}/f{}.rs", n % dirs, n % files);
+    let path = |n: usize| source(n, files);
     let mut turns: Vec<(String, Vec<String>)> = (0..20)
         .map(|t| {
             let targets: Vec<String> = (0..5).map(|k| path(t * 37 + k * 101)).collect();
@@ -195,7 +202,7 @@ fn storage(runtime: &tokio::runtime::Runtime, root: &Path, data: &Path, files: u
     let generated: Vec<String> = (0..files.min(1_000)).map(|n| path(n * 7)).collect();
     turns.push((
         format!(
-            "for f in {}; do sed -i 's/u32/u64/g' $f; done",
+            "sed -i 's/u32/u64/g' {}",
             generated.iter().take(if measure { 1_000 } else { 20 }).cloned().collect::<Vec<_>>().join(" ")
         ),
         generated,
