@@ -4,19 +4,24 @@
 //! What is recorded, and how:
 //! - Edit tools: their change sets pass through [`RecordingPort`], which reads each file as the
 //!   agent's view holds it (open buffer first) before and after the change lands.
-//! - Commands: [`RecordingEnvironment`] scans the workspace's metadata ([`scan`]) before and
-//!   after each command. The prior content of a file a command changes comes from what the scan
-//!   before it read: the files the command names (a path, a directory, a glob), the files the
-//!   agent read or changed in this session, and those of recorded turns. A file the command
-//!   changed whose prior content was not read is listed as not covered (`prior_unknown`), as are
-//!   files over [`MAX_FILE_BYTES`], binary files, and (never scanned) ignored paths. In a
-//!   workspace of more than [`scan::MAX_SCANNED`] files, commands are not recorded at all.
+//! - Commands: [`RecordingEnvironment`] brings the session's picture of the workspace's files
+//!   ([`tree`]: walked once, then kept up to date through inotify where it can be) up to date
+//!   before and after each command; the paths that changed between the two points are the
+//!   command's. [`RecordingTool`] and [`RecordingToolSource`] do the same around the calls of
+//!   tools that change files on their own (code mode's Python, MCP tools). The prior content of a
+//!   file such an action changes comes from what was read before it: the files it names (a
+//!   path, a directory, a glob; for a tool, among its arguments), the files the agent read or
+//!   changed in this session, and those of recorded turns. A changed file whose prior content
+//!   was not read is listed as not covered (`prior_unknown`), as are files over
+//!   [`MAX_FILE_BYTES`], binary files, and (never scanned) ignored paths. In a workspace of more
+//!   than [`scan::MAX_SCANNED`] files, commands are not recorded at all.
 //!
 //! Invariants:
 //! - Nothing is written in the workspace or its `.git`: checkpoints live in the data directory
 //!   ([`store`]), bounded per session and collected.
-//! - Only a host's session records: its subagents' changes land in the turn of the input they
-//!   work for. Nothing is recorded outside an input.
+//! - Only a host's session records: its subagents' changes land in the turn of the input that
+//!   started them ([`inherit_turn`]), even after that input ended. Nothing else is recorded
+//!   outside an input.
 //! - Undo and redo never clobber: each file is merged three-way ([`revert`]) onto what it holds
 //!   now, and a conflict refuses the whole call before anything is changed.
 

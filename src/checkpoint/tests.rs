@@ -291,12 +291,14 @@ mod kept_tree {
             f.checkpoints
                 .clone()
                 .in_turn(async move {
-                    tokio::spawn(inherit_turn(async move {
+                    // Awaited after the turn ended.
+                    Some(tokio::spawn(inherit_turn(async move {
                         wait.await.expect("go");
                         f.run("echo late > a.txt").await;
-                    }))
+                    })))
                 })
                 .await
+                .expect("spawned")
         };
         let first = f.checkpoints.end_turn().expect("recorded");
         assert!(first.files.is_empty());
