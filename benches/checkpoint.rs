@@ -14,7 +14,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentls::checkpoint::{Checkpoints, HistoryMark, RecordingEnvironment, scan};
+use agentls::checkpoint::{Checkpoints, HistoryMark, RecordingEnvironment, scan_tree};
 use agentls::exec::{ExecRequest, ExecutionEnvironment, LocalExecutionEnvironment};
 
 fn tree(root: &Path, files: usize) {
@@ -119,7 +119,7 @@ fn main() {
     let gen_recorded = run(&recording, generator);
     checkpoints.end_turn();
     let generated = files.min(1_000);
-    let walk = median((0..runs).map(|_| timed(|| drop(scan::scan(&root, &data)))).collect());
+    let walk = median((0..runs).map(|_| timed(|| drop(scan_tree(&root, &data)))).collect());
     let status = median((0..runs).map(|_| git(&root, &["status", "--porcelain"])).collect());
     let stash = median((0..runs).map(|_| git(&root, &["stash", "create"])).collect());
     // The floor of one walk: every file's metadata read once, without ignore rules (GNU find).
@@ -174,7 +174,7 @@ fn main() {
     );
     println!("| the session's first command (walks and watches the tree once) | {} |", ms(first));
     println!(
-        "| one full walk (`scan::scan`: ignore rules, parallel), the unwatched fallback's unit | {} |",
+        "| one full walk (`checkpoint::scan_tree`: ignore rules, parallel), the unwatched fallback's unit | {} |",
         ms(walk)
     );
     println!("| one metadata pass, `find -printf '%s %T@ %i'` (floor of one walk) | {} |", ms(find));

@@ -41,6 +41,7 @@ use serde::{Deserialize, Serialize};
 pub use record::{RecordingEnvironment, RecordingPort, RecordingTool, RecordingToolSource};
 pub use revert::{Direction, Reversal};
 pub use store::{FileRecord, Move, Stored, TurnRecord, UndoMark, checkpoints_dir, collect_unused};
+pub use tree::scan as scan_tree;
 
 use store::Store;
 

@@ -49,18 +49,6 @@ pub struct Scan {
 /// would cost more than the command).
 pub const MAX_SCANNED: usize = 200_000;
 
-/// Scans `root` (see the module's rules), leaving out `skip` (the data directory, when it is
-/// inside the workspace): the walk of [`Tree`](super::tree::Tree), flattened.
-pub fn scan(root: &Path, skip: &Path) -> Scan {
-    let walked = super::tree::walk(root, skip, None);
-    let files = walked
-        .dirs
-        .into_iter()
-        .flat_map(|(dir, listing)| listing.into_iter().map(move |(name, stamp)| (dir.join(name), stamp)))
-        .collect();
-    Scan { files, complete: walked.complete }
-}
-
 /// How a path differs between two scans.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Difference {
@@ -172,6 +160,7 @@ pub fn named_by(command: &str, cwd: &Path, files: &impl Files) -> HashSet<PathBu
 
 #[cfg(test)]
 mod tests {
+    use super::super::tree::scan;
     use super::*;
 
     #[test]

@@ -461,6 +461,18 @@ impl Tree {
     }
 }
 
+/// Scans `root` (see the module's rules), leaving out `skip` (the data directory, when it is
+/// inside the workspace): the walk of [`Tree`], flattened.
+pub fn scan(root: &Path, skip: &Path) -> scan::Scan {
+    let walked = walk(root, skip, None);
+    let files = walked
+        .dirs
+        .into_iter()
+        .flat_map(|(dir, listing)| listing.into_iter().map(move |(name, stamp)| (dir.join(name), stamp)))
+        .collect();
+    scan::Scan { files, complete: walked.complete }
+}
+
 impl scan::Files for Tree {
     fn contains(&self, path: &Path) -> bool {
         self.stamp(path).is_some()
