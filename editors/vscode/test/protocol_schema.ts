@@ -192,6 +192,7 @@ export const eventData: { [K in EventKind]: Schema<EventDataByKind[K]> } = {
     totals: usage,
     response_id: string,
     model: string,
+    finish_reason: optional(string),
   }),
   tool_call_start: object<EventDataByKind['tool_call_start']>()({ tool_name: string, call_id: string, summary: string, arguments: json }),
   tool_call_output_delta: object<EventDataByKind['tool_call_output_delta']>()({ call_id: string, delta: string }),
