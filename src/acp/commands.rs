@@ -38,7 +38,7 @@ use crate::checkpoint::{CheckpointError, Direction};
 use crate::exec::ExecutionEnvironment;
 use crate::mcp::Server;
 use crate::session::SessionState;
-use crate::workspace::{Committer, DiskCommitter, ResolvedChangeSet, Workspace};
+use crate::workspace::{Committer, DiskCommitter, ResolvedChangeSet, Workspace, shown_path};
 
 /// What a typed command does.
 pub enum Outcome {
@@ -311,7 +311,9 @@ async fn reverse(agent: &Agent, session: &AcpSession, direction: Direction) -> R
                 let left: Vec<String> = reversal
                     .not_covered
                     .iter()
-                    .map(|(path, reason)| format!("{} ({})", path.display(), reason.as_str()))
+                    .map(|(path, reason)| {
+                        format!("{} ({})", shown_path(path, &[checkpoints.root()]), reason.as_str())
+                    })
                     .collect();
                 message.push_str(&format!(" Not covered, left as they are: {}.", left.join(", ")));
             }

@@ -98,8 +98,9 @@ pub enum CheckpointError {
     #[error("no turn {0} in this session's checkpoints")]
     UnknownTurn(u64),
     /// A file changed since in a way the undo or redo cannot merge with; nothing was changed.
-    #[error("{path} changed since the turn and the change overlaps it ({reason}); nothing was changed")]
-    Conflict { path: PathBuf, reason: String },
+    /// `shown` is `path` as the user sees it (relative to the workspace).
+    #[error("{shown} changed since the turn and the change overlaps it ({reason}); nothing was changed")]
+    Conflict { path: PathBuf, shown: String, reason: String },
     #[error("the change could not be applied: {0}")]
     Apply(String),
 }

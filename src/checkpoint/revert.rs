@@ -128,7 +128,8 @@ impl Checkpoints {
                 let held_source = self.held(&mut now, &mut next, workspace, env, source).await?;
                 let held_target = self.held(&mut now, &mut next, workspace, env, target).await?;
                 let (Some(held), None) = (held_source, held_target) else { continue };
-                let merged = merge(source, Some(from), Some(to), Some(held))?;
+                let merged = merge(Some(from), Some(to), Some(held))
+                    .map_err(|reason| self.conflict(source, reason))?;
                 next.insert(source.clone(), None);
                 next.insert(target.clone(), merged);
                 moved.extend([source.as_path(), target.as_path()]);
@@ -148,7 +149,7 @@ impl Checkpoints {
                     (from, to) => (text_of(from), text_of(to)),
                 };
                 let held = self.held(&mut now, &mut next, workspace, env, &file.path).await?;
-                let merged = merge(&file.path, from, to, held)?;
+                let merged = merge(from, to, held).map_err(|reason| self.conflict(&file.path, reason))?;
                 next.insert(file.path.clone(), merged);
             }
         }
@@ -162,6 +163,15 @@ impl Checkpoints {
             .collect();
         let change = self.change_set(&now, &next, &moves)?;
         Ok(Reversal { direction, turns: turns.iter().map(|t| t.id).collect(), change, not_covered, mark })
+    }
+
+    /// The refusal for `path`, named as the user sees it.
+    fn conflict(&self, path: &Path, reason: String) -> CheckpointError {
+        CheckpointError::Conflict {
+            path: path.to_path_buf(),
+            shown: shown_path(path, &[self.root()]),
+            reason,
+        }
     }
 
     /// What `path` holds in the plan so far: read from the agent's view the first time.
@@ -179,7 +189,7 @@ impl Checkpoints {
         let held = workspace
             .read_if_exists(env, path)
             .await
-            .map_err(|e| CheckpointError::Conflict { path: path.to_path_buf(), reason: e.to_string() })?
+            .map_err(|e| self.conflict(path, e.to_string()))?
             .map(|s| s.text);
         now.insert(path.to_path_buf(), held.clone());
         next.insert(path.to_path_buf(), held.clone());
@@ -263,27 +273,25 @@ fn text_of(side: Side) -> Option<Arc<str>> {
     }
 }
 
-/// What a file holding `held` becomes when the change `from → to` is made on it.
+/// What a file holding `held` becomes when the change `from → to` is made on it; `Err` says
+/// why it cannot be.
 fn merge(
-    path: &Path,
     from: Option<Arc<str>>,
     to: Option<Arc<str>>,
     held: Option<Arc<str>>,
-) -> Result<Option<Arc<str>>, CheckpointError> {
-    let conflict =
-        |reason: &str| CheckpointError::Conflict { path: path.to_path_buf(), reason: reason.into() };
+) -> Result<Option<Arc<str>>, String> {
     if held == to {
         return Ok(to);
     }
     match (from, to, held) {
         (Some(from), Some(to), Some(held)) => {
-            rebase(&from, &to, &held).map(|text| Some(Arc::from(text))).map_err(|c| conflict(&c.to_string()))
+            rebase(&from, &to, &held).map(|text| Some(Arc::from(text))).map_err(|c| c.to_string())
         }
-        (Some(_), Some(_), None) => Err(conflict("it was deleted since")),
-        (None, Some(_), Some(_)) => Err(conflict("it exists again, with other text")),
+        (Some(_), Some(_), None) => Err("it was deleted since".into()),
+        (None, Some(_), Some(_)) => Err("it exists again, with other text".into()),
         (None, Some(to), None) => Ok(Some(to)),
         (Some(from), None, Some(held)) if held == from => Ok(None),
-        (Some(_), None, Some(_)) => Err(conflict("it was edited since; it is not deleted")),
+        (Some(_), None, Some(_)) => Err("it was edited since; it is not deleted".into()),
         (Some(_), None, None) | (None, None, _) => Ok(None),
     }
 }
@@ -298,19 +306,15 @@ mod tests {
 
     #[test]
     fn a_merge_keeps_the_users_later_lines_and_refuses_overlaps() {
-        let p = Path::new("f");
-        let undone = merge(p, t("a\nB\nc\n"), t("a\nb\nc\n"), t("a\nB\nc\nuser\n")).expect("merges");
+        let undone = merge(t("a\nB\nc\n"), t("a\nb\nc\n"), t("a\nB\nc\nuser\n")).expect("merges");
         assert_eq!(undone, t("a\nb\nc\nuser\n"));
-        assert!(matches!(
-            merge(p, t("a\nB\nc\n"), t("a\nb\nc\n"), t("a\nX\nc\n")),
-            Err(CheckpointError::Conflict { .. })
-        ));
-        assert_eq!(merge(p, t("new\n"), None, t("new\n")).expect("removes"), None);
         assert!(
-            merge(p, t("new\n"), None, t("new\nmine\n")).is_err(),
-            "a created file the user edited stays"
+            merge(t("a\nB\nc\n"), t("a\nb\nc\n"), t("a\nX\nc\n")).is_err(),
+            "overlapping lines are refused"
         );
-        assert_eq!(merge(p, None, t("old\n"), None).expect("restores"), t("old\n"));
-        assert!(merge(p, None, t("old\n"), t("other\n")).is_err(), "a path taken again is not clobbered");
+        assert_eq!(merge(t("new\n"), None, t("new\n")).expect("removes"), None);
+        assert!(merge(t("new\n"), None, t("new\nmine\n")).is_err(), "a created file the user edited stays");
+        assert_eq!(merge(None, t("old\n"), None).expect("restores"), t("old\n"));
+        assert!(merge(None, t("old\n"), t("other\n")).is_err(), "a path taken again is not clobbered");
     }
 }

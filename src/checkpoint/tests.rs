@@ -89,6 +89,10 @@ async fn a_conflict_changes_nothing_and_an_unread_file_is_not_covered() {
     std::fs::write(f.dir.path().join("a.txt"), "user\n").expect("user edit");
     let error = f.reverse(Direction::Undo).await.expect_err("conflicts");
     assert!(matches!(&error, CheckpointError::Conflict { path, .. } if path.ends_with("a.txt")), "{error}");
+    assert!(
+        error.to_string().starts_with("a.txt changed since the turn"),
+        "named as the user sees it: {error}"
+    );
     assert_eq!(f.read("a.txt").as_deref(), Some("user\n"));
     std::fs::write(f.dir.path().join("a.txt"), "ONE\n").expect("user puts it back");
     let undone = f.reverse(Direction::Undo).await.expect("undoes");

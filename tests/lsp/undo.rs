@@ -449,8 +449,9 @@ async fn the_events_and_the_history_name_each_turn_and_say_which_are_undone() {
 #[tokio::test]
 async fn a_plain_client_is_answered_at_once_and_told_the_outcome() {
     let server = Server::start(Dialect::Anthropic, json!({"window": {"workDoneProgress": true}})).await;
+    std::fs::write(server.path("big.log"), "x".repeat(2 * 1024 * 1024)).expect("write");
     let id = server.session("anthropic").await;
-    server.turn(&id, "note", vec![shell("echo one > notes.txt")]).await;
+    server.turn(&id, "note", vec![shell("echo one > notes.txt && echo more >> big.log")]).await;
     let queued = server.undo(json!({"sessionId": id})).await.expect("undoTurn");
     assert_eq!(
         queued,
@@ -462,7 +463,10 @@ async fn a_plain_client_is_answered_at_once_and_told_the_outcome() {
             m["message"].as_str().is_some_and(|t| t.contains("undid turn 1"))
         })
         .await;
-    assert_eq!(told["message"], "agentls: undid turn 1 (1 file)");
+    assert_eq!(
+        told["message"], "agentls: undid turn 1 (1 file); not covered, left as they are: big.log",
+        "files named as the user sees them"
+    );
     assert_eq!(server.read("notes.txt"), None);
     server.undo(json!({"sessionId": id})).await.expect("queued");
     let refused = server.client.next_notification_where("window/showMessage", |m| m["type"] == 2).await;

@@ -18,6 +18,7 @@ use crate::checkpoint::revert::Apply;
 use crate::checkpoint::{Direction, Reversal};
 use crate::exec::ExecutionEnvironment;
 use crate::lsp::apply;
+use crate::lsp::convert::{parse_uri, path_of};
 use crate::lsp::protocol::{
     EventNotification, EventParams, NotCoveredFile, RedoTurn, RevertedFile, SessionParams, TurnsReverted,
     UndoTurn, UndoTurnParams,
@@ -77,7 +78,7 @@ async fn reverse(
     let state = Arc::clone(state);
     tokio::spawn(async move {
         let told = match run(&state, &session, direction, turn, rewind).await {
-            Ok(result) => (MessageType::INFO, summary(direction, &result)),
+            Ok(result) => (MessageType::INFO, summary(&state, direction, &result)),
             Err(message) => (MessageType::WARNING, format!("agentls: {message}")),
         };
         state.outbound.tell(told.0, told.1).await;
@@ -156,8 +157,8 @@ fn reverted(session_id: &str, reversal: &Reversal, rewound: Option<usize>) -> Tu
     }
 }
 
-/// What a plain client is told.
-fn summary(direction: Direction, result: &TurnsReverted) -> String {
+/// What a plain client is told (files named as the user sees them).
+fn summary(state: &ServerState, direction: Direction, result: &TurnsReverted) -> String {
     let verb = match direction {
         Direction::Undo => "undid",
         Direction::Redo => "redid",
@@ -169,7 +170,14 @@ fn summary(direction: Direction, result: &TurnsReverted) -> String {
     };
     let mut text = format!("agentls: {verb} turn {} ({files})", turns.join(", "));
     if !result.not_covered.is_empty() {
-        let files: Vec<&str> = result.not_covered.iter().map(|f| f.uri.as_str()).collect();
+        let files: Vec<String> = result
+            .not_covered
+            .iter()
+            .map(|f| match parse_uri(&f.uri).as_ref().and_then(path_of) {
+                Some(path) => state.shown_path(&path),
+                None => f.uri.clone(),
+            })
+            .collect();
         text.push_str(&format!("; not covered, left as they are: {}", files.join(", ")));
     }
     text
