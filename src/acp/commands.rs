@@ -1,5 +1,5 @@
 //! The commands a user types as a prompt beyond the built-in `/compact` and `/model`
-//! (`prompt.rs`): `/undo` and `/redo` over the session's checkpoints, and the prompts of the
+//! (`prompt.rs`): `/undo`, `/rewind` and `/redo` over the session's checkpoints, and the prompts of the
 //! session's MCP servers (`prompts/list`, `prompts/get`), all announced in
 //! `available_commands_update`.
 //!
@@ -10,6 +10,9 @@
 //!   `fs/write_text_file` when offered (else the shared disk writer), and shown as a completed
 //!   `tool_call` with a `diff` per file. A file edited since in a way that overlaps the turn
 //!   refuses the whole undo before anything is written, and the client is told why.
+//! - `/rewind` is `/undo` that also cuts the model's history back to before the turn (as
+//!   `agentls.undoTurn`'s `rewind`), only once the files were reverted; `/redo` brings the files
+//!   back, not the conversation.
 //! - Neither runs while a prompt runs in the session; neither reaches the model.
 //! - An MCP prompt's command is its name, or `server:name` when two servers (or a built-in)
 //!   share it. `/name args` fetches it with its arguments (`key=value` words, then the other
@@ -48,13 +51,17 @@ pub enum Outcome {
     Input(String),
 }
 
-const BUILT_IN: [&str; 4] = ["compact", "model", "undo", "redo"];
+const BUILT_IN: [&str; 5] = ["compact", "model", "undo", "rewind", "redo"];
 
 /// Every command the session offers now.
 pub fn available(session: &AcpSession) -> Vec<AvailableCommand> {
     let mut commands = modes::commands();
     if session.handle.checkpoints().is_some() {
         commands.push(AvailableCommand::new("undo", "Undo the last turn's changes to files"));
+        commands.push(AvailableCommand::new(
+            "rewind",
+            "Undo the last turn's changes to files and take the turn out of the conversation",
+        ));
         commands.push(AvailableCommand::new("redo", "Re-apply the changes the last /undo took back"));
     }
     for command in session.prompts.get().into_iter().flatten() {
@@ -135,8 +142,9 @@ fn named(listed: Vec<(String, Arc<Server>, Prompt)>) -> Vec<PromptCommand> {
 /// Runs `/name argument` when it is one of these commands; `None` when it is not.
 pub async fn run(agent: &Agent, session: &AcpSession, name: &str, argument: &str) -> Option<Outcome> {
     match name {
-        "undo" => Some(Outcome::Done(reverse(agent, session, Direction::Undo).await)),
-        "redo" => Some(Outcome::Done(reverse(agent, session, Direction::Redo).await)),
+        "undo" => Some(Outcome::Done(reverse(agent, session, Direction::Undo, false).await)),
+        "rewind" => Some(Outcome::Done(reverse(agent, session, Direction::Undo, true).await)),
+        "redo" => Some(Outcome::Done(reverse(agent, session, Direction::Redo, false).await)),
         _ => {
             let (server, prompt) = {
                 let found = prompt_commands(session).await.iter().find(|c| c.name == name)?;
@@ -254,11 +262,18 @@ impl Apply for Through {
     }
 }
 
-/// `/undo` or `/redo`: carried out, shown as a tool call with its diffs, and summarised.
-async fn reverse(agent: &Agent, session: &AcpSession, direction: Direction) -> Result<PromptResponse, Error> {
-    let verb = match direction {
-        Direction::Undo => "undo",
-        Direction::Redo => "redo",
+/// `/undo`, `/rewind` (`rewind`: the history cut back too) or `/redo`: carried out, shown as a
+/// tool call with its diffs, and summarised.
+async fn reverse(
+    agent: &Agent,
+    session: &AcpSession,
+    direction: Direction,
+    rewind: bool,
+) -> Result<PromptResponse, Error> {
+    let verb = match (direction, rewind) {
+        (Direction::Undo, false) => "undo",
+        (Direction::Undo, true) => "rewind",
+        (Direction::Redo, _) => "redo",
     };
     let Some(checkpoints) = session.handle.checkpoints() else {
         say(
@@ -283,10 +298,14 @@ async fn reverse(agent: &Agent, session: &AcpSession, direction: Direction) -> R
             SessionNotification::new(session.id.clone(), SessionUpdate::ToolCall(call)),
         )
     };
+    let label = match direction {
+        Direction::Undo => "Undo",
+        Direction::Redo => "Redo",
+    };
     match reversal {
         Ok(reversal) => {
             let turns: Vec<String> = reversal.turns.iter().map(u64::to_string).collect();
-            let title = format!("{} turn {}", if verb == "undo" { "Undo" } else { "Redo" }, turns.join(", "));
+            let title = format!("{label} turn {}", turns.join(", "));
             let (content, locations) = match &reversal.change {
                 Some(change) => super::port::diff_content(change),
                 None => (Vec::new(), Vec::new()),
@@ -317,19 +336,27 @@ async fn reverse(agent: &Agent, session: &AcpSession, direction: Direction) -> R
                     .collect();
                 message.push_str(&format!(" Not covered, left as they are: {}.", left.join(", ")));
             }
+            if rewind {
+                match session.handle.rewind(reversal.mark).await {
+                    Ok(entries) => message.push_str(&format!(
+                        " The conversation is back to before turn {} ({entries} entries taken out).",
+                        turns.first().map_or("?", String::as_str)
+                    )),
+                    Err(e) => message.push_str(&format!(" The conversation could not be cut back: {e}.")),
+                }
+            }
             say(&agent.wire, session, message);
         }
         Err(error) => {
             if let CheckpointError::Conflict { path, .. } = &error {
                 update(
-                    ToolCall::new(
-                        call_id,
-                        format!("{} the last turn", if verb == "undo" { "Undo" } else { "Redo" }),
-                    )
-                    .kind(ToolKind::Edit)
-                    .status(ToolCallStatus::Failed)
-                    .content(vec![ToolCallContent::from(ContentBlock::from(error.to_string()))])
-                    .locations(vec![agent_client_protocol_schema::v1::ToolCallLocation::new(path.clone())]),
+                    ToolCall::new(call_id, format!("{label} the last turn"))
+                        .kind(ToolKind::Edit)
+                        .status(ToolCallStatus::Failed)
+                        .content(vec![ToolCallContent::from(ContentBlock::from(error.to_string()))])
+                        .locations(vec![agent_client_protocol_schema::v1::ToolCallLocation::new(
+                            path.clone(),
+                        )]),
                 );
             }
             say(&agent.wire, session, format!("Cannot {verb}: {error}."));

@@ -202,7 +202,7 @@ async fn handshake_advertises_only_what_is_implemented_and_the_session_has_modes
         .iter()
         .map(|c| c["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["compact", "model", "undo", "redo"]);
+    assert_eq!(names, ["compact", "model", "undo", "rewind", "redo"]);
     assert_eq!(mock.request_count(), 0, "nothing was asked of the model");
 }
 
@@ -1292,4 +1292,49 @@ async fn mcp_prompts_are_commands_and_a_typed_one_is_the_users_turn() {
     assert!(first.contains("What's weather in Paris, France?"), "{first}");
     let second = mock.requests()[1].body.to_string();
     assert!(second.contains("What's weather in Austin, Texas?"), "{second}");
+}
+
+#[tokio::test]
+async fn rewind_reverts_the_last_turn_and_takes_it_out_of_the_conversation() {
+    let mock = MockProvider::start(Dialect::Anthropic).await;
+    let home = Home::new();
+    let file = home.write("r.txt", "first\nsecond\n");
+    mock.push(Reply::new().text("noted"));
+    read_and_edit(&mock, "r.txt", "first", "FIRST");
+    mock.push(Reply::new().text("edited"));
+    mock.push(Reply::new().text("fresh start"));
+    let lines = home
+        .drive(
+            &mock,
+            json!({
+                "capabilities": fs_caps(false, false),
+                "permissions": ["allow_once"],
+                "steps": [
+                    {"op": "initialize"}, {"op": "new", "cwd": home.ws()},
+                    prompt("the kept question"),
+                    prompt("capitalise first"),
+                    prompt("/rewind"),
+                    prompt("what now"),
+                ],
+            }),
+        )
+        .await;
+    let answers = responses(&lines, "prompt");
+    assert!(answers.iter().all(|a| a["result"]["stopReason"] == "end_turn"), "{lines:#?}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "first\nsecond\n", "the turn's edit is reverted");
+    let text = message_text(&lines);
+    assert!(text.contains("Undo turn 2: 1 file changed."), "{text}");
+    assert!(text.contains("The conversation is back to before turn 2 ("), "{text}");
+    // The model's next request holds the turn before, not the rewound one nor its tool calls.
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 5, "the first turn, the edit's three requests, the last turn");
+    let messages = requests[4].body["messages"].as_array().expect("messages");
+    let roles: Vec<&str> = messages.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["user", "assistant", "user"], "{messages:#?}");
+    let said = serde_json::to_string(messages).unwrap();
+    assert!(
+        said.contains("the kept question") && said.contains("noted") && said.contains("what now"),
+        "{said}"
+    );
+    assert!(!said.contains("capitalise first") && !said.contains("tool_use"), "{said}");
 }
