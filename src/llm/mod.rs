@@ -10,6 +10,7 @@ pub mod client;
 pub mod error;
 pub mod gemini;
 pub mod http;
+pub mod image;
 pub mod openai;
 pub mod openai_chat;
 pub mod retry;

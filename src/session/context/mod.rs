@@ -5,7 +5,8 @@
 //! Invariants:
 //! - The raw estimate counts characters (Unicode scalar values, never bytes) of everything a
 //!   request carries — system prompt, messages, tool calls and results, tool schemas — divided by
-//!   the configured characters per token.
+//!   the configured characters per token. An image counts as the tokens its pixel size costs
+//!   (`llm::image`), in characters at the default characters per token.
 //! - The calibration factor is an exponential moving average of `reported input tokens ÷ raw
 //!   estimate` of the same request; the first observation seeds it. Calls without a usage report
 //!   leave it unchanged. The estimate hosts see is `raw × factor`.
@@ -95,9 +96,13 @@ pub fn message_chars(messages: &[Message]) -> usize {
             ContentPart::Text { text } | ContentPart::Thinking { text, .. } => chars(text),
             ContentPart::ToolCall(call) => chars(&call.name) + json_chars(&call.arguments),
             ContentPart::ToolResult(result) => chars(&result.content),
-            // Images and encrypted reasoning are counted by the provider in ways characters
-            // cannot predict; calibration absorbs them.
-            ContentPart::Image(_) | ContentPart::RedactedThinking { .. } => 0,
+            ContentPart::Image(image) => {
+                usize::try_from(image.estimated_tokens() * u64::from(DEFAULT_CHARS_PER_TOKEN))
+                    .unwrap_or(usize::MAX)
+            }
+            // Encrypted reasoning is counted by the provider in ways characters cannot predict;
+            // calibration absorbs it.
+            ContentPart::RedactedThinking { .. } => 0,
         })
         .sum()
 }
@@ -150,6 +155,7 @@ impl ContextStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::llm::Role;
     use serde_json::json;
 
     #[test]
@@ -173,6 +179,20 @@ mod tests {
         assert_eq!(calibration.raw_tokens(8), 2);
         assert_eq!(calibration.raw_tokens(9), 3, "a partial token counts");
         assert_eq!(Calibration::new(2).raw_tokens(9), 5);
+    }
+
+    #[test]
+    fn an_image_counts_as_the_tokens_of_its_pixels_not_zero() {
+        let mut png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR".to_vec();
+        png.extend(1000u32.to_be_bytes());
+        png.extend(1000u32.to_be_bytes());
+        let image = crate::llm::Image { media_type: "image/png".into(), data: png };
+        let message = Message::new(
+            Role::User,
+            vec![ContentPart::Text { text: "see".into() }, ContentPart::Image(image)],
+        );
+        // 1,000,000 px ÷ 750 = 1,334 tokens, at 4 characters each.
+        assert_eq!(message_chars(&[message]), 3 + 1334 * 4);
     }
 
     /// A fake provider whose tokenizer counts 1.3 tokens for every estimated one: after a few
