@@ -7,9 +7,11 @@
 //!
 //! Invariants:
 //! - A child is announced before any update of its own session (the protocol's rule), once.
+//! - A child's permission question (about a call of its own) is asked on the child's session id,
+//!   after that call's `tool_call`, so the client shows it in the child's thread.
 //! - A client that did not advertise `subagents` gets none of this: it sees the parent's
 //!   `spawn_agent` / `wait` calls as tool calls, and the children's permission questions on the
-//!   parent session (as for every client).
+//!   parent session.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -17,7 +19,7 @@ use std::sync::Arc;
 
 use agent_client_protocol_schema::v1::{
     ContentChunk, ErrorStopReason, IdleStateUpdate, IdleStopReason, RunningStateUpdate, SessionNotification,
-    SessionUpdate, StateUpdate, SubagentUpdate,
+    SessionUpdate, StateUpdate, SubagentUpdate, ToolCallContent, ToolCallUpdate, ToolCallUpdateFields,
 };
 
 use super::convert::{ended, output_so_far, started, text};
@@ -32,6 +34,10 @@ pub struct Children {
     cwds: HashMap<String, PathBuf>,
     /// Output so far of the children's running commands, by (child session, call id).
     outputs: HashMap<(String, String), String>,
+    /// The child session of each running call of a child, by call id.
+    sessions: HashMap<String, String>,
+    /// The client's terminal a child's running command runs in: it stays in the call's content.
+    terminals: HashMap<String, ToolCallContent>,
 }
 
 fn idle(reason: EndReason, text: &str) -> IdleStopReason {
@@ -57,6 +63,25 @@ fn described(task: &str) -> String {
 }
 
 impl Children {
+    /// The child session whose running call `call_id` is, if a child's.
+    pub fn session_of(&self, call_id: &str) -> Option<&str> {
+        self.sessions.get(call_id).map(String::as_str)
+    }
+
+    /// A child's command `call_id` runs in the client's terminal `content` (`terminal.rs`).
+    pub fn terminal(&mut self, wire: &Arc<Wire>, call_id: String, content: ToolCallContent) {
+        let Some(child) = self.sessions.get(&call_id).cloned() else { return };
+        self.terminals.insert(call_id.clone(), content.clone());
+        let fields = ToolCallUpdateFields::new().content(vec![content]);
+        let update = SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(call_id, fields));
+        wire.notify("session/update", SessionNotification::new(child, update));
+    }
+
+    /// `call_id` is the top session's own call (ids are the model's: a child's may be reused).
+    pub fn forget(&mut self, call_id: &str) {
+        self.sessions.remove(call_id);
+    }
+
     /// Sends what a child's event means for the client; `cwd` is the top session's.
     pub fn event(&mut self, wire: &Arc<Wire>, agent: &AgentPath, data: EventData, cwd: &Path) {
         let child = agent.session_id.clone();
@@ -91,6 +116,7 @@ impl Children {
                 own(SessionUpdate::AgentThoughtChunk(ContentChunk::new(text(d.delta))))
             }
             EventData::ToolCallStart(call) => {
+                self.sessions.insert(call.call_id.clone(), child.clone());
                 let cwd = self.cwds.get(&child).map_or(cwd, PathBuf::as_path);
                 own(SessionUpdate::ToolCall(started(call, cwd)))
             }
@@ -101,7 +127,9 @@ impl Children {
             }
             EventData::ToolCallEnd(end) => {
                 self.outputs.remove(&(child.clone(), end.call_id.clone()));
-                own(SessionUpdate::ToolCallUpdate(ended(end, Vec::new())));
+                self.sessions.remove(&end.call_id);
+                let terminal = self.terminals.remove(&end.call_id);
+                own(SessionUpdate::ToolCallUpdate(ended(end, terminal.into_iter().collect())));
             }
             EventData::ProcessingEnd(end) => {
                 let state = IdleStateUpdate::new().stop_reason(idle(end.reason, &end.text));

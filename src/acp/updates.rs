@@ -70,7 +70,8 @@ pub struct Pump {
     wire: Arc<Wire>,
     transcript: Option<Arc<dyn TranscriptSink>>,
     calls: HashMap<String, Call>,
-    /// The own call that started last (a review is about it: edits run alone).
+    /// The call that started last, the session's own or (shown to the client) a child's: a
+    /// review is about it (edits run alone).
     last_started: Option<String>,
     cwd: PathBuf,
     /// The last `error` event's message: a failed prompt's error.
@@ -83,6 +84,9 @@ pub struct Pump {
     compactions: usize,
     /// The subagents shown to a client that understands them.
     children: Children,
+    /// Questions and terminals of a child's call whose `tool_call` its forwarder has not handed
+    /// on yet: handled once it has (they follow their call, on the child's session).
+    waiting: Vec<(String, ToPump)>,
     /// The mode, model and effort the client was last told of (a `config_changed` that changes
     /// none, such as a cancel's marker, is not announced).
     config: modes::Current,
@@ -109,6 +113,7 @@ impl Pump {
             shows,
             compactions: 0,
             children: Children::default(),
+            waiting: Vec::new(),
             config,
         }
     }
@@ -142,8 +147,7 @@ impl Pump {
                     None => break,
                 },
                 ask = asks.recv(), if asks_open => match ask {
-                    Some(ToPump::Ask(ask)) => self.ask(*ask),
-                    Some(ToPump::Terminal { call_id, terminal_id }) => self.terminal(call_id, terminal_id),
+                    Some(item) => self.handed(item),
                     None => asks_open = false,
                 },
             }
@@ -159,9 +163,44 @@ impl Pump {
     /// A command of `call_id` runs in the client's terminal: the call shows the terminal.
     fn terminal(&mut self, call_id: String, terminal_id: String) {
         let content = ToolCallContent::Terminal(Terminal::new(TerminalId::new(terminal_id)));
+        if self.children.session_of(&call_id).is_some() {
+            self.children.terminal(&self.wire, call_id, content);
+            return;
+        }
         self.calls.entry(call_id.clone()).or_default().terminal = Some(content.clone());
         let fields = ToolCallUpdateFields::new().content(vec![content]);
         self.update(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(call_id, fields)));
+    }
+
+    /// What the port handed the pump: handled now, or once its call's `tool_call` was sent when
+    /// that is a child's still on its way (own calls are always seen first).
+    fn handed(&mut self, item: ToPump) {
+        let call_id = match &item {
+            ToPump::Ask(ask) => ask.call_id.clone().or_else(|| self.last_started.clone()),
+            ToPump::Terminal { call_id, .. } => Some(call_id.clone()),
+        };
+        if let Some(call_id) = call_id
+            && self.shows.subagents
+            && !self.calls.contains_key(&call_id)
+            && self.children.session_of(&call_id).is_none()
+        {
+            self.waiting.push((call_id, item));
+            return;
+        }
+        match item {
+            ToPump::Ask(ask) => self.ask(*ask),
+            ToPump::Terminal { call_id, terminal_id } => self.terminal(call_id, terminal_id),
+        }
+    }
+
+    /// Handles what waited for `call_id`'s `tool_call`.
+    fn release(&mut self, call_id: &str) {
+        let (ready, waiting) =
+            std::mem::take(&mut self.waiting).into_iter().partition(|(id, _)| id == call_id);
+        self.waiting = waiting;
+        for (_, item) in ready {
+            self.handed(item);
+        }
     }
 
     fn ask(&mut self, ask: Ask) {
@@ -173,12 +212,11 @@ impl Pump {
             let diffs = content.iter().filter(|c| matches!(c, ToolCallContent::Diff(_))).cloned();
             self.calls.entry(call_id.clone()).or_default().diffs.extend(diffs);
         }
-        let request = RequestPermissionRequest::new(
-            self.session.id.clone(),
-            ToolCallUpdate::new(call_id, ask.fields),
-            ask.options,
-        )
-        .meta(ask.meta);
+        // A child's call is asked about on the child's session (`subagents.rs`).
+        let session = self.children.session_of(&call_id).unwrap_or(&self.session.id).to_string();
+        let request =
+            RequestPermissionRequest::new(session, ToolCallUpdate::new(call_id, ask.fields), ask.options)
+                .meta(ask.meta);
         let wire = Arc::clone(&self.wire);
         let reply = ask.reply;
         tokio::spawn(async move {
@@ -248,7 +286,15 @@ impl Pump {
     fn event(&mut self, event: Event) -> bool {
         if let Some(agent) = &event.agent {
             if self.shows.subagents {
+                let started = match &event.data {
+                    EventData::ToolCallStart(call) => Some(call.call_id.clone()),
+                    _ => None,
+                };
                 self.children.event(&self.wire, agent, event.data, &self.cwd);
+                if let Some(call_id) = started {
+                    self.last_started = Some(call_id.clone());
+                    self.release(&call_id);
+                }
             }
             return false;
         }
@@ -271,6 +317,7 @@ impl Pump {
             EventData::AssistantTextEnd(end) => self.finish = end.finish_reason,
             EventData::ToolCallStart(call) => {
                 self.calls.insert(call.call_id.clone(), Call::default());
+                self.children.forget(&call.call_id);
                 self.last_started = Some(call.call_id.clone());
                 self.update(SessionUpdate::ToolCall(started(call, &self.cwd)));
             }

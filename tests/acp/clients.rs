@@ -1338,3 +1338,66 @@ async fn rewind_reverts_the_last_turn_and_takes_it_out_of_the_conversation() {
     );
     assert!(!said.contains("capitalise first") && !said.contains("tool_use"), "{said}");
 }
+
+#[tokio::test]
+async fn a_subagents_permission_question_is_asked_on_its_own_session_for_a_client_that_shows_it() {
+    let task = "CHILD-P: make the folder";
+    let script = |mock: &MockProvider| {
+        mock.push(Reply::new().tool_call("s1", "spawn_agent", json!({"task": task})));
+        mock.push(Reply::new().tool_call("w1", "wait", json!({"agent_id": "agent-1"})));
+        mock.push(Reply::new().text("the subagent made it"));
+        mock.push_for(task, Reply::new().tool_call("m1", "shell", json!({"command": "mkdir -p child-made"})));
+        mock.push_for(task, Reply::new().text("made"));
+    };
+    for shows in [true, false] {
+        let mock = MockProvider::start(Dialect::Anthropic).await;
+        let home = Home::new();
+        script(&mock);
+        let mut caps = fs_caps(false, false);
+        if shows {
+            // With the client's terminal too: the command's terminal is shown in the child's thread.
+            caps["subagents"] = json!({});
+            caps["terminal"] = json!(true);
+        }
+        let lines = home
+            .drive(
+                &mock,
+                json!({"sdk": "unstable", "capabilities": caps, "permissions": ["allow_once"], "steps": [
+                    {"op": "initialize"}, {"op": "new", "cwd": home.ws()}, prompt("delegate it"),
+                ]}),
+            )
+            .await;
+        assert_eq!(response(&lines, "prompt")["result"]["stopReason"], "end_turn", "{lines:#?}");
+        assert!(home.ws().join("child-made").is_dir(), "the allowed command ran");
+        let parent = response(&lines, "new")["result"]["sessionId"].as_str().unwrap().to_string();
+        let asked = of_type(&lines, "permission");
+        assert_eq!(asked.len(), 1, "{lines:#?}");
+        assert_eq!(asked[0]["toolCall"]["toolCallId"], "m1");
+        let on = asked[0]["sessionId"].as_str().unwrap();
+        if shows {
+            let child = updates(&lines, "subagent_update")[0]["sessionId"].as_str().unwrap();
+            assert_eq!(on, child, "asked in the child's thread");
+            // After the child's call was shown there.
+            let shown =
+                lines.iter().position(|l| l["sessionId"] == child && l["update"]["toolCallId"] == "m1");
+            let question = lines.iter().position(|l| l["type"] == "permission");
+            assert!(shown.is_some() && shown < question, "{lines:#?}");
+            let in_terminal: Vec<&Value> = lines
+                .iter()
+                .filter(|l| l["update"]["toolCallId"] == "m1")
+                .filter(|l| {
+                    l["update"]["content"]
+                        .as_array()
+                        .is_some_and(|c| c.iter().any(|c| c["type"] == "terminal"))
+                })
+                .collect();
+            assert!(!in_terminal.is_empty(), "the command ran in the client's terminal: {lines:#?}");
+            assert!(in_terminal.iter().all(|l| l["sessionId"] == child), "{in_terminal:#?}");
+            let last = lines.iter().rev().find(|l| l["update"]["toolCallId"] == "m1").unwrap();
+            assert_eq!(last["update"]["status"], "completed", "{last:#?}");
+            assert!(in_terminal.contains(&last), "the terminal stays in the ended call: {last:#?}");
+        } else {
+            assert_eq!(on, parent, "a client without subagents is asked on the parent session");
+        }
+    }
+}

@@ -48,7 +48,7 @@ const app = acp
     const entry = answers.shift() ?? "reject_once";
     const answer = typeof entry === "string" ? entry : entry.kind;
     const meta = typeof entry === "string" ? undefined : entry.meta;
-    out({ type: "permission", toolCall: params.toolCall, options: params.options, meta: params._meta ?? null, answer });
+    out({ type: "permission", sessionId: params.sessionId, toolCall: params.toolCall, options: params.options, meta: params._meta ?? null, answer });
     if (answer === "cancel") {
       await connection.notify(acp.methods.agent.session.cancel, { sessionId: params.sessionId });
       return { outcome: { outcome: "cancelled" } };
