@@ -116,7 +116,7 @@ fn run_inner(env: &Env, args: ExecArgs) -> Result<u8, Failure> {
         };
         let built = builder.build(parts).await.map_err(|e| {
             let code = match e {
-                BuildError::Config(_) => EXIT_USAGE,
+                BuildError::Config(_) | BuildError::Busy(_) => EXIT_USAGE,
                 BuildError::Provider(_) | BuildError::Client(_) => EXIT_PROVIDER,
             };
             (code, e.to_string())

@@ -14,7 +14,7 @@ use crate::checkpoint::revert::Apply;
 use crate::checkpoint::{Checkpoints, Direction};
 use crate::config::Env;
 use crate::exec::{ExecutionEnvironment, LocalExecutionEnvironment};
-use crate::store::{TranscriptStore, data_dir};
+use crate::store::{StoreError, TranscriptStore, data_dir};
 use crate::workspace::{Committer, DiskCommitter, FileOp, ResolvedChangeSet, Workspace, shown_path};
 
 pub fn run(env: &Env, action: Option<SessionsAction>) -> Result<ExitCode, String> {
@@ -56,10 +56,14 @@ pub fn run(env: &Env, action: Option<SessionsAction>) -> Result<ExitCode, String
             }
         }
         SessionsAction::Rm { id } => {
+            // The transcript first: while another process has the session open, nothing goes.
+            let transcript = match store.remove(&id) {
+                Err(StoreError::NotFound(_)) => false,
+                other => other.map(|()| true).map_err(|e| e.to_string())?,
+            };
             let checkpoints = Checkpoints::remove(&dir, &id);
-            match store.remove(&id) {
-                Err(crate::store::StoreError::NotFound(_)) if checkpoints.is_ok() => {}
-                other => other.map_err(|e| e.to_string())?,
+            if !transcript && checkpoints.is_err() {
+                return Err(StoreError::NotFound(id).to_string());
             }
             println!("removed {id}");
         }
@@ -78,8 +82,12 @@ pub fn run(env: &Env, action: Option<SessionsAction>) -> Result<ExitCode, String
                 }
             }
         }
-        SessionsAction::Undo { id, turn } => return reverse(&dir, &id, Direction::Undo, turn),
-        SessionsAction::Redo { id } => return reverse(&dir, &id, Direction::Redo, None),
+        SessionsAction::Undo { id, turn } => {
+            return held(&store, &id, || reverse(&dir, &id, Direction::Undo, turn));
+        }
+        SessionsAction::Redo { id } => {
+            return held(&store, &id, || reverse(&dir, &id, Direction::Redo, None));
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -91,6 +99,21 @@ struct OnDisk(DiskCommitter);
 impl Apply for OnDisk {
     async fn apply(&self, change: ResolvedChangeSet) -> Result<(), String> {
         self.0.commit(change).await.map(drop).map_err(|e| e.to_string())
+    }
+}
+
+/// Runs `work` on session `id` while holding it, so no editor writes it meanwhile: refused while
+/// another process has it open. A session without a transcript (an `agentls exec` run) has no
+/// holder to wait for.
+fn held(
+    store: &TranscriptStore,
+    id: &str,
+    work: impl Fn() -> Result<ExitCode, String>,
+) -> Result<ExitCode, String> {
+    match store.while_held(id, &work) {
+        Ok(done) => done,
+        Err(StoreError::NotFound(_)) => work(),
+        Err(e) => Err(e.to_string()),
     }
 }
 

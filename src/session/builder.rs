@@ -23,7 +23,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::transcript::{NewTranscript, StoredSession, TranscriptSink, Transcripts};
+use super::transcript::{NewTranscript, StoredSession, TranscriptBusy, TranscriptSink, Transcripts};
 use super::{HistorySink, SessionConfig, SessionOptions, Turn};
 use crate::checkpoint::{
     Checkpoints, RecordingEnvironment, RecordingPort, RecordingTool, RecordingToolSource,
@@ -52,6 +52,9 @@ pub enum BuildError {
     /// The model client could not be built (a bad base URL, an unreadable cassette).
     #[error(transparent)]
     Client(LlmError),
+    /// The stored session is open in another process.
+    #[error(transparent)]
+    Busy(#[from] TranscriptBusy),
 }
 
 /// What a host asks for besides the configuration.
@@ -203,24 +206,36 @@ impl SessionBuilder {
         // A resumed session's subagents come back with it, from the same transcript, and a turn
         // the server died in is closed for the model (`recovery`).
         let mut stored = StoredSession::default();
-        let transcript = parts.transcripts.and_then(|transcripts| {
-            let opened = if resumed > 0 {
+        let transcript = match parts.transcripts {
+            None => None,
+            Some(transcripts) if resumed > 0 => {
                 match transcripts.stored(&id) {
                     Ok(found) => stored = found,
                     Err(e) => tracing::warn!("the subagents of session {id} are not restored: {e}"),
                 }
-                transcripts.reopen(&id, &stored.agents)
-            } else {
+                match reopen(transcripts.as_ref(), &id, &stored.agents).await {
+                    Ok(transcript) => Some(transcript),
+                    // Another process writes this session: going on here would fork it.
+                    Err(OpenError::Busy(busy)) => return Err(BuildError::Busy(busy)),
+                    Err(OpenError::Other(e)) => {
+                        tracing::warn!("session {id} will not be stored: {e}");
+                        None
+                    }
+                }
+            }
+            Some(transcripts) => {
                 let new = NewTranscript {
                     session_id: id.clone(),
                     root: root.clone(),
                     profile,
                     model: model.clone(),
                 };
-                transcripts.create(&new)
-            };
-            opened.map_err(|e| tracing::warn!("session {id} will not be stored: {e}")).ok()
-        });
+                transcripts
+                    .create(&new)
+                    .map_err(|e| tracing::warn!("session {id} will not be stored: {e}"))
+                    .ok()
+            }
+        };
         if resumed > 0 {
             let closing = super::recovery::close_interrupted(&history, stored.interrupted);
             if !closing.is_empty() {
@@ -299,5 +314,34 @@ impl SessionBuilder {
             checkpoints,
         };
         Ok(BuiltSession { options, id, profile, model, transcript, mcp })
+    }
+}
+
+/// How long a resume waits for another process to let go of the session (a server restarting
+/// under the same editor: the old one is still exiting when the new one reopens the session).
+const HANDOVER: std::time::Duration = std::time::Duration::from_secs(3);
+
+enum OpenError {
+    Busy(TranscriptBusy),
+    Other(super::transcript::TranscriptError),
+}
+
+/// Reopens stored session `id`'s transcript, waiting up to [`HANDOVER`] while another process
+/// holds it.
+async fn reopen(
+    transcripts: &dyn Transcripts,
+    id: &str,
+    agents: &[(super::subagents::AgentInfo, Vec<Turn>)],
+) -> Result<Arc<dyn TranscriptSink>, OpenError> {
+    let deadline = tokio::time::Instant::now() + HANDOVER;
+    loop {
+        match transcripts.reopen(id, agents).map_err(|e| e.downcast::<TranscriptBusy>()) {
+            Ok(transcript) => return Ok(transcript),
+            Err(Ok(_)) if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            Err(Ok(busy)) => return Err(OpenError::Busy(*busy)),
+            Err(Err(other)) => return Err(OpenError::Other(other)),
+        }
     }
 }

@@ -64,7 +64,7 @@ pub use mode::CONTINUE_MESSAGE;
 pub use subagents::AgentInfo;
 pub use summary::summarize;
 pub use transcript::{
-    HistorySink, NewTranscript, StoredSession, TranscriptError, TranscriptSink, Transcripts,
+    HistorySink, NewTranscript, StoredSession, TranscriptBusy, TranscriptError, TranscriptSink, Transcripts,
 };
 pub use turn::{
     AssistantTurn, InstructionsTurn, SUMMARY_SENTINEL, SummaryTurn, TextTurn, ToolResultsTurn, Turn,

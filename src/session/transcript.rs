@@ -33,6 +33,17 @@ pub trait TranscriptSink: HistorySink {
     fn agents_changed(&self, agents: &[(AgentInfo, Vec<Turn>)]);
 }
 
+/// A stored session's transcript is held by another process (one writes a session at a time):
+/// the session cannot be resumed here. A resume stops on it; any other error only leaves the
+/// session unstored.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "session `{id}` is open in another agentls process (an editor, `agentls acp` or `agentls exec`); continue it there, or close it there first"
+)]
+pub struct TranscriptBusy {
+    pub id: String,
+}
+
 /// Why a transcript could not be opened or read.
 pub type TranscriptError = Box<dyn std::error::Error + Send + Sync>;
 

@@ -5,6 +5,9 @@
 //!   when the session adds the turn, so a killed server loses at most the message being
 //!   streamed; a torn last line is skipped on load, never an error, and a reopened transcript
 //!   starts its next record on a line of its own.
+//! - One process writes a session at a time: a writer holds an advisory lock on its transcript
+//!   (released when it is dropped or its process dies), and opening a held one fails with
+//!   [`StoreError::Busy`].
 //! - Session ids are validated before they become file names: nothing outside the sessions
 //!   directory is ever read, written or removed.
 
@@ -34,6 +37,8 @@ pub enum StoreError {
     },
     #[error("stored session {path} is unreadable: {message}")]
     Corrupt { path: String, message: String },
+    #[error(transparent)]
+    Busy(#[from] crate::session::TranscriptBusy),
 }
 
 impl StoreError {

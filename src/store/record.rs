@@ -225,7 +225,13 @@ impl Transcripts for TranscriptStore {
         id: &str,
         agents: &[(AgentInfo, Vec<Turn>)],
     ) -> Result<Arc<dyn TranscriptSink>, TranscriptError> {
-        let writer = TranscriptStore::reopen(self, id)?;
+        let writer = TranscriptStore::reopen(self, id).map_err(|e| -> TranscriptError {
+            match e {
+                // The builder stops a resume on it: the session's own error type.
+                StoreError::Busy(busy) => Box::new(busy),
+                other => Box::new(other),
+            }
+        })?;
         Ok(Arc::new(SharedRecorder::new(TranscriptRecorder::new(writer).with_agents(agents))))
     }
 }
@@ -233,6 +239,7 @@ impl Transcripts for TranscriptStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::session::TranscriptBusy;
     use crate::store::{TranscriptHeader, TranscriptStore};
 
     fn header(session_id: &str) -> TranscriptHeader {
@@ -303,6 +310,9 @@ mod tests {
             transcripts.stored("s").expect("stored"),
             StoredSession { agents: vec![], interrupted: true }
         );
+        let busy = transcripts.reopen("s", &[]).err().expect("held by its writer");
+        assert_eq!(busy.downcast_ref::<TranscriptBusy>(), Some(&TranscriptBusy { id: "s".into() }));
+        drop(sink);
         let again = transcripts.reopen("s", &[]).expect("reopen");
         again.rewritten(&[Turn::user("summary")], 1);
         again.input_ended("interrupted");
@@ -336,7 +346,8 @@ mod tests {
         let records = store.load("p").expect("load").records;
         assert_eq!(history(&records), parent, "the parent's history holds none of the child's turns");
         assert_eq!(agents(&records), vec![(agent.clone(), child.clone())]);
-        // Reopened for a resumed session, only what is new is appended.
+        // Reopened for a resumed session (its first writer gone), only what is new is appended.
+        drop(recorder);
         let mut again =
             TranscriptRecorder::new(store.reopen("p").expect("reopen")).with_agents(&agents(&records));
         again.record_agents(&[(agent.clone(), child[1..].to_vec())]).expect("a pruned child");

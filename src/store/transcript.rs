@@ -79,6 +79,7 @@ impl TranscriptStore {
             .append(true)
             .open(&path)
             .map_err(|e| StoreError::io(&path, e))?;
+        hold(&file, &path, &header.session_id)?;
         let mut writer = TranscriptWriter { path, out: BufWriter::new(file) };
         writer.write_line(&header)?;
         writer.flush()?;
@@ -93,6 +94,7 @@ impl TranscriptStore {
                 std::io::ErrorKind::NotFound => StoreError::NotFound(id.to_string()),
                 _ => StoreError::io(&path, e),
             })?;
+        hold(&file, &path, id)?;
         // A server that died mid-write left a torn last line: the next record starts on a line
         // of its own, so only the torn one is lost.
         if !ends_with_newline(&mut file).map_err(|e| StoreError::io(&path, e))? {
@@ -137,12 +139,34 @@ impl TranscriptStore {
         Ok(out)
     }
 
-    pub fn remove(&self, id: &str) -> Result<(), StoreError> {
+    /// Holds session `id` (as a writer does) while `work` runs: for changes from outside its
+    /// session, such as `agentls sessions undo`. Fails with [`StoreError::Busy`] while another
+    /// process has it open.
+    pub fn while_held<T>(&self, id: &str, work: impl FnOnce() -> T) -> Result<T, StoreError> {
         let path = self.path(id)?;
-        std::fs::remove_file(&path).map_err(|e| match e.kind() {
+        let file = File::open(&path).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => StoreError::NotFound(id.to_string()),
             _ => StoreError::io(&path, e),
-        })
+        })?;
+        hold(&file, &path, id)?;
+        Ok(work())
+    }
+
+    /// Removes a stored session; refused while another process has it open.
+    pub fn remove(&self, id: &str) -> Result<(), StoreError> {
+        let path = self.path(id)?;
+        self.while_held(id, || std::fs::remove_file(&path))?.map_err(|e| StoreError::io(&path, e))
+    }
+}
+
+/// Takes the advisory lock of a session's transcript, or says who holds it.
+fn hold(file: &File, path: &Path, id: &str) -> Result<(), StoreError> {
+    match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(std::fs::TryLockError::WouldBlock) => {
+            Err(crate::session::TranscriptBusy { id: id.to_string() }.into())
+        }
+        Err(std::fs::TryLockError::Error(e)) => Err(StoreError::io(path, e)),
     }
 }
 
@@ -245,6 +269,29 @@ mod tests {
             created: created.into(),
             input_ends: true,
         }
+    }
+
+    #[test]
+    fn one_writer_holds_a_session_until_it_is_dropped() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = TranscriptStore::new(dir.path());
+        let writer = store.create(header("h", "2026-01-01T00:00:00Z")).expect("create");
+        let busy = |e: StoreError| matches!(e, StoreError::Busy(b) if b.id == "h");
+        assert!(store.reopen("h").err().is_some_and(busy), "a second writer is refused");
+        assert!(store.while_held("h", || ()).err().is_some_and(busy), "so is a change from outside");
+        assert!(store.remove("h").err().is_some_and(busy));
+        assert!(store.load("h").is_ok(), "reading is not writing");
+        let said = store.reopen("h").unwrap_err().to_string();
+        assert!(
+            said.contains("open in another agentls process") && said.contains("close it there"),
+            "{said}"
+        );
+        drop(writer);
+        let again = store.reopen("h").expect("free once its writer is gone");
+        drop(again);
+        assert_eq!(store.while_held("h", || 7).expect("held"), 7);
+        store.remove("h").expect("removed");
+        assert!(matches!(store.load("h"), Err(StoreError::NotFound(_))));
     }
 
     #[test]

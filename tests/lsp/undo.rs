@@ -508,3 +508,50 @@ async fn undo_reverts_what_an_mcp_tool_and_code_modes_python_wrote_on_their_own(
     assert_eq!(server.read("src/lib.rs").as_deref(), Some(LIB), "the Python call's write is undone");
     server.finish().await;
 }
+
+/// One process writes a session at a time: while one server has a session open, another server
+/// cannot resume it and `agentls sessions undo` from a shell is refused with nothing changed; a
+/// resume waits a few seconds for a server that is exiting; with no server, the undo works.
+#[tokio::test]
+async fn a_session_open_in_one_server_is_neither_resumed_nor_undone_from_another_process() {
+    let server = Server::start(Dialect::Anthropic, disk_client()).await;
+    let id = server.session("anthropic").await;
+    server.turn(&id, "note", vec![shell("echo one > notes.txt")]).await;
+    let busy =
+        |text: &str| text.contains("open in another agentls process") && text.contains("close it there");
+
+    let second = Server::spawn(&server.env, &server.root, &server.capabilities).await;
+    let refused = second
+        .command("agentls.resumeSession", json!({"sessionId": id}))
+        .await
+        .expect_err("held by the first");
+    assert!(busy(refused["message"].as_str().unwrap_or_default()), "{refused}");
+    let undo_from_shell = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_agentls"))
+            .args(["sessions", "undo", &id])
+            .env_clear()
+            .envs(server.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .output()
+            .expect("agentls sessions undo")
+    };
+    let out = undo_from_shell();
+    assert!(!out.status.success() && busy(&String::from_utf8_lossy(&out.stderr)), "{out:?}");
+    assert_eq!(server.read("notes.txt").as_deref(), Some("one\n"), "nothing was undone");
+
+    // A resume that starts while the first server is still exiting (an editor restarting its
+    // server) waits for it to let go, a few seconds at most.
+    let (resumed, ()) =
+        tokio::join!(second.command("agentls.resumeSession", json!({"sessionId": id})), async {
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            server.client.shutdown().await;
+            assert_eq!(server.client.exit_status().await.code(), Some(0));
+        });
+    assert_eq!(resumed.expect("handed over")["resumed"], true);
+    let out = undo_from_shell();
+    assert!(busy(&String::from_utf8_lossy(&out.stderr)), "the second server holds it now: {out:?}");
+    second.shutdown().await;
+    second.exit_status().await;
+    let out = undo_from_shell();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(server.read("notes.txt"), None, "undone once no server has the session open");
+}
