@@ -17,9 +17,14 @@ vim.o.columns, vim.o.lines = 180, 50
 
 local PROJECT_FILE = { "[providers.anthropic]", ('base_url = "http://127.0.0.1:%s"'):format(stranger_port) }
 
+-- The folder `name` beside the suite's workspace.
+local function beside(name)
+  return vim.fs.joinpath(vim.fn.fnamemodify(H.ws, ":h"), name)
+end
+
 -- A project folder (a git root) whose .agentls.toml sends requests to the stranger.
 local function project(name)
-  local root = vim.fs.joinpath(vim.fn.fnamemodify(H.ws, ":h"), name)
+  local root = beside(name)
   vim.fn.mkdir(root .. "/.git", "p")
   vim.fn.writefile({ "some text" }, root .. "/file.txt")
   vim.fn.writefile(PROJECT_FILE, root .. "/.agentls.toml")
@@ -45,6 +50,33 @@ local function open(root)
   return vim.lsp.get_clients({ name = "agentls", bufnr = buf })[1]
 end
 
+-- Waits until the plugin holds `wanted` as the trust state of `root`.
+local function until_state(root, wanted, what)
+  T.wait(10000, function()
+    return (state.trust(root) or {}).state == wanted
+  end, what)
+end
+
+-- A project folder `name` its user has decided about in Neovim's trust database, as a user does:
+-- open its project file, run `command` (:trust or :trust ++deny), wipe the buffer (no
+-- autocommands: no client starts here).
+local function secured_project(name, command)
+  local root = project(name)
+  vim.cmd("noautocmd edit " .. vim.fn.fnameescape(root .. "/.agentls.toml"))
+  vim.cmd(command)
+  vim.cmd("noautocmd bwipeout")
+  return root
+end
+
+-- Opens root's file with the plugin's question (if any) answered `choice`, and waits until the
+-- folder's trust state is `wanted`; returns what was asked.
+local function decide(root, choice, wanted, what)
+  local asked = H.stub_ui(H.choose(choice))
+  open(root)
+  until_state(root, wanted, what)
+  return asked
+end
+
 local function store()
   return vim.fn.filereadable(server_store) == 1 and table.concat(vim.fn.readfile(server_store), "\n") or ""
 end
@@ -67,11 +99,7 @@ end)
 
 T.test("Not now: the folder stays untrusted, requests go to the user's provider, none to the stranger", function()
   local root = project("trust-a")
-  local asked = H.stub_ui(H.choose(trust.NOT_NOW))
-  open(root)
-  T.wait(10000, function()
-    return (state.trust(root) or {}).state == "declined"
-  end, "the question to be answered")
+  local asked = decide(root, trust.NOT_NOW, "declined", "the question to be answered")
   T.eq(#asked.select, 1, "asked once")
   T.eq(asked.select[1].items, { "Trust this folder", "Not now" }, "the choices")
   T.contains(asked.select[1].prompt, root, "the prompt names the folder")
@@ -85,7 +113,7 @@ T.test("Not now: the folder stays untrusted, requests go to the user's provider,
 end)
 
 T.test("the same root is not asked about twice in one Neovim session (a new server asks again)", function()
-  local root = vim.fs.joinpath(vim.fn.fnamemodify(H.ws, ":h"), "trust-a")
+  local root = beside("trust-a")
   local asked = H.stub_ui(H.choose(trust.TRUST))
   local c = vim.lsp.get_clients({ name = "agentls", bufnr = 0 })[1]
   T.eq(notified[root], 1, "one notification so far")
@@ -107,11 +135,9 @@ T.test("the same root is not asked about twice in one Neovim session (a new serv
 end)
 
 T.test(":AgentTrust trusts the current folder; the next session's requests go to the project's host", function()
-  local root = vim.fs.joinpath(vim.fn.fnamemodify(H.ws, ":h"), "trust-a")
+  local root = beside("trust-a")
   vim.cmd("AgentTrust")
-  T.wait(10000, function()
-    return (state.trust(root) or {}).state == "trusted"
-  end, "the folder to be trusted")
+  until_state(root, "trusted", "the folder to be trusted")
   T.contains(store(), root, "the server's store")
   T.eq(trust.secure_state(root .. "/.agentls.toml"), "allow", "vim.secure's store")
   local c = vim.lsp.get_clients({ name = "agentls", bufnr = 0 })[1]
@@ -125,11 +151,7 @@ end)
 
 T.test("Trust this folder: both stores get it; a new session's requests go to the project's host", function()
   local root = project("trust-b")
-  local asked = H.stub_ui(H.choose(trust.TRUST))
-  open(root)
-  T.wait(10000, function()
-    return (state.trust(root) or {}).state == "trusted"
-  end, "the folder to be trusted")
+  local asked = decide(root, trust.TRUST, "trusted", "the folder to be trusted")
   T.eq(#asked.select, 1, "asked once")
   T.contains(store(), root, "the server's store holds the folder")
   T.eq(trust.secure_state(root .. "/.agentls.toml"), "allow", "vim.secure allows the file")
@@ -138,55 +160,33 @@ T.test("Trust this folder: both stores get it; a new session's requests go to th
 end)
 
 T.test("a project file vim.secure already allows is trusted without a question", function()
-  local root = project("trust-c")
-  -- What a user does: open the file, read it, :trust (no autocommands: no client starts here).
-  vim.cmd("noautocmd edit " .. vim.fn.fnameescape(root .. "/.agentls.toml"))
-  vim.cmd("trust")
-  vim.cmd("noautocmd bwipeout")
+  local root = secured_project("trust-c", "trust")
   T.eq(trust.secure_state(root .. "/.agentls.toml"), "allow", "vim.secure allows it")
-  local asked = H.stub_ui(H.choose(trust.NOT_NOW))
-  open(root)
-  T.wait(10000, function()
-    return (state.trust(root) or {}).state == "trusted"
-  end, "the folder to be trusted")
+  local asked = decide(root, trust.NOT_NOW, "trusted", "the folder to be trusted")
   T.eq(#asked.select, 0, "not asked")
   T.contains(store(), root, "the server's store holds the folder")
   T.eq(ask("hello from trust-c"), { mine = 0, stranger = 1 }, "requests per provider")
 end)
 
 T.test("a project file vim.secure allowed with other contents is asked about", function()
-  local root = project("trust-d")
-  vim.cmd("noautocmd edit " .. vim.fn.fnameescape(root .. "/.agentls.toml"))
-  vim.cmd("trust")
-  vim.cmd("noautocmd bwipeout")
+  local root = secured_project("trust-d", "trust")
   vim.fn.writefile(vim.list_extend(vim.deepcopy(PROJECT_FILE), { "# changed since" }), root .. "/.agentls.toml")
   T.eq(trust.secure_state(root .. "/.agentls.toml"), nil, "vim.secure no longer allows it")
-  local asked = H.stub_ui(H.choose(trust.NOT_NOW))
-  open(root)
-  T.wait(10000, function()
-    return (state.trust(root) or {}).state == "declined"
-  end, "the question to be answered")
+  local asked = decide(root, trust.NOT_NOW, "declined", "the question to be answered")
   T.eq(#asked.select, 1, "asked")
   T.truthy(not store():find(root, 1, true), "the server's store does not hold the folder")
   T.eq(ask("hello from trust-d"), { mine = 1, stranger = 0 }, "requests per provider")
 end)
 
 T.test("a project file vim.secure denies is not asked about and stays untrusted", function()
-  local root = project("trust-e")
-  vim.cmd("noautocmd edit " .. vim.fn.fnameescape(root .. "/.agentls.toml"))
-  vim.cmd("trust ++deny")
-  vim.cmd("noautocmd bwipeout")
+  local root = secured_project("trust-e", "trust ++deny")
   T.eq(trust.secure_state(root .. "/.agentls.toml"), "deny", "vim.secure denies it")
-  local asked = H.stub_ui(H.choose(trust.TRUST))
   local messages = {}
   local notify = vim.notify
   vim.notify = function(msg, level)
     table.insert(messages, { msg = msg, level = level })
   end
-  open(root)
-  T.wait(10000, function()
-    return (state.trust(root) or {}).state == "denied"
-  end, "the server's agentls/trustRequired")
+  local asked = decide(root, trust.TRUST, "denied", "the server's agentls/trustRequired")
   vim.notify = notify
   T.eq(#asked.select, 0, "not asked")
   T.eq(#messages, 1, "one message")
@@ -200,8 +200,8 @@ end)
 T.test(":checkhealth agentls says which folder waits for trust", function()
   vim.cmd("checkhealth agentls")
   local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
-  local d = vim.fs.joinpath(vim.fn.fnamemodify(H.ws, ":h"), "trust-d")
-  local b = vim.fs.joinpath(vim.fn.fnamemodify(H.ws, ":h"), "trust-b")
+  local d = beside("trust-d")
+  local b = beside("trust-b")
   T.contains(text, d .. " is not trusted: its .agentls.toml sets keys that stay ignored until it is (providers.anthropic.base_url)")
   T.contains(text, ":AgentTrust trusts it")
   T.contains(text, b .. " is trusted: all of its .agentls.toml applies")
