@@ -248,6 +248,31 @@ export const QUIET_SETTINGS = {
   'git.enabled': false,
 };
 
+/** code-server running the agentls binary under test with the scripted model, VS Code's
+ *  workspace trust on and asked about at startup (`startupPrompt` 'always') or not ('never': the
+ *  window opens in Restricted Mode until the user decides), the window otherwise quiet. */
+export function trustingCodeServer(dir, startupPrompt) {
+  return new CodeServer(dir, {
+    workspaceTrust: true,
+    settings: {
+      'agentls.server.path': env('AGENTLS_BIN'),
+      'agentls.model': 'claude-test',
+      'security.workspace.trust.enabled': true,
+      'security.workspace.trust.startupPrompt': startupPrompt,
+      ...QUIET_SETTINGS,
+    },
+  });
+}
+
+/** Closes what a test file opened: a last screenshot `final` (if the workbench showed), the
+ *  browser, code-server and the fake providers. */
+export async function closeAll({ wb, browser, codeServer, providers = [] }, final) {
+  if (wb) await wb.shot(final).catch(() => undefined);
+  await browser?.close().catch(() => undefined);
+  codeServer?.stop();
+  for (const provider of providers) provider?.stop();
+}
+
 /** Installs the .vsix, starts code-server on `workspace` and opens it in chromium; resolves
  *  once the workbench shows. */
 export async function openWorkbench(codeServer, workspace, provider) {

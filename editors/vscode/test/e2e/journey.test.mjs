@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { CodeServer, env, FakeProvider, freshDir, launchBrowser, until } from './harness.mjs';
+import { closeAll, CodeServer, env, FakeProvider, freshDir, openWorkbench, until } from './harness.mjs';
 
 const artefacts = env('ARTEFACTS');
 const run = freshDir(join(artefacts, 'run'));
@@ -56,32 +56,7 @@ let provider;
 let codeServer;
 let browser;
 let page;
-
-const shot = (name) => page.screenshot({ path: join(artefacts, `${name}.png`) });
-
-/** The chat view's frame (webviews are nested iframes). */
-async function chatFrame() {
-  return until('the chat view', async () => {
-    for (const f of page.frames()) {
-      if (await f.$('#transcript').catch(() => null)) return f;
-    }
-    return undefined;
-  }, 60_000, 250);
-}
-
-async function chatText() {
-  const f = await chatFrame();
-  return f.$eval('#transcript', (e) => e.innerText);
-}
-
-async function palette(command) {
-  await page.keyboard.press('F1');
-  const input = page.locator('.quick-input-widget input');
-  await input.waitFor({ state: 'visible' });
-  await input.fill(`>${command}`);
-  await page.locator('.quick-input-list .monaco-list-row', { hasText: command }).first().waitFor({ state: 'visible' });
-  await page.keyboard.press('Enter');
-}
+let wb;
 
 async function openFile(name) {
   const exact = new RegExp(`^${name.replace(/[.]/g, '\\.')}$`);
@@ -135,28 +110,18 @@ before(async () => {
       'git.openRepositoryInParentFolders': 'never',
     },
   });
-  codeServer.install(env('VSIX'), provider);
-  const url = await codeServer.start(ws, provider);
-  browser = await launchBrowser();
-  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  await page.goto(url);
-  await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 60_000 });
+  ({ browser, page, wb } = await openWorkbench(codeServer, ws, provider));
 });
 
-after(async () => {
-  if (page) await page.screenshot({ path: join(artefacts, 'final.png') }).catch(() => undefined);
-  await browser?.close().catch(() => undefined);
-  codeServer?.stop();
-  provider?.stop();
-});
+after(() => closeAll({ wb, browser, codeServer, providers: [provider] }, 'final'));
 
 /** The status bar item back to plain "agentls" (with the context share): no input is being worked on. */
 const untilIdle = () => until('the status bar back to idle', async () => (await page.locator('.statusbar-item').allInnerTexts()).some((t) => /^agentls( · \d+%)?$/.test(t.trim())), 30_000);
 
 test('the extension activates and the chat view opens', async () => {
   await until('the agentls status bar item', () => page.locator('.statusbar-item', { hasText: 'agentls' }).first().isVisible(), 60_000);
-  await palette('agentls: Open Chat');
-  const f = await chatFrame();
+  await wb.palette('agentls: Open Chat');
+  const f = await wb.chatFrame();
   await f.locator('#prompt').waitFor({ state: 'visible' });
   // The prompt box's focus tells the server that the user is writing a prompt (once per prompt).
   await f.locator('#prompt').click();
@@ -174,9 +139,9 @@ test('typing into a file without saving', async () => {
 });
 
 test('Ask: the answer streams into the chat view and the model read the unsaved text', async () => {
-  await palette('agentls: Ask');
+  await wb.palette('agentls: Ask');
   await inputBox('Capitalise two and seven in notes.txt, then check it.');
-  await until('the streamed answer in the chat', async () => (await chatText()).includes('Reading notes.txt first.'), 30_000);
+  await until('the streamed answer in the chat', async () => (await wb.chatText()).includes('Reading notes.txt first.'), 30_000);
   await until('the read_file result in the next request', () => provider.requests().length >= 2, 30_000);
   const second = JSON.stringify(provider.requests()[1]);
   assert.ok(second.includes(typed), `the model's second request holds the unsaved text: ${second.slice(0, 400)}`);
@@ -188,19 +153,19 @@ test('the review opens in the diff editor with Accept/Reject above each hunk', a
   await until('two Accept lenses', async () => (await lenses.filter({ hasText: /^Accept$/ }).count()) === 2, 30_000);
   await until('the Pending changes tree', () => page.locator('.pane-header', { hasText: 'Pending changes' }).isVisible(), 10_000);
   await until('the status bar count', () => page.locator('.statusbar-item', { hasText: '1 change to review' }).isVisible(), 10_000);
-  await shot('diff-review');
+  await wb.shot('diff-review');
 });
 
 test('accept the first hunk, reject the second with a reason', async () => {
   const accept = page.locator('.monaco-diff-editor .codelens-decoration a', { hasText: /^Accept$/ });
   await accept.first().click();
   await until('hunk 1 marked accepted', () => page.locator('.monaco-diff-editor .codelens-decoration', { hasText: 'Accepted (hunk 1 of 2)' }).isVisible(), 10_000);
-  await shot('diff-hunk-accepted');
+  await wb.shot('diff-hunk-accepted');
   const reject = page.locator('.monaco-diff-editor .codelens-decoration a', { hasText: /^Reject$/ });
   await reject.first().click();
   const input = page.locator('.quick-input-widget input');
   await input.waitFor({ state: 'visible' });
-  await shot('reject-reason');
+  await wb.shot('reject-reason');
   await input.fill(reason);
   await page.keyboard.press('Enter');
 });
@@ -212,12 +177,12 @@ test('a shell command asks permission; Allow once runs it', async () => {
   assert.ok(text.includes('echo permission-granted-run'), text);
   assert.ok(text.includes(ws), `the dialog names the folder: ${text}`);
   assert.ok(text.includes('Always allow "echo permission-granted-run"'), text);
-  await shot('permission-prompt');
+  await wb.shot('permission-prompt');
   await dialog.locator('a.monaco-button, button', { hasText: 'Allow once' }).first().click();
-  await until('the final answer', async () => (await chatText()).includes('seven stays lowercase as you asked'), 30_000);
-  const chat = await chatText();
+  await until('the final answer', async () => (await wb.chatText()).includes('seven stays lowercase as you asked'), 30_000);
+  const chat = await wb.chatText();
   assert.ok(chat.includes('permission-granted-run'), 'the shell card shows the command');
-  const f = await chatFrame();
+  const f = await wb.chatFrame();
   const answer = f.locator('.entry.assistant').last();
   assert.equal(await answer.locator('pre.hljs .hljs-string').count(), 1, await answer.innerHTML());
 });
@@ -237,14 +202,14 @@ test("the model's next request carries the rejection and the reason", async () =
   const third = JSON.stringify(provider.requests()[2]);
   assert.ok(third.includes('rejected hunks [1]'), third.slice(-800));
   assert.ok(third.includes(reason), third.slice(-800));
-  const f = await chatFrame();
+  const f = await wb.chatFrame();
   const review = await f.locator('.entry.tool', { hasText: 'write_file' }).locator('.tool-review').innerText();
   assert.match(review, /partly accepted/);
-  await shot('chat-view');
+  await wb.shot('chat-view');
 });
 
 test('Stop during a long command cancels it', async () => {
-  const f = await chatFrame();
+  const f = await wb.chatFrame();
   await f.locator('#prompt').click();
   await f.locator('#prompt').fill('Run the long check.');
   await f.locator('#prompt').press('Enter');
@@ -253,11 +218,11 @@ test('Stop during a long command cancels it', async () => {
   await f.locator('#stop').click();
   await until('the card cancelled', async () => ['cancelled', 'error'].includes(await card.getAttribute('data-status')), 15_000);
   await until('the turn ended as cancelled', async () => (await f.locator('.entry.turn-end').last().innerText()).startsWith('cancelled'), 15_000);
-  await shot('chat-stopped');
+  await wb.shot('chat-stopped');
 });
 
 test('the server dies with a review pending: it is restarted, the review closed and the session reopened', async () => {
-  const f = await chatFrame();
+  const f = await wb.chatFrame();
   await f.locator('#prompt').fill('Add an eighth line.');
   await f.locator('#prompt').press('Enter');
   await until('the second review', () => page.locator('.monaco-diff-editor').first().isVisible(), 30_000);
@@ -273,14 +238,14 @@ test('the server dies with a review pending: it is restarted, the review closed 
   await untilIdle();
   assert.equal(readFileSync(join(ws, 'notes.txt'), 'utf8'), expected, 'nothing of the closed review was applied');
   await until('the session reopened with its history', async () => {
-    const t = await chatText();
+    const t = await wb.chatText();
     return t.includes('agentls stopped unexpectedly and was restarted; session "Capitalise two and seven in notes.txt, then check it." reopened with its history')
       && t.includes('1 review was closed: nothing of it was applied.')
       && t.includes('seven stays lowercase as you asked');
   }, 30_000);
-  const f2 = await chatFrame();
+  const f2 = await wb.chatFrame();
   assert.equal(await f2.locator('.entry.tool[data-status="running"]').count(), 0, 'the interrupted call is not left running');
-  await shot('server-restarted');
+  await wb.shot('server-restarted');
 });
 
 /** The text of the model's latest request. */
@@ -293,9 +258,9 @@ test('Ask About Selection sends the selected lines as context', async () => {
   await page.keyboard.press('Control+Home');
   await page.keyboard.press('Shift+ArrowDown');
   await page.keyboard.press('Shift+ArrowDown');
-  await palette('agentls: Ask About Selection');
+  await wb.palette('agentls: Ask About Selection');
   await inputBox('What do these lines say?');
-  await until('the answer', async () => (await chatText()).includes('The selected lines say one and TWO.'), 30_000);
+  await until('the answer', async () => (await wb.chatText()).includes('The selected lines say one and TWO.'), 30_000);
   assert.equal(provider.requests().length, before + 1);
   const prompt = provider.requests().at(-1).messages.at(-1).content.at(-1).text;
   assert.ok(prompt.startsWith('What do these lines say?\n\nContext: notes.txt, lines 1-2 (as in the editor):\n```\none\nTWO\n'), prompt);
@@ -304,23 +269,23 @@ test('Ask About Selection sends the selected lines as context', async () => {
 test('the diagnostics tool gets the editor\'s problems', async () => {
   await openFile('bad.json');
   await until('a problem reported by the JSON language features', async () => /1/.test(await page.locator('[id="status.problems"]').innerText()), 30_000);
-  const f = await chatFrame();
+  const f = await wb.chatFrame();
   await f.locator('#prompt').fill('What is wrong with bad.json?');
   await f.locator('#prompt').press('Enter');
-  await until('the answer', async () => (await chatText()).includes('bad.json has a syntax error.'), 30_000);
+  await until('the answer', async () => (await wb.chatText()).includes('bad.json has a syntax error.'), 30_000);
   const request = lastRequest();
   assert.match(request, /bad\.json:1:\d+: error: /, request.slice(-800));
 });
 
 test('a new file is reviewed against an empty side and created when accepted (title button Accept File)', async () => {
-  const f = await chatFrame();
+  const f = await wb.chatFrame();
   await f.locator('#prompt').fill('Add a greeting file.');
   await f.locator('#prompt').press('Enter');
   await until('the new-file diff', () => page.locator('.tab.active', { hasText: 'added.txt (agentls: new file)' }).isVisible(), 30_000);
-  await shot('review-new-file');
+  await wb.shot('review-new-file');
   await until('the new-file lens', () => page.locator('.monaco-diff-editor .codelens-decoration a', { hasText: 'Accept new file' }).first().isVisible(), 10_000);
   await page.locator('.editor-actions .action-label[aria-label="Accept File"]').first().click();
-  await until('the answer', async () => (await chatText()).includes('Created added.txt.'), 30_000);
+  await until('the answer', async () => (await wb.chatText()).includes('Created added.txt.'), 30_000);
   assert.ok(existsSync(join(ws, 'added.txt')), 'the editor created the file');
   const card = f.locator('.entry.tool', { hasText: 'added.txt' }).last();
   assert.equal(await card.locator('.tool-review').innerText(), 'accepted');
@@ -330,19 +295,19 @@ test('Undo Last Turn removes the file the turn created; Redo Turn brings it back
   // The server refuses an undo while the session works on an input: the answer's text is shown
   // before the turn ends (its checkpoint is stored then), so wait for the idle status first.
   await untilIdle();
-  await palette('agentls: Undo Last Turn');
+  await wb.palette('agentls: Undo Last Turn');
   await until('the file removed', () => !existsSync(join(ws, 'added.txt')), 30_000);
   const told = page.locator('.notifications-toasts', { hasText: 'agentls: Undid turn' });
   await until('the undo told', () => told.first().isVisible(), 10_000);
   assert.ok((await told.first().innerText()).includes('added.txt'), await told.first().innerText());
-  await shot('undo-turn');
-  await palette('agentls: Redo Turn');
+  await wb.shot('undo-turn');
+  await wb.palette('agentls: Redo Turn');
   await until('the file back', () => existsSync(join(ws, 'added.txt')), 30_000);
   await until('the redo told', () => page.locator('.notifications-toasts', { hasText: 'agentls: Redid turn' }).first().isVisible(), 10_000);
 });
 
 test('the chat\'s "Undo this turn" on a turn: refused while the user\'s edit overlaps it, then reverts it and marks it undone; "Redo" brings it back (issue 28)', async () => {
-  const f = await chatFrame();
+  const f = await wb.chatFrame();
   const turn = f.locator('.entry.user', { hasText: 'Add a greeting file.' }).last();
   const undo = turn.locator('button.turn-action.undo');
   await until('"Undo this turn" on the turn', () => undo.isEnabled(), 10_000);
@@ -354,10 +319,10 @@ test('the chat\'s "Undo this turn" on a turn: refused while the user\'s edit ove
   await page.keyboard.press('End');
   await page.keyboard.type(' mine');
   await undo.click();
-  await until('the refusal in the chat', async () => /undo refused: .*added\.txt.*edited since/.test(await chatText()), 30_000);
+  await until('the refusal in the chat', async () => /undo refused: .*added\.txt.*edited since/.test(await wb.chatText()), 30_000);
   assert.ok(existsSync(join(ws, 'added.txt')), 'nothing was changed');
   assert.equal(await turn.locator('.turn-undone').isVisible(), false);
-  await shot('chat-undo-refused');
+  await wb.shot('chat-undo-refused');
   await openFile('added.txt');
   await editor.locator('.view-line', { hasText: 'mine' }).click();
   await page.keyboard.press('Control+Z');
@@ -369,26 +334,26 @@ test('the chat\'s "Undo this turn" on a turn: refused while the user\'s edit ove
   assert.equal(await turn.locator('button.turn-action.undo').isVisible(), false, 'an undone turn offers no undo');
   const redo = turn.locator('button.turn-action.redo');
   assert.equal(await redo.isEnabled(), true);
-  await until('the undo told in the chat', async () => /Undid turn \d+: added\.txt\./.test(await chatText()), 10_000);
-  await shot('chat-undo-turn');
+  await until('the undo told in the chat', async () => /Undid turn \d+: added\.txt\./.test(await wb.chatText()), 10_000);
+  await wb.shot('chat-undo-turn');
   await redo.click();
   await until('the file back', () => existsSync(join(ws, 'added.txt')), 30_000);
   await until('the mark gone', async () => !(await turn.locator('.turn-undone').isVisible()) && (await undo.isVisible()), 10_000);
-  await shot('chat-redo-turn');
+  await wb.shot('chat-redo-turn');
 });
 
 test('Set Reasoning Effort changes the session and the chat header shows it', async () => {
-  await palette('agentls: Set Reasoning Effort');
+  await wb.palette('agentls: Set Reasoning Effort');
   const high = page.locator('.quick-input-list .monaco-list-row', { hasText: 'high' }).first();
   await high.waitFor({ state: 'visible' });
   await high.click();
-  const f = await chatFrame();
+  const f = await wb.chatFrame();
   await until('the header', async () => (await f.locator('#effort').innerText()) === 'effort: high', 10_000);
-  await until('the notice', async () => (await chatText()).includes('reasoning effort high'), 10_000);
+  await until('the notice', async () => (await wb.chatText()).includes('reasoning effort high'), 10_000);
 });
 
 test('while a turn runs, the chat box steers it', async () => {
-  const f = await chatFrame();
+  const f = await wb.chatFrame();
   await f.locator('#prompt').fill('Wait a bit.');
   await f.locator('#prompt').press('Enter');
   const card = f.locator('.entry.tool', { hasText: 'sleep 6' });
@@ -397,12 +362,12 @@ test('while a turn runs, the chat box steers it', async () => {
   await f.locator('#prompt').fill('Also say hello.');
   await f.locator('#prompt').press('Enter');
   await until('the steering shown', () => f.locator('.entry.user', { hasText: 'You (steering)' }).last().isVisible(), 20_000);
-  await until('the answer', async () => (await chatText()).includes('Steered: hello.'), 30_000);
+  await until('the answer', async () => (await wb.chatText()).includes('Steered: hello.'), 30_000);
   assert.ok(lastRequest().includes('Also say hello.'), 'the steering reached the model');
 });
 
 test('the user edits the proposal, then accepts the file: the edit lands and the model is told', async () => {
-  const f = await chatFrame();
+  const f = await wb.chatFrame();
   await f.locator('#prompt').fill('Add a ninth line.');
   await f.locator('#prompt').press('Enter');
   await until('the diff', () => page.locator('.tab.active', { hasText: 'notes.txt (agentls: proposed)' }).isVisible(), 30_000);
@@ -410,9 +375,9 @@ test('the user edits the proposal, then accepts the file: the edit lands and the
   await modified.locator('.view-line', { hasText: 'nine' }).click();
   await page.keyboard.press('End');
   await page.keyboard.type(' (edited)');
-  await shot('diff-edited-proposal');
+  await wb.shot('diff-edited-proposal');
   await page.locator('.editor-actions .action-label[aria-label="Accept File"]').first().click();
-  await until('the answer', async () => (await chatText()).includes('Noted your edit.'), 30_000);
+  await until('the answer', async () => (await wb.chatText()).includes('Noted your edit.'), 30_000);
   assert.match(lastRequest(), /edited your change/, lastRequest().slice(-1200));
   const editor = await openFile('notes.txt');
   await until('the edited line in the buffer', async () => (await editor.locator('.view-lines').innerText()).replace(/\u00a0/g, ' ').includes('nine (edited)'), 10_000);
@@ -422,13 +387,13 @@ test('the user edits the proposal, then accepts the file: the edit lands and the
 });
 
 test('Reject All with a reason: nothing lands and the model gets the reason', async () => {
-  const f = await chatFrame();
+  const f = await wb.chatFrame();
   await f.locator('#prompt').fill('Add a tenth line.');
   await f.locator('#prompt').press('Enter');
   await until('the diff', () => page.locator('.tab.active', { hasText: 'notes.txt (agentls: proposed)' }).isVisible(), 30_000);
   await page.locator('.editor-actions .action-label[aria-label="Reject All Changes"]').first().click();
   await inputBox('ten lines are too many');
-  await until('the answer', async () => (await chatText()).includes('Understood, no ten.'), 30_000);
+  await until('the answer', async () => (await wb.chatText()).includes('Understood, no ten.'), 30_000);
   assert.match(lastRequest(), /rejected the change/, lastRequest().slice(-1200));
   assert.ok(lastRequest().includes('ten lines are too many'));
   const editor = await openFile('notes.txt');
@@ -437,18 +402,18 @@ test('Reject All with a reason: nothing lands and the model gets the reason', as
 });
 
 test('Accept Hunk / Reject Hunk from the palette act on the hunk under the cursor', async () => {
-  const f = await chatFrame();
+  const f = await wb.chatFrame();
   await f.locator('#prompt').fill('Capitalise the first and last lines.');
   await f.locator('#prompt').press('Enter');
   await until('the diff', () => page.locator('.tab.active', { hasText: 'notes.txt (agentls: proposed)' }).isVisible(), 30_000);
   const modified = page.locator('.monaco-diff-editor .editor.modified');
   await modified.locator('.view-line', { hasText: 'NINE' }).click();
-  await palette('agentls: Accept Hunk');
+  await wb.palette('agentls: Accept Hunk');
   await until('hunk 2 accepted', () => page.locator('.monaco-diff-editor .codelens-decoration', { hasText: 'Accepted (hunk 2 of 2)' }).isVisible(), 10_000);
   await modified.locator('.view-line', { hasText: 'ONE' }).click();
-  await palette('agentls: Reject Hunk');
+  await wb.palette('agentls: Reject Hunk');
   await inputBox('');
-  await until('the answer', async () => (await chatText()).includes('Only the last line then.'), 30_000);
+  await until('the answer', async () => (await wb.chatText()).includes('Only the last line then.'), 30_000);
   assert.match(lastRequest(), /accepted hunks \[1\] and rejected hunks \[0\]/, lastRequest().slice(-1200));
   const editor = await openFile('notes.txt');
   const text = (await editor.locator('.view-lines').innerText()).replace(/\u00a0/g, ' ');
@@ -456,11 +421,11 @@ test('Accept Hunk / Reject Hunk from the palette act on the hunk under the curso
 });
 
 test('Select Model and Show Transcript', async () => {
-  await palette('agentls: Select Model');
+  await wb.palette('agentls: Select Model');
   await inputBox('claude-other');
-  const f = await chatFrame();
+  const f = await wb.chatFrame();
   await until('the header', async () => (await f.locator('#model').innerText()) === 'claude-other', 10_000);
-  await palette('agentls: Show Transcript');
+  await wb.palette('agentls: Show Transcript');
   await until('the transcript document', async () => {
     const t = (await page.locator('.editor-group-container .monaco-editor:visible .view-lines').first().innerText()).replace(/\u00a0/g, ' ');
     return t.includes('# agentls session') && t.includes('## You');
@@ -468,7 +433,7 @@ test('Select Model and Show Transcript', async () => {
 });
 
 test('Deny with a reason: the command does not run and the model gets the reason', async () => {
-  const f = await chatFrame();
+  const f = await wb.chatFrame();
   await f.locator('#prompt').fill('Run something.');
   await f.locator('#prompt').press('Enter');
   const dialog = page.locator('.monaco-dialog-box');
@@ -476,7 +441,7 @@ test('Deny with a reason: the command does not run and the model gets the reason
   assert.ok((await dialog.innerText()).includes('echo never-run'));
   await dialog.locator('a.monaco-button, button', { hasText: 'Deny' }).first().click();
   await inputBox('not on this machine');
-  await until('the answer', async () => (await chatText()).includes('I will not run it.'), 30_000);
+  await until('the answer', async () => (await wb.chatText()).includes('I will not run it.'), 30_000);
   assert.ok(lastRequest().includes('not on this machine'), lastRequest().slice(-800));
   const card = f.locator('.entry.tool', { hasText: 'echo never-run' }).last();
   assert.equal(await card.getAttribute('data-status'), 'error');

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { CodeServer, env, FakeProvider, freshDir, openWorkbench, QUIET_SETTINGS, until } from './harness.mjs';
+import { closeAll, env, FakeProvider, freshDir, openWorkbench, trustingCodeServer, until } from './harness.mjs';
 
 const artefacts = env('ARTEFACTS');
 const run = freshDir(join(artefacts, 'restricted-mode'));
@@ -24,38 +24,7 @@ let stranger;
 let codeServer;
 let browser;
 let page;
-
-const shot = (name) => page.screenshot({ path: join(artefacts, `${name}.png`) });
-
-async function chatFrame() {
-  return until('the chat view', async () => {
-    for (const f of page.frames()) {
-      if (await f.$('#transcript').catch(() => null)) return f;
-    }
-    return undefined;
-  }, 60_000, 250);
-}
-
-async function chatText() {
-  const f = await chatFrame();
-  return f.$eval('#transcript', (e) => e.innerText);
-}
-
-async function palette(command) {
-  await page.keyboard.press('F1');
-  const input = page.locator('.quick-input-widget input');
-  await input.waitFor({ state: 'visible' });
-  await input.fill(`>${command}`);
-  await page.locator('.quick-input-list .monaco-list-row', { hasText: command }).first().waitFor({ state: 'visible' });
-  await page.keyboard.press('Enter');
-}
-
-async function send(text) {
-  const f = await chatFrame();
-  await f.locator('#prompt').click();
-  await f.locator('#prompt').fill(text);
-  await f.locator('#prompt').press('Enter');
-}
+let wb;
 
 before(async () => {
   user = await new FakeProvider(freshDir(join(run, 'user-provider')), [
@@ -72,27 +41,12 @@ before(async () => {
     JSON.stringify({ 'agentls.server.path': strangerServer, 'agentls.shell.permission': 'allow', 'agentls.approval': 'auto' }, null, 2),
   );
   writeFileSync(join(ws, 'README.md'), '# a repository from a stranger\n');
-  codeServer = new CodeServer(run, {
-    workspaceTrust: true,
-    settings: {
-      'agentls.server.path': env('AGENTLS_BIN'),
-      'agentls.model': 'claude-test',
-      // open in Restricted Mode without the startup question: the user has not decided yet
-      'security.workspace.trust.enabled': true,
-      'security.workspace.trust.startupPrompt': 'never',
-      ...QUIET_SETTINGS,
-    },
-  });
-  ({ browser, page } = await openWorkbench(codeServer, ws, user));
+  // open in Restricted Mode without the startup question: the user has not decided yet
+  codeServer = trustingCodeServer(run, 'never');
+  ({ browser, page, wb } = await openWorkbench(codeServer, ws, user));
 });
 
-after(async () => {
-  if (page) await page.screenshot({ path: join(artefacts, 'restricted-final.png') }).catch(() => undefined);
-  await browser?.close().catch(() => undefined);
-  codeServer?.stop();
-  user?.stop();
-  stranger?.stop();
-});
+after(() => closeAll({ wb, browser, codeServer, providers: [user, stranger] }, 'restricted-final'));
 
 const warning = () => page.locator('.notification-toast', { hasText: 'until you trust this workspace' }).first();
 
@@ -102,10 +56,10 @@ test('Restricted Mode: a warning names the ignored keys of .agentls.toml and ope
   const text = await warning().innerText();
   assert.ok(text.includes('providers.anthropic.base_url'), text);
   assert.ok(text.includes(join(ws, '.agentls.toml')), text);
-  await shot('restricted-warning');
+  await wb.shot('restricted-warning');
   await warning().locator('.monaco-button', { hasText: 'Manage Workspace Trust' }).click();
   await until('the Workspace Trust editor', () => page.locator('.workspace-trust-editor').first().isVisible(), 20_000);
-  await shot('restricted-trust-editor');
+  await wb.shot('restricted-trust-editor');
 });
 
 test('the workspace\'s server program is not started: the user\'s is', async () => {
@@ -114,19 +68,19 @@ test('the workspace\'s server program is not started: the user\'s is', async () 
 });
 
 test('a prompt goes to the user\'s provider, nothing reaches the stranger, and a shell command still asks', async () => {
-  await palette('agentls: Open Chat');
-  await send('Check the project.');
+  await wb.palette('agentls: Open Chat');
+  await wb.send('Check the project.');
   const dialog = page.locator('.monaco-dialog-box');
   await dialog.waitFor({ state: 'visible', timeout: 30_000 });
   assert.ok((await dialog.innerText()).includes('echo restricted-run'));
-  await shot('restricted-permission');
+  await wb.shot('restricted-permission');
   await dialog.locator('a.monaco-button, button', { hasText: 'Allow once' }).first().click();
-  await until('the answer', async () => (await chatText()).includes('Checked with your own provider.'), 30_000);
+  await until('the answer', async () => (await wb.chatText()).includes('Checked with your own provider.'), 30_000);
   assert.equal(user.requests().length, 2);
   assert.equal(stranger.requests().length, 0, 'no request reached the stranger host');
-  assert.ok((await chatText()).includes('providers.anthropic.base_url'), 'the session\'s warning is in the chat');
+  assert.ok((await wb.chatText()).includes('providers.anthropic.base_url'), 'the session\'s warning is in the chat');
   assert.equal(existsSync(codeServer.trustStore) && readFileSync(codeServer.trustStore, 'utf8').includes(ws), false, 'agentls does not trust the folder');
-  await shot('restricted-chat');
+  await wb.shot('restricted-chat');
 });
 
 test('trusting the workspace in VS Code trusts the folder for agentls: a new session talks to the project\'s host', async () => {
@@ -136,10 +90,10 @@ test('trusting the workspace in VS Code trusts the folder for agentls: a new ses
   await trustButton.click();
   await until('agentls told', () => page.locator('.notification-toast', { hasText: 'agentls trusts' }).first().isVisible(), 30_000);
   await until('the trust store', () => existsSync(codeServer.trustStore) && readFileSync(codeServer.trustStore, 'utf8').includes(ws), 10_000);
-  await shot('restricted-trusted');
-  await palette('agentls: New Session');
-  await send('Hello?');
-  await until('the answer', async () => (await chatText()).includes('Hello from the project host.'), 30_000);
+  await wb.shot('restricted-trusted');
+  await wb.palette('agentls: New Session');
+  await wb.send('Hello?');
+  await until('the answer', async () => (await wb.chatText()).includes('Hello from the project host.'), 30_000);
   assert.equal(stranger.requests().length, 1);
   assert.equal(user.requests().length, 2, 'the user\'s provider got nothing more');
 });

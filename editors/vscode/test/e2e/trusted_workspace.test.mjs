@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { CodeServer, env, FakeProvider, freshDir, openWorkbench, QUIET_SETTINGS, until } from './harness.mjs';
+import { closeAll, env, FakeProvider, freshDir, openWorkbench, trustingCodeServer, until } from './harness.mjs';
 
 const artefacts = env('ARTEFACTS');
 const run = freshDir(join(artefacts, 'trusted-workspace'));
@@ -20,56 +20,17 @@ let project;
 let codeServer;
 let browser;
 let page;
-
-const shot = (name) => page.screenshot({ path: join(artefacts, `${name}.png`) });
-
-async function chatFrame() {
-  return until('the chat view', async () => {
-    for (const f of page.frames()) {
-      if (await f.$('#transcript').catch(() => null)) return f;
-    }
-    return undefined;
-  }, 60_000, 250);
-}
-
-async function chatText() {
-  const f = await chatFrame();
-  return f.$eval('#transcript', (e) => e.innerText);
-}
-
-async function palette(command) {
-  await page.keyboard.press('F1');
-  const input = page.locator('.quick-input-widget input');
-  await input.waitFor({ state: 'visible' });
-  await input.fill(`>${command}`);
-  await page.locator('.quick-input-list .monaco-list-row', { hasText: command }).first().waitFor({ state: 'visible' });
-  await page.keyboard.press('Enter');
-}
+let wb;
 
 before(async () => {
   user = await new FakeProvider(freshDir(join(run, 'user-provider')), [[{ text: 'The user provider answered.' }]]).start();
   project = await new FakeProvider(freshDir(join(run, 'project-provider')), [[{ text: 'Hello from the project host.' }]]).start();
   writeFileSync(join(ws, 'README.md'), '# a repository\n');
-  codeServer = new CodeServer(run, {
-    workspaceTrust: true,
-    settings: {
-      'agentls.server.path': env('AGENTLS_BIN'),
-      'agentls.model': 'claude-test',
-      'security.workspace.trust.enabled': true,
-      'security.workspace.trust.startupPrompt': 'always',
-      ...QUIET_SETTINGS,
-    },
-  });
-  ({ browser, page } = await openWorkbench(codeServer, ws, user));
+  codeServer = trustingCodeServer(run, 'always');
+  ({ browser, page, wb } = await openWorkbench(codeServer, ws, user));
 });
 
-after(async () => {
-  if (page) await page.screenshot({ path: join(artefacts, 'trusted-final.png') }).catch(() => undefined);
-  await browser?.close().catch(() => undefined);
-  codeServer?.stop();
-  user?.stop();
-  project?.stop();
-});
+after(() => closeAll({ wb, browser, codeServer, providers: [user, project] }, 'trusted-final'));
 
 test('the user trusts the workspace when VS Code asks', async () => {
   const dialog = page.locator('.monaco-dialog-box', { hasText: 'Do you trust the authors' });
@@ -83,7 +44,7 @@ test('reopened with a project file: the folder is trusted for agentls at once, w
   // Reloaded the way a user does, through the workbench: its shutdown writes the trust decision to
   // the browser's storage first (a bare page reload can come before that write and lose it).
   const reloaded = page.waitForEvent('load', { timeout: 60_000 });
-  await palette('Developer: Reload Window');
+  await wb.palette('Developer: Reload Window');
   await reloaded;
   await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 60_000 });
   await until('the agentls status bar item', () => page.locator('.statusbar-item', { hasText: 'agentls' }).first().isVisible(), 60_000);
@@ -94,17 +55,17 @@ test('reopened with a project file: the folder is trusted for agentls at once, w
   assert.match(codeServer.extensionLog(), granted);
   assert.equal(await page.locator('.monaco-dialog-box').count(), 0, 'no question');
   assert.equal(await page.locator('.notification-toast', { hasText: 'until you trust' }).count(), 0, 'no warning');
-  await shot('trusted-workspace');
+  await wb.shot('trusted-workspace');
 });
 
 test('the prompt reaches the project\'s host', async () => {
-  await palette('agentls: Open Chat');
-  const f = await chatFrame();
+  await wb.palette('agentls: Open Chat');
+  const f = await wb.chatFrame();
   await f.locator('#prompt').click();
   await f.locator('#prompt').fill('Hello?');
   await f.locator('#prompt').press('Enter');
-  await until('the answer', async () => (await chatText()).includes('Hello from the project host.'), 30_000);
+  await until('the answer', async () => (await wb.chatText()).includes('Hello from the project host.'), 30_000);
   assert.equal(project.requests().length, 1);
   assert.equal(user.requests().length, 0);
-  await shot('trusted-chat');
+  await wb.shot('trusted-chat');
 });
