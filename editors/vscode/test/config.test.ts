@@ -11,54 +11,54 @@ test('nothing set: an empty layer (the server keeps its own configuration)', () 
   assert.deepEqual(serverLayer({}), {});
 });
 
-/** One value for every setting (Required: a new setting cannot be left out here). */
-const everySetting: Required<UserSettings> = {
-  provider: 'anthropic',
-  profile: 'code',
-  model: 'claude-test',
-  approval: 'auto',
-  reasoningEffort: 'low',
-  shellPermission: 'ask',
-  shellAllow: ['cargo test', ' git status '],
-  maxTurns: 40,
-  maxToolRoundsPerInput: 12,
-  loopDetectionEnabled: true,
-  loopDetectionWindow: 6,
-  oneCallPerStep: true,
-  contextWindowTokens: 32768,
-  toolLineLimits: { shell: 20, grep: 0 },
-  toolOutputLimits: { read_file: 8000 },
-  submitMode: true,
-  maxSteps: 30,
-  timeLimitSecs: 600,
-  autoCompact: false,
-  autoCompactPercent: 70,
-  keepExchanges: 2,
-  charsPerToken: 3,
-  compactionModel: ' claude-haiku-4-5 ',
+/** Every setting (Required: a new setting cannot be left out here) with one value, the server
+ *  key it is sent as (`shell.` and `context.` keys nested) and, where it differs, what is sent. */
+const everyMapping: { [K in keyof Required<UserSettings>]: [Required<UserSettings>[K], string, unknown?] } = {
+  provider: ['anthropic', 'provider'],
+  profile: ['code', 'profile'],
+  model: ['claude-test', 'model'],
+  approval: ['auto', 'approval'],
+  reasoningEffort: ['low', 'reasoning_effort'],
+  shellPermission: ['ask', 'shell.permission'],
+  shellAllow: [['cargo test', ' git status '], 'shell.allow', ['cargo test', 'git status']],
+  maxTurns: [40, 'max_turns'],
+  maxToolRoundsPerInput: [12, 'max_tool_rounds_per_input'],
+  loopDetectionEnabled: [true, 'enable_loop_detection'],
+  loopDetectionWindow: [6, 'loop_detection_window'],
+  oneCallPerStep: [true, 'one_call_per_step'],
+  contextWindowTokens: [32768, 'context_window_tokens'],
+  toolLineLimits: [{ shell: 20, grep: 0 }, 'tool_line_limits'],
+  toolOutputLimits: [{ read_file: 8000 }, 'tool_output_limits'],
+  submitMode: [true, 'submit_mode'],
+  maxSteps: [30, 'max_steps'],
+  timeLimitSecs: [600, 'time_limit_secs'],
+  autoCompact: [false, 'context.auto_compact'],
+  autoCompactPercent: [70, 'context.auto_compact_percent'],
+  keepExchanges: [2, 'context.keep_exchanges'],
+  charsPerToken: [3, 'context.chars_per_token'],
+  compactionModel: [' claude-haiku-4-5 ', 'context.compaction_model', 'claude-haiku-4-5'],
 };
 
+/** A table's settings: each setting with its value. */
+function settingsOf(table: Record<string, readonly [unknown, string, unknown?]>): UserSettings {
+  return Object.fromEntries(Object.entries(table).map(([setting, [value]]) => [setting, value])) as UserSettings;
+}
+
+/** What the server layer of a table's settings holds: each value sent under its key. */
+function layerOf(table: Record<string, readonly [unknown, string, unknown?]>): Record<string, unknown> {
+  const layer: Record<string, unknown> = {};
+  for (const [value, key, sent = value] of Object.values(table)) {
+    const [outer, inner] = key.split('.');
+    if (inner === undefined) layer[outer] = sent;
+    else ((layer[outer] ??= {}) as Record<string, unknown>)[inner] = sent;
+  }
+  return layer;
+}
+
+const everySetting = settingsOf(everyMapping) as Required<UserSettings>;
+
 test('every setting maps to the server key', () => {
-  assert.deepEqual(serverLayer(everySetting), {
-    provider: 'anthropic',
-    profile: 'code',
-    model: 'claude-test',
-    approval: 'auto',
-    reasoning_effort: 'low',
-    max_turns: 40,
-    max_tool_rounds_per_input: 12,
-    enable_loop_detection: true,
-    loop_detection_window: 6,
-    one_call_per_step: true,
-    context_window_tokens: 32768,
-    tool_line_limits: { shell: 20, grep: 0 },
-    tool_output_limits: { read_file: 8000 },
-    submit_mode: true,
-    max_steps: 30,
-    time_limit_secs: 600,
-    context: { auto_compact: false, auto_compact_percent: 70, keep_exchanges: 2, chars_per_token: 3, compaction_model: 'claude-haiku-4-5' },
-    shell: { permission: 'ask', allow: ['cargo test', 'git status'] },
-  });
+  assert.deepEqual(serverLayer(everySetting), layerOf(everyMapping));
 });
 
 test('empty strings are not sent; an explicitly empty allow list is', () => {
@@ -99,40 +99,26 @@ test('off and zero are values of their own: false switches and 0 (unlimited) cou
 });
 
 test('a value the server refuses is sent as it is set, for the server to name; the others are sent beside it', () => {
-  // settings.json can hold anything, whatever the schema says
-  const settings = {
-    model: 'claude-test',
-    maxTurns: -1,
-    maxToolRoundsPerInput: 2.5,
-    loopDetectionEnabled: 'yes',
-    loopDetectionWindow: 1,
-    oneCallPerStep: true,
-    contextWindowTokens: 0,
-    toolLineLimits: { shell: 20, grep: -5, glob: '100' },
-    toolOutputLimits: ['shell', 100],
-    autoCompactPercent: 0,
-    charsPerToken: 40,
-    keepExchanges: 2,
-    maxSteps: 4_294_967_296,
-    reasoningEffort: 7,
-    shellPermission: 'sometimes',
-    shellAllow: 'cargo test',
-  } as unknown as UserSettings;
-  assert.deepEqual(serverLayer(settings), {
-    model: 'claude-test',
-    reasoning_effort: 7,
-    max_turns: -1,
-    max_tool_rounds_per_input: 2.5,
-    enable_loop_detection: 'yes',
-    loop_detection_window: 1,
-    one_call_per_step: true,
-    context_window_tokens: 0,
-    tool_line_limits: { shell: 20, grep: -5, glob: '100' },
-    tool_output_limits: ['shell', 100],
-    max_steps: 4_294_967_296,
-    context: { auto_compact_percent: 0, keep_exchanges: 2, chars_per_token: 40 },
-    shell: { permission: 'sometimes', allow: 'cargo test' },
-  });
+  // settings.json can hold anything, whatever the schema says: [value, the key it is sent as]
+  const refused: Record<string, [unknown, string]> = {
+    model: ['claude-test', 'model'],
+    maxTurns: [-1, 'max_turns'],
+    maxToolRoundsPerInput: [2.5, 'max_tool_rounds_per_input'],
+    loopDetectionEnabled: ['yes', 'enable_loop_detection'],
+    loopDetectionWindow: [1, 'loop_detection_window'],
+    oneCallPerStep: [true, 'one_call_per_step'],
+    contextWindowTokens: [0, 'context_window_tokens'],
+    toolLineLimits: [{ shell: 20, grep: -5, glob: '100' }, 'tool_line_limits'],
+    toolOutputLimits: [['shell', 100], 'tool_output_limits'],
+    autoCompactPercent: [0, 'context.auto_compact_percent'],
+    charsPerToken: [40, 'context.chars_per_token'],
+    keepExchanges: [2, 'context.keep_exchanges'],
+    maxSteps: [4_294_967_296, 'max_steps'],
+    reasoningEffort: [7, 'reasoning_effort'],
+    shellPermission: ['sometimes', 'shell.permission'],
+    shellAllow: ['cargo test', 'shell.allow'],
+  };
+  assert.deepEqual(serverLayer(settingsOf(refused)), layerOf(refused));
 });
 
 // The compiled tests run from out/test/; the manifest and the server's source are files of the repository.
