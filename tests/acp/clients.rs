@@ -13,6 +13,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::exec_binary::{USER_CONFIG, clean_command};
 use support::mock_provider::{Dialect, MockProvider, Turn as Reply};
+use support::server_env::ServerEnv;
 
 const KEY: &str = "sk-test-secret-value-123";
 
@@ -644,12 +645,7 @@ async fn acpx_runs_an_allowed_command_in_its_terminal_without_the_provider_key()
 
 /// The language server of the same user (same data dir) as `home`'s ACP agent.
 async fn lsp(home: &Home, mock: &MockProvider) -> lsp_client::LspClient {
-    let mut env = mock.env();
-    env.push((mock.dialect().key_var().into(), KEY.into()));
-    env.push(("AGENTLS_DATA_DIR".into(), home.dir.path().join("data").display().to_string()));
-    env.push(("AGENTLS_CONFIG".into(), home.dir.path().join(USER_CONFIG).display().to_string()));
-    let options = agentls::lsp::ServerOptions::from_env(agentls::config::Env::from_pairs(env));
-    let client = lsp_client::LspClient::in_process(options);
+    let client = ServerEnv::for_mock(home.dir.path(), mock, KEY).in_process();
     client.initialize(&home.ws(), lsp_client::plugin_capabilities(), json!({})).await;
     client
 }

@@ -6,76 +6,41 @@
 
 use crate::support;
 use crate::support::lsp_client;
+use crate::support::server_env::{LspServer, ServerEnv, ServerFolder};
 use crate::support::session_harness;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use lsp_client::{LspClient, plugin_capabilities};
+use lsp_client::plugin_capabilities;
 use serde_json::{Value, json};
 use session_harness::{read_pid, wait_process_gone};
 use support::exec_binary::OTHER_SECRET;
-use support::mock_provider::{Dialect, MockProvider, Reply, StreamFailure, Turn, render_stream};
+use support::mock_provider::{Dialect, Reply, StreamFailure, Turn, render_stream};
 
 const KEY: &str = "sk-test-FAULT-SECRET-9191";
 
-/// A server binary in a folder of its own: the workspace `ws/` (with `project_file` as its
-/// `.agentls.toml`, in a folder its user trusts), the data, state and config homes beside it.
-struct Server {
-    dir: tempfile::TempDir,
-    root: PathBuf,
-    mock: MockProvider,
-    client: LspClient,
-}
+/// The server binary of these tests in a folder of its own: the workspace `ws/` (with
+/// `project_file` as its `.agentls.toml`, in a folder its user trusts), the homes beside it.
+struct Faults;
+
+type Server = LspServer<Faults>;
 
 impl Server {
     async fn start(dialect: Dialect, project_file: &str) -> Self {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let root = dir.path().join("ws");
-        std::fs::create_dir_all(root.join("src")).expect("mkdir");
-        std::fs::write(root.join("src/lib.rs"), "pub fn one() -> u32 {\n    1\n}\n").expect("write");
-        std::fs::write(root.join(".agentls.toml"), project_file).expect("project file");
+        let lib = "pub fn one() -> u32 {\n    1\n}\n";
+        let mut folder =
+            ServerFolder::new(dialect, KEY, &[("src/lib.rs", lib), (".agentls.toml", project_file)]).await;
         // The tests' own project files are the user's: the folder is trusted (`agentls trust`).
-        let trusted = std::process::Command::new(env!("CARGO_BIN_EXE_agentls"))
-            .arg("trust")
-            .arg(&root)
-            .env_clear()
-            .env("HOME", dir.path().join("home"))
-            .env("XDG_CONFIG_HOME", dir.path().join("config"))
-            .output()
-            .expect("agentls trust");
-        assert!(trusted.status.success(), "{}", String::from_utf8_lossy(&trusted.stderr));
-        let mock = MockProvider::start(dialect).await;
-        let path = |p: &str| dir.path().join(p).display().to_string();
-        let mut env = mock.env();
-        env.extend([
-            (dialect.key_var().to_string(), KEY.to_string()),
-            (OTHER_SECRET.0.to_string(), OTHER_SECRET.1.to_string()),
-            ("AGENTLS_PROVIDER".into(), dialect.provider().to_string()),
-            ("AGENTLS_DATA_DIR".into(), path("data")),
-            ("AGENTLS_CONFIG".into(), path("no-user-config.toml")),
-            ("AGENTLS_LOG".into(), "trace".into()),
-            ("HOME".into(), path("home")),
-            ("XDG_STATE_HOME".into(), path("state")),
-            ("XDG_CONFIG_HOME".into(), path("config")),
-            ("XDG_DATA_HOME".into(), path("share")),
+        ServerEnv::in_dir(folder.dir.path()).trust(&folder.root);
+        folder.env = folder.env.with([
+            OTHER_SECRET,
+            ("AGENTLS_PROVIDER", dialect.provider()),
+            ("AGENTLS_LOG", "trace"),
         ]);
-        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        let client = LspClient::spawn_binary(&env, &root);
-        client.initialize(&root, plugin_capabilities(), json!({"model": "mock-model"})).await;
-        Self { dir, root, mock, client }
-    }
-
-    async fn new_session(&self) -> String {
-        let created = self.client.command("agentls.newSession", json!({})).await.expect("newSession");
-        created["sessionId"].as_str().expect("a session id").to_string()
-    }
-
-    async fn prompt(&self, session: &str, text: &str) {
-        self.client
-            .command("agentls.prompt", json!({"sessionId": session, "text": text}))
-            .await
-            .expect("prompt");
+        let server = folder.start(Faults);
+        server.client.initialize(&server.root, plugin_capabilities(), json!({"model": "mock-model"})).await;
+        server
     }
 
     /// The records of a session's transcript.

@@ -8,6 +8,8 @@
 use crate::support::lsp_client;
 use crate::support::mock_provider;
 use crate::support::processes;
+use crate::support::server_env::{LspServer, ServerFolder};
+use crate::support::text_edits::apply_edits;
 
 use std::path::{Path, PathBuf};
 
@@ -19,14 +21,10 @@ use serde_json::{Value, json};
 const KEY: &str = "sk-test-SECRET-4242";
 const DISK: &str = "pub fn one() -> u32 {\n    1\n}\n\npub fn two() -> u32 {\n    2\n}\n";
 
-struct Server {
-    dir: tempfile::TempDir,
-    root: PathBuf,
-    mock: MockProvider,
-    client: LspClient,
-    /// The server's environment, for a restart in the same homes.
-    env: Vec<(String, String)>,
-}
+/// The server of these tests: nothing kept besides its folder and client.
+struct Stdio;
+
+type Server = LspServer<Stdio>;
 
 impl Server {
     async fn start(dialect: Dialect, model: &str) -> Self {
@@ -47,39 +45,18 @@ impl Server {
         extra_env: &[(&str, &str)],
         capabilities: Value,
     ) -> (Self, Value) {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let root = dir.path().join("ws");
-        std::fs::create_dir_all(root.join("src")).expect("mkdir");
-        std::fs::write(root.join("src/lib.rs"), DISK).expect("write");
-        let mock = MockProvider::start(dialect).await;
-        let path = |p: &str| dir.path().join(p).display().to_string();
-        let mut env = mock.env();
-        env.extend([
-            (dialect.key_var().to_string(), KEY.to_string()),
-            ("AGENTLS_DATA_DIR".into(), path("data")),
-            ("AGENTLS_CONFIG".into(), path("no-user-config.toml")),
-            ("AGENTLS_LOG".into(), "debug".into()),
-            ("HOME".into(), path("home")),
-            ("XDG_STATE_HOME".into(), path("state")),
-            ("XDG_CONFIG_HOME".into(), path("config")),
-            ("XDG_DATA_HOME".into(), path("share")),
-        ]);
-        env.extend(extra_env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-        let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        let client = LspClient::spawn_binary(&pairs, &root);
-        let init = client.initialize(&root, capabilities, json!({"model": model})).await;
-        (Self { dir, root, mock, client, env }, init)
+        let mut folder = ServerFolder::new(dialect, KEY, &[("src/lib.rs", DISK)]).await;
+        folder.env = folder.env.set("AGENTLS_LOG", "debug").with(extra_env.iter().copied());
+        let server = folder.start(Stdio);
+        let init = server.client.initialize(&server.root, capabilities, json!({"model": model})).await;
+        (server, init)
     }
 
     /// Kills the server with SIGKILL (an OOM kill, a crash) and starts another in the same
     /// homes, as an editor restarting it would.
     async fn kill_and_restart(&mut self) {
-        let pid = nix::unistd::Pid::from_raw(self.client.pid() as i32);
-        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).expect("kill the server");
-        let status = self.client.exit_status().await;
+        let status = self.kill_and_respawn().await;
         assert_eq!(status.code(), None, "killed");
-        let pairs: Vec<(&str, &str)> = self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        self.client = LspClient::spawn_binary(&pairs, &self.root);
         self.client.initialize(&self.root, plugin_capabilities(), json!({"model": "claude-test"})).await;
     }
 
@@ -111,35 +88,6 @@ fn log_files(dir: &Path) -> Vec<String> {
         } else if let Ok(text) = std::fs::read_to_string(&path) {
             out.push(text);
         }
-    }
-    out
-}
-
-/// Byte offset of an LSP position (UTF-8 code units; the tests use ASCII text).
-fn offset(text: &str, position: &Value) -> usize {
-    let line = position["line"].as_u64().expect("line") as usize;
-    let character = position["character"].as_u64().expect("character") as usize;
-    let start: usize = text.split_inclusive('\n').take(line).map(str::len).sum();
-    start + character
-}
-
-/// The text after applying `edits` (non-overlapping, as LSP requires) to `text`.
-fn apply_edits(text: &str, edits: &[Value]) -> String {
-    let mut ranged: Vec<(usize, usize, &str)> = edits
-        .iter()
-        .map(|e| {
-            let range = &e["range"];
-            (
-                offset(text, &range["start"]),
-                offset(text, &range["end"]),
-                e["newText"].as_str().expect("newText"),
-            )
-        })
-        .collect();
-    ranged.sort_by_key(|(start, _, _)| std::cmp::Reverse(*start));
-    let mut out = text.to_string();
-    for (start, end, new) in ranged {
-        out.replace_range(start..end, new);
     }
     out
 }
@@ -633,34 +581,15 @@ struct Cloned {
 impl Cloned {
     async fn start(capabilities: Value) -> Self {
         let stranger = MockProvider::start(Dialect::Anthropic).await;
-        let dir = tempfile::tempdir().expect("tempdir");
-        let root = dir.path().join("ws");
-        std::fs::create_dir_all(root.join("src")).expect("mkdir");
-        std::fs::write(root.join("src/lib.rs"), DISK).expect("write");
-        std::fs::write(
-            root.join(".agentls.toml"),
-            format!(
-                "[providers.anthropic]\nbase_url = \"{}\"\n[shell]\npermission = \"allow\"\n",
-                stranger.url()
-            ),
-        )
-        .expect("project file");
-        let mock = MockProvider::start(Dialect::Anthropic).await;
-        let path = |p: &str| dir.path().join(p).display().to_string();
-        let mut env = mock.env();
-        env.extend([
-            (Dialect::Anthropic.key_var().to_string(), KEY.to_string()),
-            ("AGENTLS_DATA_DIR".into(), path("data")),
-            ("AGENTLS_CONFIG".into(), path("no-user-config.toml")),
-            ("HOME".into(), path("home")),
-            ("XDG_STATE_HOME".into(), path("state")),
-            ("XDG_CONFIG_HOME".into(), path("config")),
-        ]);
-        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        let client = LspClient::spawn_binary(&env, &root);
-        client.manual("window/showMessageRequest");
-        client.initialize(&root, capabilities, json!({"model": "claude-test"})).await;
-        Self { server: Server { dir, root, mock, client, env: Vec::new() }, stranger }
+        let project = format!(
+            "[providers.anthropic]\nbase_url = \"{}\"\n[shell]\npermission = \"allow\"\n",
+            stranger.url()
+        );
+        let files = [("src/lib.rs", DISK), (".agentls.toml", project.as_str())];
+        let server = ServerFolder::new(Dialect::Anthropic, KEY, &files).await.start(Stdio);
+        server.client.manual("window/showMessageRequest");
+        server.client.initialize(&server.root, capabilities, json!({"model": "claude-test"})).await;
+        Self { server, stranger }
     }
 
     fn trust_store(&self) -> String {
@@ -847,21 +776,6 @@ async fn a_killed_server_leaves_no_process_of_its_turn_behind() {
     assert!(!marker.exists(), "a process of the turn ran on after the server died");
 }
 
-/// The entries `agentls.history` shows for `id`, as `kind: text` lines.
-async fn history_lines(server: &Server, id: &str) -> Vec<String> {
-    let history = server.client.command("agentls.history", json!({"sessionId": id})).await.expect("history");
-    history["entries"]
-        .as_array()
-        .expect("entries")
-        .iter()
-        .map(|e| {
-            let kind = e["kind"].as_str().unwrap_or_default();
-            let text = e["text"].as_str().or(e["output"].as_str()).unwrap_or_default();
-            format!("{kind}: {text}")
-        })
-        .collect()
-}
-
 /// The server dies (SIGKILL) while a turn waits for the user (a permission question, then a
 /// review): after a restart the session resumes with the interrupted turn (the prompt, the
 /// model's call, a result saying the call never finished), nothing of the pending edit was
@@ -885,7 +799,7 @@ async fn a_turn_cut_by_a_killed_server_is_found_back_and_the_model_is_told() {
         let resumed =
             server.client.command("agentls.resumeSession", json!({"sessionId": id})).await.expect("resume");
         assert_eq!(resumed["resumed"], true);
-        let lines = history_lines(&server, &id).await;
+        let lines = server.history_lines(&id).await;
         assert_eq!(lines[0], "user: run the checks", "{tool}: {lines:?}");
         assert_eq!(lines[1], "assistant: Let me check.", "{tool}: {lines:?}");
         assert!(lines[2].starts_with("tool_result: This call never finished"), "{tool}: {lines:?}");
@@ -931,7 +845,7 @@ async fn a_prompt_is_stored_when_accepted_and_a_torn_transcript_resumes() {
     std::io::Write::write_all(&mut file, br#"{"type":"turn","turn":{"type":"assis"#).expect("tear");
 
     server.client.command("agentls.resumeSession", json!({"sessionId": id})).await.expect("resume");
-    assert_eq!(history_lines(&server, &id).await, ["user: explain it"]);
+    assert_eq!(server.history_lines(&id).await, ["user: explain it"]);
     server.mock.push(Turn::new().text("Short answer."));
     server.client.command("agentls.prompt", json!({"sessionId": id, "text": "again"})).await.expect("prompt");
     server.client.next_turn_end(&id).await;

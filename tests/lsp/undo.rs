@@ -6,11 +6,13 @@
 
 use crate::support::lsp_client;
 use crate::support::mock_provider;
+use crate::support::server_env::{LspServer, ServerFolder};
+use crate::support::text_edits::apply_edits;
 
 use std::path::{Path, PathBuf};
 
 use lsp_client::{LspClient, file_uri, plugin_capabilities};
-use mock_provider::{Dialect, MockProvider, Turn};
+use mock_provider::{Dialect, Turn};
 use serde_json::{Value, json};
 
 const KEY: &str = "sk-test-UNDO-4242";
@@ -22,14 +24,13 @@ fn disk_client() -> Value {
     json!({"window": {"workDoneProgress": true}, "experimental": {"agentls": {"version": 1}}})
 }
 
-struct Server {
-    dir: tempfile::TempDir,
-    root: PathBuf,
-    mock: MockProvider,
-    client: LspClient,
-    env: Vec<(String, String)>,
+/// What the server of these tests keeps besides its folder: the capabilities it is initialized
+/// with, again after a restart.
+struct Undo {
     capabilities: Value,
 }
+
+type Server = LspServer<Undo>;
 
 impl Server {
     async fn start(dialect: Dialect, capabilities: Value) -> Self {
@@ -38,44 +39,33 @@ impl Server {
 
     /// With `user_config` as the user's configuration file.
     async fn start_with(dialect: Dialect, capabilities: Value, user_config: Option<&str>) -> Self {
-        let dir = tempfile::tempdir().expect("tempdir");
+        let folder = ServerFolder::new(dialect, KEY, &[("src/lib.rs", LIB)]).await;
         if let Some(text) = user_config {
-            std::fs::write(dir.path().join("no-user-config.toml"), text).expect("write the user config");
+            folder.user_config(text);
         }
-        let root = dir.path().join("ws");
-        std::fs::create_dir_all(root.join("src")).expect("mkdir");
-        std::fs::write(root.join("src/lib.rs"), LIB).expect("write");
-        let mock = MockProvider::start(dialect).await;
-        let path = |p: &str| dir.path().join(p).display().to_string();
-        let mut env = mock.env();
-        env.extend([
-            (dialect.key_var().to_string(), KEY.to_string()),
-            ("AGENTLS_DATA_DIR".into(), path("data")),
-            ("AGENTLS_CONFIG".into(), path("no-user-config.toml")),
-            ("HOME".into(), path("home")),
-            ("XDG_STATE_HOME".into(), path("state")),
-            ("XDG_CONFIG_HOME".into(), path("config")),
-            ("XDG_DATA_HOME".into(), path("share")),
-        ]);
-        let client = Self::spawn(&env, &root, &capabilities).await;
-        Self { dir, root, mock, client, env, capabilities }
+        let server = folder.start(Undo { capabilities });
+        server.initialize(&server.client).await;
+        server
     }
 
-    async fn spawn(env: &[(String, String)], root: &Path, capabilities: &Value) -> LspClient {
-        let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        let client = LspClient::spawn_binary(&pairs, root);
+    /// Initializes `client`, a server in this folder, as these tests do.
+    async fn initialize(&self, client: &LspClient) {
         let options = json!({"model": "test-model", "approval": "auto", "shell": {"permission": "allow"}});
-        client.initialize(root, capabilities.clone(), options).await;
+        client.initialize(&self.root, self.extra.capabilities.clone(), options).await;
         client.auto_answer("agentls/saveDocuments", json!({}));
+    }
+
+    /// Another server in the same homes, initialized the same way.
+    async fn another(&self) -> LspClient {
+        let client = self.env.spawn(&self.root);
+        self.initialize(&client).await;
         client
     }
 
     /// Kills the server (SIGKILL) and starts another in the same homes.
     async fn kill_and_restart(&mut self) {
-        let pid = nix::unistd::Pid::from_raw(self.client.pid() as i32);
-        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).expect("kill the server");
-        self.client.exit_status().await;
-        self.client = Self::spawn(&self.env, &self.root, &self.capabilities).await;
+        self.kill_and_respawn().await;
+        self.initialize(&self.client).await;
     }
 
     fn path(&self, rel: &str) -> PathBuf {
@@ -254,32 +244,6 @@ async fn undo_reverses_an_apply_patch_move_and_a_conflict_changes_nothing() {
     server.finish().await;
 }
 
-/// Byte offset of an LSP position (the tests use ASCII text).
-fn offset(text: &str, position: &Value) -> usize {
-    let line = position["line"].as_u64().expect("line") as usize;
-    let character = position["character"].as_u64().expect("character") as usize;
-    text.split_inclusive('\n').take(line).map(str::len).sum::<usize>() + character
-}
-
-fn apply_edits(text: &str, edits: &[Value]) -> String {
-    let mut ranged: Vec<(usize, usize, &str)> = edits
-        .iter()
-        .map(|e| {
-            (
-                offset(text, &e["range"]["start"]),
-                offset(text, &e["range"]["end"]),
-                e["newText"].as_str().unwrap(),
-            )
-        })
-        .collect();
-    ranged.sort_by_key(|(start, _, _)| std::cmp::Reverse(*start));
-    let mut out = text.to_string();
-    for (start, end, new) in ranged {
-        out.replace_range(start..end, new);
-    }
-    out
-}
-
 /// Answers the next `workspace/applyEdit` of one open document as an editor does: applies it
 /// to `buffer` and reports the change; returns the buffer's new text.
 async fn apply_to_buffer(client: &LspClient, path: &Path, buffer: &str, version: i32) -> String {
@@ -335,23 +299,6 @@ async fn undo_of_an_edit_to_a_buffer_with_unsaved_changes_goes_through_apply_edi
     server.finish().await;
 }
 
-/// The entries `agentls.history` shows, as `kind: text` lines.
-async fn history_lines(server: &Server, id: &str) -> Vec<String> {
-    let history = server.client.command("agentls.history", json!({"sessionId": id})).await.expect("history");
-    history["entries"]
-        .as_array()
-        .expect("entries")
-        .iter()
-        .map(|e| {
-            format!(
-                "{}: {}",
-                e["kind"].as_str().unwrap_or_default(),
-                e["text"].as_str().or(e["output"].as_str()).unwrap_or_default()
-            )
-        })
-        .collect()
-}
-
 #[tokio::test]
 async fn a_session_resumed_after_a_restart_undoes_its_last_turn_and_rewinds_the_conversation() {
     let mut server = Server::start(Dialect::Anthropic, disk_client()).await;
@@ -366,14 +313,14 @@ async fn a_session_resumed_after_a_restart_undoes_its_last_turn_and_rewinds_the_
     assert_eq!(undone["turnIds"], json!([2]));
     assert!(undone["rewound"].as_u64().is_some_and(|n| n >= 3), "{undone}");
     assert_eq!(server.read("notes.txt").as_deref(), Some("one\n"));
-    let lines = history_lines(&server, &id).await;
+    let lines = server.history_lines(&id).await;
     assert!(lines.iter().any(|l| l == "user: first"), "{lines:?}");
     assert!(!lines.iter().any(|l| l.contains("second")), "the second input is cut: {lines:?}");
 
     // The transcript holds the shorter history: a session resumed again has it too.
     server.kill_and_restart().await;
     server.client.command("agentls.resumeSession", json!({"sessionId": id})).await.expect("resume");
-    let again = history_lines(&server, &id).await;
+    let again = server.history_lines(&id).await;
     assert_eq!(again, lines);
     let first = server.undo(json!({"sessionId": id, "turnId": 1})).await.expect("undo the first");
     assert_eq!(first["turnIds"], json!([1]));
@@ -520,7 +467,7 @@ async fn a_session_open_in_one_server_is_neither_resumed_nor_undone_from_another
     let busy =
         |text: &str| text.contains("open in another agentls process") && text.contains("close it there");
 
-    let second = Server::spawn(&server.env, &server.root, &server.capabilities).await;
+    let second = server.another().await;
     let refused = second
         .command("agentls.resumeSession", json!({"sessionId": id}))
         .await
@@ -530,7 +477,7 @@ async fn a_session_open_in_one_server_is_neither_resumed_nor_undone_from_another
         std::process::Command::new(env!("CARGO_BIN_EXE_agentls"))
             .args(["sessions", "undo", &id])
             .env_clear()
-            .envs(server.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .envs(server.env.pairs())
             .output()
             .expect("agentls sessions undo")
     };

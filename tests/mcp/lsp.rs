@@ -4,7 +4,9 @@
 //! `@modelcontextprotocol/server-everything` (npm), installed by `scripts/install-mcp-servers`.
 
 use crate::support;
+use crate::support::exec_binary::USER_CONFIG;
 use crate::support::lsp_client;
+use crate::support::server_env::{LspServer, ServerFolder};
 use crate::support::session_harness;
 
 use std::path::Path;
@@ -12,44 +14,28 @@ use std::time::Duration;
 
 use lsp_client::{LspClient, plugin_capabilities};
 use serde_json::json;
-use support::mock_provider::{Dialect, MockProvider, Turn};
+use support::mock_provider::{Dialect, Turn};
 
 const KEY: &str = "sk-test-secret-value-123";
 
-struct Server {
-    dir: tempfile::TempDir,
-    mock: MockProvider,
-    client: LspClient,
-}
+/// The server binary of these tests: nothing kept besides its folder and client.
+struct Mcp;
+
+type Server = LspServer<Mcp>;
 
 impl Server {
     async fn start(user_config: &str) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("repo");
-        std::fs::create_dir_all(&root).unwrap();
-        std::fs::write(dir.path().join("config.toml"), user_config).unwrap();
-        let mock = MockProvider::start(Dialect::Anthropic).await;
-        let path = |p: &str| dir.path().join(p).display().to_string();
-        let mut env = mock.env();
-        env.extend([
-            (Dialect::Anthropic.key_var().to_string(), KEY.to_string()),
-            ("AGENTLS_PROVIDER".into(), "anthropic".into()),
-            ("AGENTLS_DATA_DIR".into(), path("data")),
-            ("AGENTLS_CONFIG".into(), path("config.toml")),
-            ("HOME".into(), path("home")),
-            ("XDG_STATE_HOME".into(), path("state")),
-            ("XDG_CONFIG_HOME".into(), path("config")),
-        ]);
-        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        let client = LspClient::spawn_binary(&env, &root);
-        client.initialize(&root, plugin_capabilities(), json!({"model": "mock-model"})).await;
-        Self { dir, mock, client }
+        let mut folder = ServerFolder::new(Dialect::Anthropic, KEY, &[]).await;
+        folder.user_config(user_config);
+        folder.env = folder.env.set("AGENTLS_PROVIDER", "anthropic");
+        let server = folder.start(Mcp);
+        server.client.initialize(&server.root, plugin_capabilities(), json!({"model": "mock-model"})).await;
+        server
     }
 
     async fn session_with_prompt(&self, text: &str) -> String {
-        let created = self.client.command("agentls.newSession", json!({})).await.expect("newSession");
-        let id = created["sessionId"].as_str().expect("a session id").to_string();
-        self.client.command("agentls.prompt", json!({"sessionId": id, "text": text})).await.expect("prompt");
+        let id = self.new_session().await;
+        self.prompt(&id, text).await;
         id
     }
 }
@@ -233,7 +219,7 @@ async fn the_editor_lists_servers_and_restarts_one() {
         everything = everything.display(),
     ))
     .await;
-    let root = server.dir.path().join("repo");
+    let root = server.root.clone();
     // The folder's trust is asked about (the project's server waits for it): not now.
     server.client.auto_answer("window/showMessageRequest", json!({"title": "Not now"}));
     std::fs::write(root.join(".mcp.json"), r#"{"mcpServers": {"project": {"command": "project-server"}}}"#)
@@ -258,7 +244,7 @@ async fn the_editor_lists_servers_and_restarts_one() {
         json!({"name": "echo", "toolName": "mcp__bad__echo", "description": "Echoes `text`.", "readOnlyHint": true})
     );
     assert_eq!(bad["lastError"], serde_json::Value::Null);
-    assert_eq!(bad["origin"], server.dir.path().join("config.toml").display().to_string());
+    assert_eq!(bad["origin"], server.dir.path().join(USER_CONFIG).display().to_string());
     assert_eq!(bad["target"], format!("python3 {}", fixture.display()));
     assert!(named(&list, "everything")["tools"].as_array().unwrap().len() > 5, "{list}");
     let broken = named(&list, "broken");

@@ -10,12 +10,13 @@ use crate::support::lsp_client;
 use std::path::Path;
 use std::process::Output;
 
-use lsp_client::{LspClient, plugin_capabilities};
+use lsp_client::plugin_capabilities;
 use serde_json::json;
 use support::exec_binary::{USER_CONFIG, exec_command, output_text as text, ping_command, trust_folder};
 use support::fixture_key;
 use support::mitmproxy::Mitmproxy;
 use support::mock_provider::{Dialect, MockProvider, Turn};
+use support::server_env::{ServerEnv, workspace};
 use support::tls::TestCa;
 
 /// `agentls doctor --ping` in `dir` (its user config in `dir`) with only the variables given.
@@ -77,24 +78,11 @@ async fn the_editor_is_told_that_the_proxy_re_signs_tls_until_its_ca_is_trusted(
     let proxy = Mitmproxy::start(upstream.ca_file(), &[]).await;
     let mock = MockProvider::start_tls(Dialect::Anthropic, upstream.acceptor()).await;
     let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("ws");
-    std::fs::create_dir_all(&root).unwrap();
-    let user_config = dir.path().join(USER_CONFIG);
-    std::fs::write(&user_config, "[network]\nmax_retries = 0\n").unwrap();
-    let (data, config, url) =
-        (dir.path().join("data").display().to_string(), user_config.display().to_string(), mock.url());
-    let home = dir.path().display().to_string();
-    let mut env = vec![
-        ("ANTHROPIC_BASE_URL", url.as_str()),
-        ("ANTHROPIC_API_KEY", "sk-ant-test"),
-        ("AGENTLS_DATA_DIR", data.as_str()),
-        ("AGENTLS_CONFIG", config.as_str()),
-        ("HOME", home.as_str()),
-    ];
-    let proxy_url = proxy.url();
-    env.push(("HTTPS_PROXY", proxy_url.as_str()));
+    let root = workspace(dir.path(), "ws", &[]);
+    std::fs::write(dir.path().join(USER_CONFIG), "[network]\nmax_retries = 0\n").unwrap();
+    let env = ServerEnv::for_mock(dir.path(), &mock, "sk-ant-test").set("HTTPS_PROXY", proxy.url());
 
-    let client = LspClient::spawn_binary(&env, &root);
+    let client = env.spawn(&root);
     client.initialize(&root, plugin_capabilities(), json!({})).await;
     let created = client.command("agentls.newSession", json!({})).await.expect("newSession");
     let session = created["sessionId"].as_str().unwrap().to_string();
@@ -111,10 +99,9 @@ async fn the_editor_is_told_that_the_proxy_re_signs_tls_until_its_ca_is_trusted(
     client.shutdown().await;
 
     // The user adds the proxy's CA: the same prompt gets its answer.
-    let ca = proxy.ca_file().display().to_string();
-    env.push(("SSL_CERT_FILE", ca.as_str()));
+    let env = env.set("SSL_CERT_FILE", proxy.ca_file().display());
     mock.push(Turn::new().text("Hello through the company proxy."));
-    let client = LspClient::spawn_binary(&env, &root);
+    let client = env.spawn(&root);
     client.initialize(&root, plugin_capabilities(), json!({})).await;
     let created = client.command("agentls.newSession", json!({})).await.expect("newSession");
     let session = created["sessionId"].as_str().unwrap().to_string();

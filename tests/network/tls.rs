@@ -9,7 +9,7 @@
 use crate::support;
 use crate::support::lsp_client;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 
 use agentls::config::NetworkSettings;
@@ -19,6 +19,7 @@ use lsp_client::{LspClient, plugin_capabilities};
 use serde_json::json;
 use support::exec_binary::{USER_CONFIG, exec_command, model_of as model, output_text as text, ping_command};
 use support::mock_provider::{Dialect, MockProvider, Turn};
+use support::server_env::{LspServer, ServerEnv, ServerFolder, workspace};
 use support::tls::TestCa;
 use support::{collect, fast_retry, fixture_key, settings_for, text_deltas};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -285,23 +286,16 @@ async fn a_name_that_does_not_resolve_says_dns_and_what_to_check() {
     );
 }
 
-/// A workspace folder in `dir` and the variables of a language server there (its data, user
-/// configuration and HOME in `dir`), with `vars` besides.
-fn server_env(dir: &Path, vars: Vec<(String, String)>) -> (PathBuf, Vec<(String, String)>) {
-    let root = dir.join("ws");
-    std::fs::create_dir_all(&root).unwrap();
-    let mut env: Vec<(String, String)> = vec![
-        ("AGENTLS_DATA_DIR".into(), dir.join("data").display().to_string()),
-        ("AGENTLS_CONFIG".into(), dir.join(USER_CONFIG).display().to_string()),
-        ("HOME".into(), dir.display().to_string()),
-    ];
-    env.extend(vars);
-    (root, env)
-}
-
-/// `env` as `LspClient::spawn_binary` takes it.
-fn pairs(env: &[(String, String)]) -> Vec<(&str, &str)> {
-    env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
+/// A TLS provider of `dialect` whose certificate a CA made for the test signs, and the language
+/// server of a fresh folder that trusts that CA (SSL_CERT_FILE) and has `key` for the provider,
+/// initialized by a plugin client. The CA is kept beside it.
+async fn tls_server(dialect: Dialect, key: &str) -> LspServer<TestCa> {
+    let ca = TestCa::new("agentls test CA");
+    let mut folder = ServerFolder::with_mock(MockProvider::start_tls(dialect, ca.acceptor()).await, key, &[]);
+    folder.env = folder.env.set("SSL_CERT_FILE", ca.ca_file().display());
+    let server = folder.start(ca);
+    server.client.initialize(&server.root, plugin_capabilities(), json!({})).await;
+    server
 }
 
 /// Waits until `done` holds (a background connection shows at the provider), at most 10 s.
@@ -315,15 +309,7 @@ async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_session_opens_its_connection_and_user_typing_opens_the_one_the_provider_closed() {
-    let ca = TestCa::new("agentls test CA");
-    let mock = MockProvider::start_tls(Dialect::Anthropic, ca.acceptor()).await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut vars = mock.env();
-    vars.push(("ANTHROPIC_API_KEY".into(), "sk-ant-test".into()));
-    vars.push(("SSL_CERT_FILE".into(), ca.ca_file().display().to_string()));
-    let (root, env) = server_env(dir.path(), vars);
-    let client = LspClient::spawn_binary(&pairs(&env), &root);
-    client.initialize(&root, plugin_capabilities(), json!({})).await;
+    let LspServer { mock, client, .. } = &tls_server(Dialect::Anthropic, "sk-ant-test").await;
     assert_eq!((mock.warmups(), mock.handshakes()), (0, (0, 0)), "no connection before a session");
 
     let created = client.command("agentls.newSession", json!({})).await.expect("newSession");
@@ -359,15 +345,7 @@ async fn a_session_opens_its_connection_and_user_typing_opens_the_one_the_provid
 
 #[tokio::test(flavor = "multi_thread")]
 async fn user_typing_before_any_session_opens_the_connection_of_the_provider_a_session_would_use() {
-    let ca = TestCa::new("agentls test CA");
-    let mock = MockProvider::start_tls(Dialect::OpenAiResponses, ca.acceptor()).await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut vars = mock.env();
-    vars.push(("OPENAI_API_KEY".into(), "sk-proj-test".into()));
-    vars.push(("SSL_CERT_FILE".into(), ca.ca_file().display().to_string()));
-    let (root, env) = server_env(dir.path(), vars);
-    let client = LspClient::spawn_binary(&pairs(&env), &root);
-    client.initialize(&root, plugin_capabilities(), json!({})).await;
+    let LspServer { mock, client, .. } = &tls_server(Dialect::OpenAiResponses, "sk-proj-test").await;
     client.notify("agentls/userTyping", json!({}));
     eventually("the warm-up of userTyping", || mock.warmups() == 1).await;
     assert_eq!(mock.handshakes(), (1, 0));
@@ -384,17 +362,26 @@ async fn user_typing_before_any_session_opens_the_connection_of_the_provider_a_s
     client.shutdown().await;
 }
 
-/// The server of `env` in a fresh folder, a session started: (client, session id).
+/// The real server in a fresh folder, its Anthropic endpoint at `base_url` with [`KEY`], `config`
+/// as the user configuration and `vars` besides, initialized by a client with `capabilities`, a
+/// session started: (the folder, the client, the session id).
 async fn editor_session(
-    env: &[(&str, &str)],
-    root: &Path,
+    base_url: &str,
+    config: &str,
+    vars: &[(&str, &str)],
     capabilities: serde_json::Value,
-) -> (LspClient, String) {
-    let client = LspClient::spawn_binary(env, root);
-    client.initialize(root, capabilities, json!({})).await;
+) -> (tempfile::TempDir, LspClient, String) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(USER_CONFIG), config).unwrap();
+    let root = workspace(dir.path(), "ws", &[]);
+    let env = ServerEnv::in_dir(dir.path())
+        .with([("ANTHROPIC_BASE_URL", base_url), ("ANTHROPIC_API_KEY", KEY)])
+        .with(vars.iter().copied());
+    let client = env.spawn(&root);
+    client.initialize(&root, capabilities, json!({})).await;
     let created = client.command("agentls.newSession", json!({})).await.expect("newSession");
     let session = created["sessionId"].as_str().unwrap().to_string();
-    (client, session)
+    (dir, client, session)
 }
 
 /// The API key of the editor journeys: nothing the server says may show it.
@@ -410,15 +397,7 @@ async fn editor_error(
     vars: &[(&str, &str)],
     secrets: &[&str],
 ) -> (serde_json::Value, std::time::Duration) {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join(USER_CONFIG), config).unwrap();
-    let mut all = vec![
-        ("ANTHROPIC_BASE_URL".to_string(), base_url.to_string()),
-        ("ANTHROPIC_API_KEY".into(), KEY.into()),
-    ];
-    all.extend(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-    let (root, env) = server_env(dir.path(), all);
-    let (client, session) = editor_session(&pairs(&env), &root, plugin_capabilities()).await;
+    let (_dir, client, session) = editor_session(base_url, config, vars, plugin_capabilities()).await;
     let started = std::time::Instant::now();
     client.command("agentls.prompt", json!({"sessionId": session, "text": "hello"})).await.expect("prompt");
     let error = client.next_event(&session, "error").await;
@@ -460,12 +439,9 @@ async fn the_editor_is_told_what_to_do_when_the_proxy_refuses_or_the_provider_is
     );
 
     // A plain LSP client: the same as window/showMessage, here for the provider itself.
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join(USER_CONFIG), "[network]\nmax_retries = 0\n").unwrap();
-    let vars =
-        vec![("ANTHROPIC_BASE_URL".into(), unreachable.clone()), ("ANTHROPIC_API_KEY".into(), KEY.into())];
-    let (root, env) = server_env(dir.path(), vars);
-    let (client, session) = editor_session(&pairs(&env), &root, lsp_client::plain_capabilities()).await;
+    let (_dir, client, session) =
+        editor_session(&unreachable, "[network]\nmax_retries = 0\n", &[], lsp_client::plain_capabilities())
+            .await;
     client.command("agentls.prompt", json!({"sessionId": session, "text": "hello"})).await.expect("prompt");
     let shown = client
         .next_notification_where("window/showMessage", |p| {

@@ -10,7 +10,9 @@ pub mod memory_env;
 pub mod mitmproxy;
 pub mod mock_provider;
 pub mod processes;
+pub mod server_env;
 pub mod session_harness;
+pub mod text_edits;
 pub mod tls;
 pub mod tools_support;
 
