@@ -9,7 +9,7 @@ use crate::support::lsp_client;
 use crate::support::server_env::{LspServer, ServerFolder};
 use crate::support::session_harness;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use lsp_client::{LspClient, plugin_capabilities};
@@ -86,8 +86,17 @@ async fn the_editor_is_asked_with_the_server_tool_and_arguments_and_the_call_run
     server.client.shutdown().await;
 }
 
-#[tokio::test]
-async fn cancelling_the_turn_cancels_the_call_at_the_server() {
+/// A server whose MCP server `bad` (`tests/fixtures/mcp/misbehaving.py`, logging to `log`) is in
+/// the middle of a `hang` call that reached it, in the session `id`; `pid` is the fixture's.
+struct Hanging {
+    _dir: tempfile::TempDir,
+    log: PathBuf,
+    server: Server,
+    id: String,
+    pid: u32,
+}
+
+async fn hanging_call() -> Hanging {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("fixture.log");
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/misbehaving.py");
@@ -100,34 +109,37 @@ async fn cancelling_the_turn_cancels_the_call_at_the_server() {
     server.mock.push(Turn::new().tool_call("c1", "mcp__bad__hang", json!({})));
     let id = server.session_with_prompt("hang").await;
     server.client.next_event(&id, "tool_call_start").await;
-    // The call reached the server before the turn is cancelled.
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while !std::fs::read_to_string(&log).unwrap_or_default().contains("\"hang\"") {
-        assert!(std::time::Instant::now() < deadline, "the call never reached the server");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    server.client.command("agentls.cancel", json!({"sessionId": id})).await.expect("cancel");
-    let end = server.client.next_event(&id, "tool_call_end").await;
-    assert_eq!(end["data"]["status"], "cancelled", "{end}");
-    server.client.next_event(&id, "processing_end").await;
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !std::fs::read_to_string(&log).unwrap_or_default().contains("cancelled ") {
+    until_logged(&log, "\"hang\"", Duration::from_secs(20), "the call never reached the server").await;
+    let pid = *pids(&log).first().expect("the fixture's pid");
+    Hanging { _dir: dir, log, server, id, pid }
+}
+
+/// Waits until the fixture's `log` holds `what`, at most `within`; fails with `failure` (and the log).
+async fn until_logged(log: &Path, what: &str, within: Duration, failure: &str) {
+    let deadline = std::time::Instant::now() + within;
+    while !std::fs::read_to_string(log).unwrap_or_default().contains(what) {
         assert!(
             std::time::Instant::now() < deadline,
-            "the server was not told: {}",
-            std::fs::read_to_string(&log).unwrap()
+            "{failure}: {}",
+            std::fs::read_to_string(log).unwrap_or_default()
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let pid: u32 = std::fs::read_to_string(&log)
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("pid ")?.parse().ok())
-        .expect("the fixture's pid");
+}
+
+#[tokio::test]
+async fn cancelling_the_turn_cancels_the_call_at_the_server() {
+    // The call reached the server before the turn is cancelled.
+    let Hanging { log, server, id, pid, .. } = &hanging_call().await;
+    server.client.command("agentls.cancel", json!({"sessionId": id})).await.expect("cancel");
+    let end = server.client.next_event(id, "tool_call_end").await;
+    assert_eq!(end["data"]["status"], "cancelled", "{end}");
+    server.client.next_event(id, "processing_end").await;
+    until_logged(log, "cancelled ", Duration::from_secs(10), "the server was not told").await;
     // The server ends with the language server.
     server.client.shutdown().await;
     assert!(
-        session_harness::wait_process_gone(pid, Duration::from_secs(10)).await,
+        session_harness::wait_process_gone(*pid, Duration::from_secs(10)).await,
         "{pid} outlived the server"
     );
 }
@@ -135,35 +147,14 @@ async fn cancelling_the_turn_cancels_the_call_at_the_server() {
 /// The process guard ends a server's program when the language server is killed outright.
 #[tokio::test]
 async fn a_killed_language_server_leaves_no_mcp_server_behind() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("fixture.log");
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/misbehaving.py");
-    let server = Server::start(&format!(
-        "[mcp_servers.bad]\ncommand = \"python3\"\nargs = [\"{}\"]\nenv = {{ MCP_FIXTURE_LOG = \"{}\" }}\npermission = \"allow\"\n",
-        fixture.display(),
-        log.display()
-    ))
-    .await;
-    server.mock.push(Turn::new().tool_call("c1", "mcp__bad__hang", json!({})));
-    let id = server.session_with_prompt("hang").await;
-    server.client.next_event(&id, "tool_call_start").await;
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while !std::fs::read_to_string(&log).unwrap_or_default().contains("\"hang\"") {
-        assert!(std::time::Instant::now() < deadline, "the call never reached the server");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let pid: u32 = std::fs::read_to_string(&log)
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("pid ")?.parse().ok())
-        .expect("the fixture's pid");
+    let Hanging { server, pid, .. } = &hanging_call().await;
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(server.client.pid() as i32),
         nix::sys::signal::Signal::SIGKILL,
     )
     .expect("SIGKILL the language server");
     assert!(
-        session_harness::wait_process_gone(pid, Duration::from_secs(10)).await,
+        session_harness::wait_process_gone(*pid, Duration::from_secs(10)).await,
         "{pid} outlived a killed server"
     );
 }
