@@ -47,6 +47,16 @@ impl Home {
         std::fs::write(self.dir.path().join(USER_CONFIG), toml).expect("user config");
     }
 
+    /// A `session/new` step in the workspace with the MCP servers `servers`.
+    fn new_with_mcp(&self, servers: Value) -> Value {
+        json!({"op": "new", "cwd": self.ws(), "mcpServers": servers})
+    }
+
+    /// A `session/load` step of the session `id` in the workspace.
+    fn load(&self, id: &str) -> Value {
+        json!({"op": "load", "sessionId": id, "cwd": self.ws()})
+    }
+
     fn write(&self, rel: &str, text: &str) -> PathBuf {
         let path = self.ws().join(rel);
         std::fs::write(&path, text).expect("write");
@@ -62,19 +72,20 @@ impl Home {
         cmd
     }
 
-    /// `initialize` with `capabilities`, `session/new` in the workspace, then `steps`, the
-    /// permission questions answered with `permissions` in order.
-    async fn journey(
-        &self,
-        mock: &MockProvider,
-        capabilities: Value,
-        permissions: Value,
-        steps: Value,
-    ) -> Vec<Value> {
-        let mut all = vec![json!({"op": "initialize"}), json!({"op": "new", "cwd": self.ws()})];
+    /// `initialize` as `client`, `session/new` in the workspace, then `steps`.
+    async fn journey(&self, mock: &MockProvider, client: Client, steps: Value) -> Vec<Value> {
+        let mut all = vec![json!({"op": "new", "cwd": self.ws()})];
         all.extend(steps.as_array().cloned().unwrap_or_default());
-        self.drive(mock, json!({"capabilities": capabilities, "permissions": permissions, "steps": all}))
-            .await
+        self.reopen(mock, client, Value::Array(all)).await
+    }
+
+    /// `initialize` as `client`, then `steps` (which load, resume or list sessions of earlier runs).
+    async fn reopen(&self, mock: &MockProvider, client: Client, steps: Value) -> Vec<Value> {
+        let mut scenario = client.0;
+        let mut all = vec![json!({"op": "initialize"})];
+        all.extend(steps.as_array().cloned().unwrap_or_default());
+        scenario["steps"] = Value::Array(all);
+        self.drive(mock, scenario).await
     }
 
     /// Runs the SDK driver on `scenario` and returns the lines it printed.
@@ -123,23 +134,99 @@ fn updates<'a>(lines: &'a [Value], kind: &str) -> Vec<&'a Value> {
         .collect()
 }
 
+/// The string `key` of each item of the array `list`.
+fn each<'a>(list: &'a Value, key: &str) -> Vec<&'a str> {
+    list.as_array().expect("an array").iter().map(|item| item[key].as_str().expect("a string")).collect()
+}
+
 fn message_text(lines: &[Value]) -> String {
     updates(lines, "agent_message_chunk").iter().filter_map(|u| u["content"]["text"].as_str()).collect()
 }
 
-/// The model reads `rel` (call `c1`), then replaces `old` with `new` in it (call `c2`).
-fn read_and_edit(mock: &MockProvider, rel: &str, old: &str, new: &str) {
-    mock.push(Reply::new().tool_call("c1", "read_file", json!({"file_path": rel})));
-    mock.push(Reply::new().tool_call(
-        "c2",
-        "edit_file",
-        json!({"file_path": rel, "old_string": old, "new_string": new}),
-    ));
+/// A test's folder and the mock Anthropic provider with the model's `turns` queued in order.
+async fn scripted(turns: &[Reply]) -> (MockProvider, Home) {
+    scripted_as(Dialect::Anthropic, turns).await
+}
+
+/// [`scripted`] with a mock provider of `dialect`.
+async fn scripted_as(dialect: Dialect, turns: &[Reply]) -> (MockProvider, Home) {
+    let mock = MockProvider::start(dialect).await;
+    for turn in turns {
+        mock.push(turn.clone());
+    }
+    (mock, Home::new())
+}
+
+/// A model turn that calls `tool` with `arguments` (call `id`).
+fn call(id: &str, tool: &str, arguments: Value) -> Reply {
+    Reply::new().tool_call(id, tool, arguments)
+}
+
+/// A model turn that reads `rel`.
+fn read(id: &str, rel: &str) -> Reply {
+    call(id, "read_file", json!({"file_path": rel}))
+}
+
+/// A model turn that replaces `old` with `new` in `rel`.
+fn edit(id: &str, rel: &str, old: &str, new: &str) -> Reply {
+    call(id, "edit_file", json!({"file_path": rel, "old_string": old, "new_string": new}))
+}
+
+/// A model turn that runs `command`.
+fn shell(id: &str, command: &str) -> Reply {
+    call(id, "shell", json!({"command": command}))
+}
+
+/// A model turn that answers `text`.
+fn answer(text: &str) -> Reply {
+    Reply::new().text(text)
+}
+
+/// The scripted client of a run of the driver: what it advertises (`capabilities`) and the rest
+/// of the scenario but its steps (how it answers permission questions, its unsaved buffers, ...).
+struct Client(Value);
+
+impl Client {
+    fn new(capabilities: Value) -> Self {
+        Self(json!({"capabilities": capabilities}))
+    }
+
+    /// A client without fs methods or a terminal.
+    fn plain() -> Self {
+        Self::new(fs_caps(false, false))
+    }
+
+    /// With the scenario's `key` set to `value`.
+    fn with(mut self, key: &str, value: Value) -> Self {
+        self.0[key] = value;
+        self
+    }
+
+    /// Advertising `value` as its capability `key` besides.
+    fn capability(mut self, key: &str, value: Value) -> Self {
+        self.0["capabilities"][key] = value;
+        self
+    }
+
+    /// Answering the permission questions with `answers`, in order.
+    fn answers(self, answers: Value) -> Self {
+        self.with("permissions", answers)
+    }
+
+    /// Holding `text` unsaved for `path` (what `fs/read_text_file` answers).
+    fn buffer(self, path: &Path, text: &str) -> Self {
+        self.with("buffers", json!({path.display().to_string(): text}))
+    }
 }
 
 /// A `session/prompt` step with one text block.
 fn prompt(text: &str) -> Value {
     json!({"op": "prompt", "prompt": [{"type": "text", "text": text}]})
+}
+
+/// A `session/prompt` step with one text block to the session `id`.
+fn prompt_to(id: &str, text: &str) -> Value {
+    json!({"op": "prompt", "sessionId": id, "prompt": [{"type": "text", "text": text}]})
 }
 
 fn fs_caps(read: bool, write: bool) -> Value {
@@ -160,17 +247,8 @@ fn sent_results(mock: &MockProvider, index: usize) -> String {
 
 #[tokio::test]
 async fn handshake_advertises_only_what_is_implemented_and_the_session_has_modes_and_commands() {
-    let mock = MockProvider::start(Dialect::Anthropic).await;
-    let home = Home::new();
-    let lines = home
-        .drive(
-            &mock,
-            json!({"capabilities": fs_caps(false, false), "steps": [
-                {"op": "initialize"},
-                {"op": "new", "cwd": home.ws()},
-            ]}),
-        )
-        .await;
+    let (mock, home) = scripted(&[]).await;
+    let lines = home.journey(&mock, Client::plain(), json!([])).await;
     let init = &response(&lines, "initialize")["result"];
     assert_eq!(init["protocolVersion"], 1);
     let caps = &init["agentCapabilities"];
@@ -186,58 +264,36 @@ async fn handshake_advertises_only_what_is_implemented_and_the_session_has_modes
     let new = &response(&lines, "new")["result"];
     assert!(new["sessionId"].as_str().is_some_and(|id| !id.is_empty()));
     assert_eq!(new["modes"]["currentModeId"], "ask");
-    let modes: Vec<&str> = new["modes"]["availableModes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["id"].as_str().unwrap())
-        .collect();
-    assert_eq!(modes, ["ask", "accept-edits", "read-only"]);
-    let options: Vec<&str> =
-        new["configOptions"].as_array().unwrap().iter().map(|o| o["id"].as_str().unwrap()).collect();
+    assert_eq!(each(&new["modes"]["availableModes"], "id"), ["ask", "accept-edits", "read-only"]);
+    let options = each(&new["configOptions"], "id");
     assert_eq!(options, ["mode", "model", "effort"], "claude-sonnet-4-5 takes a reasoning effort");
     let commands = updates(&lines, "available_commands_update");
-    let names: Vec<&str> = commands[0]["availableCommands"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(names, ["compact", "model", "undo", "rewind", "redo"]);
+    assert_eq!(
+        each(&commands[0]["availableCommands"], "name"),
+        ["compact", "model", "undo", "rewind", "redo"]
+    );
     assert_eq!(mock.request_count(), 0, "nothing was asked of the model");
 }
 
 #[tokio::test]
 async fn a_prompt_edits_an_unsaved_buffer_through_fs_methods_after_permission() {
-    let mock = MockProvider::start(Dialect::Anthropic).await;
-    let home = Home::new();
+    let (mock, home) = scripted(&[
+        Reply::new().thinking("Reading it first.", "sig").tool_call(
+            "c1",
+            "read_file",
+            json!({"file_path": "notes.txt"}),
+        ),
+        edit("c2", "notes.txt", "unsaved line", "edited line"),
+        answer("Edited the buffer."),
+    ])
+    .await;
     let file = home.write("notes.txt", "on disk\n");
-    mock.push(Reply::new().thinking("Reading it first.", "sig").tool_call(
-        "c1",
-        "read_file",
-        json!({"file_path": "notes.txt"}),
-    ));
-    mock.push(Reply::new().tool_call(
-        "c2",
-        "edit_file",
-        json!({"file_path": "notes.txt", "old_string": "unsaved line", "new_string": "edited line"}),
-    ));
-    mock.push(Reply::new().text("Edited the buffer."));
-    let lines = home
-        .drive(
-            &mock,
-            json!({
-                "capabilities": fs_caps(true, true),
-                "buffers": {file.display().to_string(): "unsaved line\n"},
-                "permissions": ["allow_once"],
-                "steps": [
-                    {"op": "initialize"},
-                    {"op": "new", "cwd": home.ws()},
-                    {"op": "prompt", "prompt": [{"type": "text", "text": "Fix "}, {"type": "resource_link", "name": "notes.txt", "uri": format!("file://{}", file.display())}]},
-                ]
-            }),
-        )
-        .await;
+    let client =
+        Client::new(fs_caps(true, true)).buffer(&file, "unsaved line\n").answers(json!(["allow_once"]));
+    let link =
+        json!({"type": "resource_link", "name": "notes.txt", "uri": format!("file://{}", file.display())});
+    let steps = json!([{"op": "prompt", "prompt": [{"type": "text", "text": "Fix "}, link]}]);
+    let lines = home.journey(&mock, client, steps).await;
     assert_eq!(response(&lines, "prompt")["result"]["stopReason"], "end_turn", "{lines:#?}");
     assert!(
         sent_results(&mock, 1).contains("unsaved line"),
@@ -293,14 +349,12 @@ async fn a_prompt_edits_an_unsaved_buffer_through_fs_methods_after_permission() 
 
 #[tokio::test]
 async fn a_rejected_edit_reaches_the_model_as_an_error_and_nothing_is_written() {
-    let mock = MockProvider::start(Dialect::Anthropic).await;
-    let home = Home::new();
+    let (mock, home) =
+        scripted(&[read("c1", "a.txt"), edit("c2", "a.txt", "one", "two"), answer("Understood, I left it.")])
+            .await;
     let file = home.write("a.txt", "one\n");
-    read_and_edit(&mock, "a.txt", "one", "two");
-    mock.push(Reply::new().text("Understood, I left it."));
-    let lines = home
-        .journey(&mock, fs_caps(false, false), json!(["reject_once"]), json!([prompt("change one to two")]))
-        .await;
+    let client = Client::plain().answers(json!(["reject_once"]));
+    let lines = home.journey(&mock, client, json!([prompt("change one to two")])).await;
     assert_eq!(response(&lines, "prompt")["result"]["stopReason"], "end_turn");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "one\n");
     let result = sent_results(&mock, 2);
@@ -313,13 +367,14 @@ async fn a_rejected_edit_reaches_the_model_as_an_error_and_nothing_is_written() 
 
 #[tokio::test]
 async fn a_denied_command_is_not_run_and_always_reject_is_kept_for_the_session() {
-    let mock = MockProvider::start(Dialect::Anthropic).await;
-    let home = Home::new();
-    mock.push(Reply::new().tool_call("c1", "shell", json!({"command": "mkdir -p made-1"})));
-    mock.push(Reply::new().tool_call("c2", "shell", json!({"command": "mkdir -p made-2"})));
-    mock.push(Reply::new().text("I could not run it."));
+    let (mock, home) = scripted(&[
+        shell("c1", "mkdir -p made-1"),
+        shell("c2", "mkdir -p made-2"),
+        answer("I could not run it."),
+    ])
+    .await;
     let lines = home
-        .journey(&mock, fs_caps(false, false), json!(["reject_always"]), json!([prompt("make files")]))
+        .journey(&mock, Client::plain().answers(json!(["reject_always"])), json!([prompt("make files")]))
         .await;
     assert_eq!(response(&lines, "prompt")["result"]["stopReason"], "end_turn");
     assert!(!home.ws().join("made-1").exists() && !home.ws().join("made-2").exists());
@@ -327,8 +382,7 @@ async fn a_denied_command_is_not_run_and_always_reject_is_kept_for_the_session()
     assert_eq!(asked.len(), 1, "the second command was refused without asking: {lines:#?}");
     assert_eq!(asked[0]["toolCall"]["toolCallId"], "c1");
     assert_eq!(asked[0]["toolCall"]["kind"], "execute");
-    let kinds: Vec<&str> =
-        asked[0]["options"].as_array().unwrap().iter().map(|o| o["kind"].as_str().unwrap()).collect();
+    let kinds = each(&asked[0]["options"], "kind");
     assert_eq!(kinds, ["allow_once", "allow_always", "reject_once", "reject_always"]);
     assert!(sent_results(&mock, 1).contains("denied"), "{}", sent_results(&mock, 1));
     assert!(sent_results(&mock, 2).contains("for the rest of this session"), "{}", sent_results(&mock, 2));
@@ -336,23 +390,16 @@ async fn a_denied_command_is_not_run_and_always_reject_is_kept_for_the_session()
 
 #[tokio::test]
 async fn an_allowed_command_streams_its_output_and_later_reads_see_the_disk_not_a_stale_buffer() {
-    let mock = MockProvider::start(Dialect::Anthropic).await;
-    let home = Home::new();
+    let (mock, home) = scripted(&[
+        shell("c1", "echo marker-out; echo new > f.txt"),
+        read("c2", "f.txt"),
+        read("c3", "f.txt"),
+        answer("done"),
+    ])
+    .await;
     let file = home.write("f.txt", "old\n");
-    mock.push(Reply::new().tool_call("c1", "shell", json!({"command": "echo marker-out; echo new > f.txt"})));
-    mock.push(Reply::new().tool_call("c2", "read_file", json!({"file_path": "f.txt"})));
-    mock.push(Reply::new().tool_call("c3", "read_file", json!({"file_path": "f.txt"})));
-    mock.push(Reply::new().text("done"));
-    let lines = home
-        .drive(
-            &mock,
-            json!({"capabilities": fs_caps(true, true), "buffers": {file.display().to_string(): "old\n"},
-                "permissions": ["allow_once"], "steps": [
-                {"op": "initialize"}, {"op": "new", "cwd": home.ws()},
-                {"op": "prompt", "prompt": [{"type": "text", "text": "run it"}]},
-            ]}),
-        )
-        .await;
+    let client = Client::new(fs_caps(true, true)).buffer(&file, "old\n").answers(json!(["allow_once"]));
+    let lines = home.journey(&mock, client, json!([prompt("run it")])).await;
     assert_eq!(response(&lines, "prompt")["result"]["stopReason"], "end_turn");
     let shown: String = updates(&lines, "tool_call_update")
         .iter()
@@ -367,11 +414,8 @@ async fn an_allowed_command_streams_its_output_and_later_reads_see_the_disk_not_
 
 #[tokio::test]
 async fn cancel_with_a_pending_permission_ends_the_turn_cancelled() {
-    let mock = MockProvider::start(Dialect::Anthropic).await;
-    let home = Home::new();
-    mock.push(Reply::new().tool_call("c1", "shell", json!({"command": "touch never"})));
-    mock.push(Reply::new().text("after cancel"));
-    let lines = home.journey(&mock, fs_caps(false, false), json!(["cancel"]), json!([prompt("run")])).await;
+    let (mock, home) = scripted(&[shell("c1", "touch never"), answer("after cancel")]).await;
+    let lines = home.journey(&mock, Client::plain().answers(json!(["cancel"])), json!([prompt("run")])).await;
     assert_eq!(response(&lines, "prompt")["result"]["stopReason"], "cancelled", "{lines:#?}");
     assert!(!home.ws().join("never").exists());
     assert_eq!(mock.request_count(), 1, "the model was not asked again after the cancel");
@@ -379,13 +423,11 @@ async fn cancel_with_a_pending_permission_ends_the_turn_cancelled() {
 
 #[tokio::test]
 async fn without_fs_capabilities_the_disk_is_read_and_written_and_no_fs_method_is_called() {
-    let mock = MockProvider::start(Dialect::Anthropic).await;
-    let home = Home::new();
+    let (mock, home) =
+        scripted(&[read("c1", "d.txt"), edit("c2", "d.txt", "alpha", "beta"), answer("ok")]).await;
     let file = home.write("d.txt", "alpha\n");
-    read_and_edit(&mock, "d.txt", "alpha", "beta");
-    mock.push(Reply::new().text("ok"));
     let lines =
-        home.journey(&mock, fs_caps(false, false), json!(["allow_once"]), json!([prompt("edit")])).await;
+        home.journey(&mock, Client::plain().answers(json!(["allow_once"])), json!([prompt("edit")])).await;
     assert_eq!(response(&lines, "prompt")["result"]["stopReason"], "end_turn");
     assert!(of_type(&lines, "read").is_empty() && of_type(&lines, "write").is_empty());
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "beta\n", "the shared disk writer wrote it");
@@ -393,24 +435,21 @@ async fn without_fs_capabilities_the_disk_is_read_and_written_and_no_fs_method_i
 
 #[tokio::test]
 async fn modes_switch_edits_between_asking_accepting_and_read_only() {
-    let mock = MockProvider::start(Dialect::Anthropic).await;
-    let home = Home::new();
+    let (mock, home) = scripted(&[
+        // read-only: the edit is refused without a question.
+        read("c1", "m.txt"),
+        edit("c2", "m.txt", "a", "b"),
+        answer("planned"),
+        // accept edits: written without a question.
+        edit("c3", "m.txt", "a", "c"),
+        answer("edited"),
+    ])
+    .await;
     let file = home.write("m.txt", "a\n");
-    // read-only: the edit is refused without a question.
-    read_and_edit(&mock, "m.txt", "a", "b");
-    mock.push(Reply::new().text("planned"));
-    // accept edits: written without a question.
-    mock.push(Reply::new().tool_call(
-        "c3",
-        "edit_file",
-        json!({"file_path": "m.txt", "old_string": "a", "new_string": "c"}),
-    ));
-    mock.push(Reply::new().text("edited"));
     let lines = home
         .journey(
             &mock,
-            fs_caps(false, false),
-            json!([]),
+            Client::plain(),
             json!([
                 {"op": "set_mode", "mode": "read-only"},
                 {"op": "prompt", "prompt": [{"type": "text", "text": "plan"}]},
@@ -434,18 +473,9 @@ async fn modes_switch_edits_between_asking_accepting_and_read_only() {
 
 #[tokio::test]
 async fn slash_commands_typed_by_the_user_work() {
-    let mock = MockProvider::start(Dialect::Anthropic).await;
-    let home = Home::new();
+    let (mock, home) = scripted(&[]).await;
     let lines = home
-        .journey(
-            &mock,
-            fs_caps(false, false),
-            json!([]),
-            json!([
-                {"op": "prompt", "prompt": [{"type": "text", "text": "/model other-model-1"}]},
-                {"op": "prompt", "prompt": [{"type": "text", "text": "/compact"}]},
-            ]),
-        )
+        .journey(&mock, Client::plain(), json!([prompt("/model other-model-1"), prompt("/compact")]))
         .await;
     let answers = responses(&lines, "prompt");
     assert!(answers.iter().all(|a| a["result"]["stopReason"] == "end_turn"), "{lines:#?}");
@@ -457,26 +487,13 @@ async fn slash_commands_typed_by_the_user_work() {
 
 #[tokio::test]
 async fn load_replays_the_history_and_resume_goes_on_with_it() {
-    let mock = MockProvider::start(Dialect::Anthropic).await;
-    let home = Home::new();
+    let (mock, home) = scripted(&[read("c1", "r.txt"), answer("It says hello.")]).await;
     home.write("r.txt", "hello\n");
-    mock.push(Reply::new().tool_call("c1", "read_file", json!({"file_path": "r.txt"})));
-    mock.push(Reply::new().text("It says hello."));
-    let first =
-        home.journey(&mock, fs_caps(false, false), json!([]), json!([prompt("what does r.txt say?")])).await;
+    let first = home.journey(&mock, Client::plain(), json!([prompt("what does r.txt say?")])).await;
     let id = response(&first, "new")["result"]["sessionId"].as_str().unwrap().to_string();
-    mock.push(Reply::new().text("Still hello."));
-    let second = home
-        .drive(
-            &mock,
-            json!({"capabilities": fs_caps(false, false), "steps": [
-                {"op": "initialize"},
-                {"op": "list"},
-                {"op": "load", "sessionId": id, "cwd": home.ws()},
-                {"op": "prompt", "sessionId": id, "prompt": [{"type": "text", "text": "and now?"}]},
-            ]}),
-        )
-        .await;
+    mock.push(answer("Still hello."));
+    let steps = json!([{"op": "list"}, home.load(&id), prompt_to(&id, "and now?")]);
+    let second = home.reopen(&mock, Client::plain(), steps).await;
     let listed = &response(&second, "list")["result"]["sessions"];
     let entry = listed.as_array().unwrap().iter().find(|s| s["sessionId"] == id.as_str()).expect("listed");
     assert_eq!(entry["title"], "what does r.txt say?");
@@ -499,18 +516,10 @@ async fn load_replays_the_history_and_resume_goes_on_with_it() {
         "the model got the whole conversation"
     );
     // resume: no replay, the conversation goes on.
-    mock.push(Reply::new().text("Resumed."));
-    let third = home
-        .drive(
-            &mock,
-            json!({"capabilities": fs_caps(false, false), "steps": [
-                {"op": "initialize"},
-                {"op": "resume", "sessionId": id, "cwd": home.ws()},
-                {"op": "prompt", "sessionId": id, "prompt": [{"type": "text", "text": "third"}]},
-                {"op": "close", "sessionId": id},
-            ]}),
-        )
-        .await;
+    mock.push(answer("Resumed."));
+    let resume = json!({"op": "resume", "sessionId": id, "cwd": home.ws()});
+    let close = json!({"op": "close", "sessionId": id});
+    let third = home.reopen(&mock, Client::plain(), json!([resume, prompt_to(&id, "third"), close])).await;
     let resume_at = third.iter().position(|l| l["op"] == "resume").unwrap();
     assert!(!third[..resume_at].iter().any(|l| l["type"] == "update"), "resume replays nothing");
     assert_eq!(response(&third, "close")["type"], "response");
@@ -520,27 +529,20 @@ async fn load_replays_the_history_and_resume_goes_on_with_it() {
 
 #[tokio::test]
 async fn mcp_servers_from_session_new_over_stdio_and_http_are_offered_and_their_calls_asked_about() {
-    let mock = MockProvider::start(Dialect::Anthropic).await;
-    let home = Home::new();
-    let everything = support::installed::everything();
+    let (mock, home) = scripted(&[
+        call("c1", "mcp__everything__echo", json!({"message": "via-acp"})),
+        call("c2", "mcp__web__get-sum", json!({"a": 2, "b": 40})),
+        answer("echoed and added"),
+    ])
+    .await;
     // The same server over Streamable HTTP.
     let (mut web, url) = support::installed::everything_http().await;
-    mock.push(Reply::new().tool_call("c1", "mcp__everything__echo", json!({"message": "via-acp"})));
-    mock.push(Reply::new().tool_call("c2", "mcp__web__get-sum", json!({"a": 2, "b": 40})));
-    mock.push(Reply::new().text("echoed and added"));
-    let lines = home
-        .drive(
-            &mock,
-            json!({"capabilities": fs_caps(false, false), "permissions": ["allow_once", "allow_once"], "steps": [
-                {"op": "initialize"},
-                {"op": "new", "cwd": home.ws(), "mcpServers": [
-                    {"name": "everything", "command": everything, "args": ["stdio"], "env": []},
-                    {"type": "http", "name": "web", "url": url, "headers": []},
-                ]},
-                prompt("echo, then add"),
-            ]}),
-        )
-        .await;
+    let new = home.new_with_mcp(json!([
+        everything_over_stdio(),
+        {"type": "http", "name": "web", "url": url, "headers": []},
+    ]));
+    let client = Client::plain().answers(json!(["allow_once", "allow_once"]));
+    let lines = home.reopen(&mock, client, json!([new, prompt("echo, then add")])).await;
     let _ = web.kill().await;
     assert_eq!(response(&lines, "prompt")["result"]["stopReason"], "end_turn", "{lines:#?}");
     let tools = mock.requests()[0].body["tools"].to_string();
@@ -551,6 +553,11 @@ async fn mcp_servers_from_session_new_over_stdio_and_http_are_offered_and_their_
     assert_eq!(asked[1]["toolCall"]["rawInput"]["server"], "web");
     assert!(sent_results(&mock, 1).contains("via-acp"), "{}", sent_results(&mock, 1));
     assert!(sent_results(&mock, 2).contains("42"), "{}", sent_results(&mock, 2));
+}
+
+/// `@modelcontextprotocol/server-everything` over stdio, as `session/new` names an MCP server.
+fn everything_over_stdio() -> Value {
+    json!({"name": "everything", "command": support::installed::everything(), "args": ["stdio"], "env": []})
 }
 
 /// `acpx --agent 'agentls acp' --format json <flags> exec PROMPT` in the workspace: the JSON-RPC
@@ -580,11 +587,9 @@ fn methods(lines: &[Value]) -> Vec<&str> {
 
 #[tokio::test]
 async fn acpx_runs_a_prompt_that_edits_through_its_fs_methods_after_approval() {
-    let mock = MockProvider::start(Dialect::Anthropic).await;
-    let home = Home::new();
+    let (mock, home) =
+        scripted(&[read("c1", "x.txt"), edit("c2", "x.txt", "before", "after"), answer("Changed it.")]).await;
     let file = home.write("x.txt", "before\n");
-    read_and_edit(&mock, "x.txt", "before", "after");
-    mock.push(Reply::new().text("Changed it."));
     let (lines, ok) = acpx(&home, &mock, &["--approve-all"], "change x").await;
     assert!(ok, "{lines:#?}");
     let called = methods(&lines);
@@ -609,10 +614,7 @@ async fn acpx_runs_a_prompt_that_edits_through_its_fs_methods_after_approval() {
 
 #[tokio::test]
 async fn acpx_denying_everything_keeps_a_command_from_running() {
-    let mock = MockProvider::start(Dialect::Anthropic).await;
-    let home = Home::new();
-    mock.push(Reply::new().tool_call("c1", "shell", json!({"command": "touch acpx-made"})));
-    mock.push(Reply::new().text("Not run."));
+    let (mock, home) = scripted(&[shell("c1", "touch acpx-made"), answer("Not run.")]).await;
     let (lines, _) = acpx(&home, &mock, &["--deny-all"], "make a file").await;
     assert!(methods(&lines).contains(&"session/request_permission"), "{lines:#?}");
     assert!(!home.ws().join("acpx-made").exists());
@@ -622,10 +624,7 @@ async fn acpx_denying_everything_keeps_a_command_from_running() {
 
 #[tokio::test]
 async fn acpx_runs_an_allowed_command_in_its_terminal_without_the_provider_key() {
-    let mock = MockProvider::start(Dialect::Anthropic).await;
-    let home = Home::new();
-    mock.push(Reply::new().tool_call("c1", "shell", json!({"command": "env; echo acpx-ran > ran.txt"})));
-    mock.push(Reply::new().text("Ran it."));
+    let (mock, home) = scripted(&[shell("c1", "env; echo acpx-ran > ran.txt"), answer("Ran it.")]).await;
     let (lines, ok) = acpx(&home, &mock, &["--approve-all"], "run env").await;
     assert!(ok, "{lines:#?}");
     let called = methods(&lines);
@@ -650,14 +649,17 @@ async fn lsp(home: &Home, mock: &MockProvider) -> lsp_client::LspClient {
     client
 }
 
+/// Prompts the language server's session `id` with `text`; returns at the turn's end.
+async fn lsp_turn(client: &lsp_client::LspClient, id: &str, text: &str) {
+    client.command("agentls.prompt", json!({"sessionId": id, "text": text})).await.expect("prompt");
+    client.next_turn_end(id).await;
+}
+
 #[tokio::test]
 async fn a_session_created_over_acp_is_resumed_by_the_language_server_and_the_other_way_round() {
-    let mock = MockProvider::start(Dialect::Anthropic).await;
-    let home = Home::new();
     // ACP → LSP.
-    mock.push(Reply::new().text("noted: kumquat"));
-    let lines =
-        home.journey(&mock, fs_caps(false, false), json!([]), json!([prompt("remember kumquat")])).await;
+    let (mock, home) = scripted(&[answer("noted: kumquat")]).await;
+    let lines = home.journey(&mock, Client::plain(), json!([prompt("remember kumquat")])).await;
     let acp_id = response(&lines, "new")["result"]["sessionId"].as_str().unwrap().to_string();
     let client = lsp(&home, &mock).await;
     let listed = client.command("agentls.listSessions", json!({})).await.expect("list");
@@ -669,39 +671,22 @@ async fn a_session_created_over_acp_is_resumed_by_the_language_server_and_the_ot
         client.command("agentls.resumeSession", json!({"sessionId": acp_id})).await.expect("resume");
     assert_eq!(resumed["resumed"], true);
     assert_eq!(resumed["turns"], 2, "{resumed}");
-    mock.push(Reply::new().text("kumquat"));
-    client
-        .command("agentls.prompt", json!({"sessionId": acp_id, "text": "which word?"}))
-        .await
-        .expect("prompt");
-    client.next_turn_end(&acp_id).await;
+    mock.push(answer("kumquat"));
+    lsp_turn(&client, &acp_id, "which word?").await;
     let body = mock.requests().last().unwrap().body.to_string();
     assert!(body.contains("remember kumquat") && body.contains("which word?"), "{body}");
     // LSP → ACP.
     let created = client.command("agentls.newSession", json!({})).await.expect("newSession");
     let lsp_id = created["sessionId"].as_str().unwrap().to_string();
-    mock.push(Reply::new().text("from the editor"));
-    client
-        .command("agentls.prompt", json!({"sessionId": lsp_id, "text": "hello from lsp"}))
-        .await
-        .expect("prompt");
-    client.next_turn_end(&lsp_id).await;
+    mock.push(answer("from the editor"));
+    lsp_turn(&client, &lsp_id, "hello from lsp").await;
     client.shutdown().await;
-    mock.push(Reply::new().text("over acp now"));
-    let lines = home
-        .drive(
-            &mock,
-            json!({"capabilities": fs_caps(false, false), "steps": [
-                {"op": "initialize"},
-                {"op": "list", "cwd": home.ws()},
-                {"op": "load", "sessionId": lsp_id, "cwd": home.ws()},
-                {"op": "prompt", "sessionId": lsp_id, "prompt": [{"type": "text", "text": "and over acp"}]},
-            ]}),
-        )
-        .await;
+    mock.push(answer("over acp now"));
+    let steps =
+        json!([{"op": "list", "cwd": home.ws()}, home.load(&lsp_id), prompt_to(&lsp_id, "and over acp")]);
+    let lines = home.reopen(&mock, Client::plain(), steps).await;
     let listed = &response(&lines, "list")["result"]["sessions"];
-    let ids: Vec<&str> =
-        listed.as_array().unwrap().iter().map(|s| s["sessionId"].as_str().unwrap()).collect();
+    let ids = each(listed, "sessionId");
     assert!(ids.contains(&lsp_id.as_str()) && ids.contains(&acp_id.as_str()), "{ids:?}");
     let replayed: String =
         updates(&lines, "user_message_chunk").iter().map(|u| u["content"]["text"].to_string()).collect();
@@ -713,23 +698,21 @@ async fn a_session_created_over_acp_is_resumed_by_the_language_server_and_the_ot
 
 #[tokio::test]
 async fn a_client_that_opts_in_reviews_hunk_by_hunk_with_a_reason() {
-    let mock = MockProvider::start(Dialect::Anthropic).await;
-    let home = Home::new();
+    let (mock, home) = scripted(&[
+        read("c1", "h.txt"),
+        call("c2", "write_file", json!({"file_path": "h.txt", "content": "A\nb\nc\nd\nE\n"})),
+        answer("kept e"),
+    ])
+    .await;
     let file = home.write("h.txt", "a\nb\nc\nd\ne\n");
-    mock.push(Reply::new().tool_call("c1", "read_file", json!({"file_path": "h.txt"})));
-    mock.push(Reply::new().tool_call(
-        "c2",
-        "write_file",
-        json!({"file_path": "h.txt", "content": "A\nb\nc\nd\nE\n"}),
-    ));
-    mock.push(Reply::new().text("kept e"));
-    let mut caps = fs_caps(false, false);
-    caps["_meta"] = json!({"dev.agentls/review": {"hunks": true}});
-    let answer = json!({"kind": "allow_once", "meta": {"dev.agentls/review": {
+    let review = json!({"kind": "allow_once", "meta": {"dev.agentls/review": {
         "files": [{"path": file.display().to_string(), "hunks": [0]}],
         "feedback": "keep e lowercase",
     }}});
-    let lines = home.journey(&mock, caps, json!([answer]), json!([prompt("capitalise a and e")])).await;
+    let client = Client::plain()
+        .capability("_meta", json!({"dev.agentls/review": {"hunks": true}}))
+        .answers(json!([review]));
+    let lines = home.journey(&mock, client, json!([prompt("capitalise a and e")])).await;
     assert_eq!(response(&lines, "prompt")["result"]["stopReason"], "end_turn");
     let asked = &of_type(&lines, "permission")[0]["meta"]["dev.agentls/review"]["files"][0];
     assert_eq!(asked["path"], file.display().to_string());
@@ -743,14 +726,11 @@ async fn a_client_that_opts_in_reviews_hunk_by_hunk_with_a_reason() {
 
 #[tokio::test]
 async fn an_untrusted_folders_ignored_keys_are_told_as_a_notice_or_a_message() {
-    let mock = MockProvider::start(Dialect::Anthropic).await;
-    let home = Home::new();
+    let (mock, home) = scripted(&[shell("c1", "touch untrusted-ran"), answer("asked first")]).await;
     home.write(".agentls.toml", "[shell]\npermission = \"allow\"\n");
-    mock.push(Reply::new().tool_call("c1", "shell", json!({"command": "touch untrusted-ran"})));
-    mock.push(Reply::new().text("asked first"));
-    let mut caps = fs_caps(false, false);
-    caps["session"] = json!({"notices": {}});
-    let lines = home.journey(&mock, caps, json!(["reject_once"]), json!([prompt("run it")])).await;
+    let client =
+        Client::plain().capability("session", json!({"notices": {}})).answers(json!(["reject_once"]));
+    let lines = home.journey(&mock, client, json!([prompt("run it")])).await;
     let notices = updates(&lines, "notice");
     assert!(notices.iter().any(|n| n["title"].as_str().unwrap().contains("shell.permission")), "{lines:#?}");
     assert_eq!(
@@ -760,30 +740,26 @@ async fn an_untrusted_folders_ignored_keys_are_told_as_a_notice_or_a_message() {
     );
     assert!(!home.ws().join("untrusted-ran").exists());
     // A client without notices gets the same report in the agent's message.
-    mock.push(Reply::new().text("hello"));
-    let lines = home.journey(&mock, fs_caps(false, false), json!([]), json!([prompt("hi")])).await;
+    mock.push(answer("hello"));
+    let lines = home.journey(&mock, Client::plain(), json!([prompt("hi")])).await;
     assert!(updates(&lines, "notice").is_empty());
     assert!(message_text(&lines).contains("shell.permission"), "{}", message_text(&lines));
 }
 
 #[tokio::test]
 async fn stop_reasons_say_output_limit_refusal_and_round_limit() {
-    let mock = MockProvider::start(Dialect::Anthropic).await;
-    let home = Home::new();
+    let (mock, home) = scripted(&[
+        answer("The answer was cut here").finish_reason("max_tokens"),
+        answer("I can't help with that.").finish_reason("refusal"),
+        read("c1", "s.txt"),
+        answer("fine"),
+    ])
+    .await;
     home.config("max_tool_rounds_per_input = 1\n");
     home.write("s.txt", "x\n");
-    mock.push(Reply::new().text("The answer was cut here").finish_reason("max_tokens"));
-    mock.push(Reply::new().text("I can't help with that.").finish_reason("refusal"));
-    mock.push(Reply::new().tool_call("c1", "read_file", json!({"file_path": "s.txt"})));
-    mock.push(Reply::new().text("fine"));
-    let lines = home
-        .journey(
-            &mock,
-            fs_caps(false, false),
-            json!([]),
-            json!([prompt("write a lot"), prompt("something refused"), prompt("read s"), prompt("and now")]),
-        )
-        .await;
+    let steps =
+        json!([prompt("write a lot"), prompt("something refused"), prompt("read s"), prompt("and now")]);
+    let lines = home.journey(&mock, Client::plain(), steps).await;
     let stops: Vec<&Value> = responses(&lines, "prompt").iter().map(|r| &r["result"]["stopReason"]).collect();
     assert_eq!(stops, ["max_tokens", "refusal", "max_turn_requests", "end_turn"], "{lines:#?}");
     assert_eq!(mock.request_count(), 4, "the round limit stopped the loop after one tool round");
@@ -794,15 +770,11 @@ async fn stop_reasons_say_output_limit_refusal_and_round_limit() {
 
 #[tokio::test]
 async fn reasoning_effort_is_a_config_option_the_next_request_carries_and_set_mode_still_works() {
-    let mock = MockProvider::start(Dialect::Anthropic).await;
-    let home = Home::new();
-    mock.push(Reply::new().text("default effort"));
-    mock.push(Reply::new().text("thought hard"));
+    let (mock, home) = scripted(&[answer("default effort"), answer("thought hard")]).await;
     let lines = home
         .journey(
             &mock,
-            fs_caps(false, false),
-            json!([]),
+            Client::plain(),
             json!([
                 prompt("first"),
                 {"op": "set_config", "configId": "effort", "value": "high"},
@@ -818,8 +790,7 @@ async fn reasoning_effort_is_a_config_option_the_next_request_carries_and_set_mo
     let effort = new.as_array().unwrap().iter().find(|o| o["id"] == "effort").expect("an effort option");
     assert_eq!(effort["currentValue"], "default");
     assert_eq!(effort["category"], "thought_level");
-    let values: Vec<&str> =
-        effort["options"].as_array().unwrap().iter().map(|o| o["value"].as_str().unwrap()).collect();
+    let values = each(&effort["options"], "value");
     assert_eq!(values, ["default", "minimal", "low", "medium", "high"]);
     let set = responses(&lines, "set_config");
     let set_effort =
@@ -847,25 +818,22 @@ const SUMMARY: &str = "The user had four files read; nothing was changed.";
 
 /// Four tool rounds, then the provider's real context-length error: the session compacts
 /// (`overflow`), then retries.
-fn overflow_turn(mock: &MockProvider, home: &Home) {
+async fn overflowing() -> (MockProvider, Home) {
+    let reads: Vec<Reply> = (0..4).map(|i| read(&format!("c{i}"), "o.txt")).collect();
+    let (mock, home) = scripted(&reads).await;
     home.write("o.txt", "contents\n");
-    for i in 0..4 {
-        mock.push(Reply::new().tool_call(&format!("c{i}"), "read_file", json!({"file_path": "o.txt"})));
-    }
     mock.push_wire("anthropic/error_400_prompt_too_long.http");
-    mock.push(Reply::new().text(SUMMARY));
-    mock.push(Reply::new().text("done after compacting"));
+    mock.push(answer(SUMMARY));
+    mock.push(answer("done after compacting"));
+    (mock, home)
 }
 
 #[tokio::test]
 async fn compaction_is_told_as_compaction_update_or_as_a_thought() {
     // A client that shows compactions gets compaction_update with the summary and the counts.
-    let mock = MockProvider::start(Dialect::Anthropic).await;
-    let home = Home::new();
-    overflow_turn(&mock, &home);
-    let mut caps = fs_caps(false, false);
-    caps["session"] = json!({"compaction": {}});
-    let lines = home.journey(&mock, caps, json!([]), json!([prompt("read it four times")])).await;
+    let (mock, home) = overflowing().await;
+    let compacting = || Client::plain().capability("session", json!({"compaction": {}}));
+    let lines = home.journey(&mock, compacting(), json!([prompt("read it four times")])).await;
     assert_eq!(response(&lines, "prompt")["result"]["stopReason"], "end_turn", "{lines:#?}");
     let compactions = updates(&lines, "compaction_update");
     assert_eq!(compactions.len(), 1, "{lines:#?}");
@@ -882,16 +850,7 @@ async fn compaction_is_told_as_compaction_update_or_as_a_thought() {
     assert_eq!(message_text(&lines), "done after compacting", "the compaction is not part of the answer");
     // Loading the session shows the summary the same way.
     let id = response(&lines, "new")["result"]["sessionId"].as_str().unwrap().to_string();
-    let mut caps = fs_caps(false, false);
-    caps["session"] = json!({"compaction": {}});
-    let loaded = home
-        .drive(
-            &mock,
-            json!({"capabilities": caps, "steps": [
-                {"op": "initialize"}, {"op": "load", "sessionId": id, "cwd": home.ws()},
-            ]}),
-        )
-        .await;
+    let loaded = home.reopen(&mock, compacting(), json!([home.load(&id)])).await;
     let replayed = updates(&loaded, "compaction_update");
     assert_eq!(replayed.len(), 1, "{loaded:#?}");
     assert_eq!(
@@ -899,11 +858,8 @@ async fn compaction_is_told_as_compaction_update_or_as_a_thought() {
         (&json!("completed"), &json!(SUMMARY))
     );
     // A client that does not: one line of the agent's thoughts, never the answer.
-    let mock = MockProvider::start(Dialect::Anthropic).await;
-    let home = Home::new();
-    overflow_turn(&mock, &home);
-    let lines =
-        home.journey(&mock, fs_caps(false, false), json!([]), json!([prompt("read it four times")])).await;
+    let (mock, home) = overflowing().await;
+    let lines = home.journey(&mock, Client::plain(), json!([prompt("read it four times")])).await;
     assert!(updates(&lines, "compaction_update").is_empty());
     let thoughts: String =
         updates(&lines, "agent_thought_chunk").iter().filter_map(|u| u["content"]["text"].as_str()).collect();
@@ -911,30 +867,33 @@ async fn compaction_is_told_as_compaction_update_or_as_a_thought() {
     assert_eq!(message_text(&lines), "done after compacting");
 }
 
+/// A test's folder and the mock: the model spawns a subagent on `task` (call `s1`), waits for it
+/// (`w1`) and answers `then`; the subagent's turns are `child`.
+async fn delegating(task: &str, child: &[Reply], then: &str) -> (MockProvider, Home) {
+    let (mock, home) = scripted(&[
+        call("s1", "spawn_agent", json!({"task": task})),
+        call("w1", "wait", json!({"agent_id": "agent-1"})),
+        answer(then),
+    ])
+    .await;
+    for turn in child {
+        mock.push_for(task, turn.clone());
+    }
+    (mock, home)
+}
+
 #[tokio::test]
 async fn subagents_are_subagent_updates_for_a_client_that_understands_them() {
     let task = "CHILD-K: read k.txt";
-    let script = |mock: &MockProvider| {
-        mock.push(Reply::new().tool_call("s1", "spawn_agent", json!({"task": task})));
-        mock.push(Reply::new().tool_call("w1", "wait", json!({"agent_id": "agent-1"})));
-        mock.push(Reply::new().text("the subagent read it"));
-        mock.push_for(task, Reply::new().tool_call("k1", "read_file", json!({"file_path": "k.txt"})));
-        mock.push_for(task, Reply::new().text("k says kumquat"));
+    let reading = || async {
+        let (mock, home) =
+            delegating(task, &[read("k1", "k.txt"), answer("k says kumquat")], "the subagent read it").await;
+        home.write("k.txt", "kumquat\n");
+        (mock, home)
     };
-    let mock = MockProvider::start(Dialect::Anthropic).await;
-    let home = Home::new();
-    home.write("k.txt", "kumquat\n");
-    script(&mock);
-    let mut caps = fs_caps(false, false);
-    caps["subagents"] = json!({});
-    let lines = home
-        .drive(
-            &mock,
-            json!({"sdk": "unstable", "capabilities": caps, "steps": [
-                {"op": "initialize"}, {"op": "new", "cwd": home.ws()}, prompt("delegate it"),
-            ]}),
-        )
-        .await;
+    let (mock, home) = reading().await;
+    let client = Client::plain().capability("subagents", json!({})).with("sdk", json!("unstable"));
+    let lines = home.journey(&mock, client, json!([prompt("delegate it")])).await;
     assert_eq!(response(&lines, "prompt")["result"]["stopReason"], "end_turn", "{lines:#?}");
     let parent = response(&lines, "new")["result"]["sessionId"].as_str().unwrap().to_string();
     let announced: Vec<&Value> = lines
@@ -979,11 +938,8 @@ async fn subagents_are_subagent_updates_for_a_client_that_understands_them() {
         .collect();
     assert_eq!(answer, "the subagent read it", "the parent's answer is its own");
     // A client without `subagents` sees only the parent's calls.
-    let mock = MockProvider::start(Dialect::Anthropic).await;
-    let home = Home::new();
-    home.write("k.txt", "kumquat\n");
-    script(&mock);
-    let lines = home.journey(&mock, fs_caps(false, false), json!([]), json!([prompt("delegate it")])).await;
+    let (mock, home) = reading().await;
+    let lines = home.journey(&mock, Client::plain(), json!([prompt("delegate it")])).await;
     let parent = response(&lines, "new")["result"]["sessionId"].clone();
     assert!(updates(&lines, "subagent_update").is_empty());
     assert!(lines.iter().filter(|l| l["type"] == "update").all(|l| l["sessionId"] == parent), "{lines:#?}");
@@ -993,6 +949,14 @@ async fn subagents_are_subagent_updates_for_a_client_that_understands_them() {
 
 /// A PNG's first eight bytes, base64.
 const PNG: &str = "iVBORw0KGgo=";
+
+/// A `session/prompt` step with `text` and the PNG.
+fn prompt_with_image(text: &str) -> Value {
+    json!({"op": "prompt", "prompt": [
+        {"type": "text", "text": text},
+        {"type": "image", "mimeType": "image/png", "data": PNG},
+    ]})
+}
 
 /// Whether `value` or anything inside it equals `wanted`.
 fn holds(value: &Value, wanted: &Value) -> bool {
@@ -1017,16 +981,10 @@ async fn an_image_in_a_prompt_reaches_each_dialect_in_its_shape_and_is_replayed_
         (Dialect::OpenAiChat, Some("gpt-4o"), json!({"type": "image_url", "image_url": {"url": data_url}})),
         (Dialect::Gemini, None, json!({"inlineData": {"mimeType": "image/png", "data": PNG}})),
     ] {
-        let mock = MockProvider::start(dialect).await;
-        let home = Home::new();
+        let (mock, home) = scripted_as(dialect, &[answer("a PNG header")]).await;
         let model = model.map(|m| format!("model = \"{m}\"\n")).unwrap_or_default();
         home.config(&format!("provider = \"{}\"\n{model}", dialect.provider()));
-        mock.push(Reply::new().text("a PNG header"));
-        let image = json!({"op": "prompt", "prompt": [
-            {"type": "text", "text": "what is this?"},
-            {"type": "image", "mimeType": "image/png", "data": PNG},
-        ]});
-        let lines = home.journey(&mock, fs_caps(false, false), json!([]), json!([image])).await;
+        let lines = home.journey(&mock, Client::plain(), json!([prompt_with_image("what is this?")])).await;
         assert_eq!(
             response(&lines, "initialize")["result"]["agentCapabilities"]["promptCapabilities"]["image"],
             true
@@ -1039,17 +997,9 @@ async fn an_image_in_a_prompt_reaches_each_dialect_in_its_shape_and_is_replayed_
         }
         // The image is stored with the message: load replays it, and the model gets it again.
         let id = response(&lines, "new")["result"]["sessionId"].as_str().unwrap().to_string();
-        mock.push(Reply::new().text("still a PNG"));
-        let again = home
-            .drive(
-                &mock,
-                json!({"capabilities": fs_caps(false, false), "steps": [
-                    {"op": "initialize"},
-                    {"op": "load", "sessionId": id, "cwd": home.ws()},
-                    {"op": "prompt", "sessionId": id, "prompt": [{"type": "text", "text": "and again?"}]},
-                ]}),
-            )
-            .await;
+        mock.push(answer("still a PNG"));
+        let again =
+            home.reopen(&mock, Client::plain(), json!([home.load(&id), prompt_to(&id, "and again?")])).await;
         let replayed = updates(&again, "user_message_chunk");
         assert!(
             replayed
@@ -1063,20 +1013,9 @@ async fn an_image_in_a_prompt_reaches_each_dialect_in_its_shape_and_is_replayed_
 
 #[tokio::test]
 async fn a_model_without_images_is_not_offered_them_and_refuses_an_image_block() {
-    let mock = MockProvider::start(Dialect::OpenAiChat).await;
-    let home = Home::new();
+    let (mock, home) = scripted_as(Dialect::OpenAiChat, &[]).await;
     home.config("provider = \"openai-chat\"\nmodel = \"qwen3-coder\"\n");
-    let lines = home
-        .journey(
-            &mock,
-            fs_caps(false, false),
-            json!([]),
-            json!([{"op": "prompt", "prompt": [
-                {"type": "text", "text": "look"},
-                {"type": "image", "mimeType": "image/png", "data": PNG},
-            ]}]),
-        )
-        .await;
+    let lines = home.journey(&mock, Client::plain(), json!([prompt_with_image("look")])).await;
     let init = &response(&lines, "initialize")["result"]["agentCapabilities"];
     assert_ne!(init["promptCapabilities"]["image"], true, "{init}");
     let refused = response(&lines, "prompt");
@@ -1093,34 +1032,19 @@ fn terminal_caps() -> Value {
 
 #[tokio::test]
 async fn a_command_runs_in_the_clients_terminal_without_secrets_and_its_changes_can_be_undone() {
-    let mock = MockProvider::start(Dialect::Anthropic).await;
-    let home = Home::new();
+    let (mock, home) =
+        scripted(&[read("c1", "t.txt"), shell("c2", "env; echo new > t.txt"), answer("ran it")]).await;
     let file = home.write("t.txt", "old\n");
-    mock.push(Reply::new().tool_call("c1", "read_file", json!({"file_path": "t.txt"})));
-    mock.push(Reply::new().tool_call("c2", "shell", json!({"command": "env; echo new > t.txt"})));
-    mock.push(Reply::new().text("ran it"));
-    let lines = home
-        .drive(
-            &mock,
-            json!({
-                "capabilities": terminal_caps(),
-                // The editor's environment: secrets the command must not see, and a plain variable.
-                "terminalEnv": {
-                    "ANTHROPIC_API_KEY": "sk-ant-in-the-editor",
-                    "OPENAI_API_KEY": "sk-openai-in-the-editor",
-                    "GITHUB_TOKEN": "ghp-in-the-editor",
-                    "db_password": "lowercase-secret",
-                    "PLAIN_SETTING": "visible-value",
-                },
-                "permissions": ["allow_once"],
-                "steps": [
-                    {"op": "initialize"}, {"op": "new", "cwd": home.ws()},
-                    prompt("run env"),
-                    {"op": "prompt", "prompt": [{"type": "text", "text": "/undo"}]},
-                ],
-            }),
-        )
-        .await;
+    // The editor's environment: secrets the command must not see, and a plain variable.
+    let editor_env = json!({
+        "ANTHROPIC_API_KEY": "sk-ant-in-the-editor",
+        "OPENAI_API_KEY": "sk-openai-in-the-editor",
+        "GITHUB_TOKEN": "ghp-in-the-editor",
+        "db_password": "lowercase-secret",
+        "PLAIN_SETTING": "visible-value",
+    });
+    let client = Client::new(terminal_caps()).with("terminalEnv", editor_env).answers(json!(["allow_once"]));
+    let lines = home.journey(&mock, client, json!([prompt("run env"), prompt("/undo")])).await;
     let answers = responses(&lines, "prompt");
     assert!(answers.iter().all(|a| a["result"]["stopReason"] == "end_turn"), "{lines:#?}");
     // Asked first, then run in a terminal: created, waited for, read, released.
@@ -1157,15 +1081,13 @@ async fn a_command_runs_in_the_clients_terminal_without_secrets_and_its_changes_
 
 #[tokio::test]
 async fn a_command_in_the_clients_terminal_is_killed_at_its_timeout() {
-    let mock = MockProvider::start(Dialect::Anthropic).await;
-    let home = Home::new();
-    mock.push(Reply::new().tool_call(
-        "c1",
-        "shell",
-        json!({"command": "echo started; sleep 30", "timeout_ms": 500}),
-    ));
-    mock.push(Reply::new().text("too slow"));
-    let lines = home.journey(&mock, terminal_caps(), json!(["allow_once"]), json!([prompt("wait")])).await;
+    let (mock, home) = scripted(&[
+        call("c1", "shell", json!({"command": "echo started; sleep 30", "timeout_ms": 500})),
+        answer("too slow"),
+    ])
+    .await;
+    let client = Client::new(terminal_caps()).answers(json!(["allow_once"]));
+    let lines = home.journey(&mock, client, json!([prompt("wait")])).await;
     assert_eq!(response(&lines, "prompt")["result"]["stopReason"], "end_turn", "{lines:#?}");
     let calls: Vec<&str> =
         of_type(&lines, "terminal").iter().map(|l| l["method"].as_str().unwrap()).collect();
@@ -1176,17 +1098,10 @@ async fn a_command_in_the_clients_terminal_is_killed_at_its_timeout() {
 
 #[tokio::test]
 async fn cancelling_the_turn_kills_the_command_in_the_clients_terminal() {
-    let mock = MockProvider::start(Dialect::Anthropic).await;
-    let home = Home::new();
-    mock.push(Reply::new().tool_call("c1", "shell", json!({"command": "sleep 30; touch late.txt"})));
-    mock.push(Reply::new().text("never asked"));
-    let lines = home
-        .drive(
-            &mock,
-            json!({"capabilities": terminal_caps(), "permissions": ["allow_once"], "cancelOnWait": true,
-                "steps": [{"op": "initialize"}, {"op": "new", "cwd": home.ws()}, prompt("wait")]}),
-        )
-        .await;
+    let (mock, home) = scripted(&[shell("c1", "sleep 30; touch late.txt"), answer("never asked")]).await;
+    let client =
+        Client::new(terminal_caps()).answers(json!(["allow_once"])).with("cancelOnWait", json!(true));
+    let lines = home.journey(&mock, client, json!([prompt("wait")])).await;
     assert_eq!(response(&lines, "prompt")["result"]["stopReason"], "cancelled", "{lines:#?}");
     let calls: Vec<&str> =
         of_type(&lines, "terminal").iter().map(|l| l["method"].as_str().unwrap()).collect();
@@ -1197,40 +1112,25 @@ async fn cancelling_the_turn_kills_the_command_in_the_clients_terminal() {
 
 #[tokio::test]
 async fn undo_reverts_the_last_turn_through_the_clients_fs_and_redo_reapplies_it() {
-    let mock = MockProvider::start(Dialect::Anthropic).await;
-    let home = Home::new();
+    let (mock, home) =
+        scripted(&[read("c1", "u.txt"), edit("c2", "u.txt", "first", "FIRST"), answer("edited")]).await;
     let file = home.write("u.txt", "on disk\n");
     let path = file.display().to_string();
-    read_and_edit(&mock, "u.txt", "first", "FIRST");
-    mock.push(Reply::new().text("edited"));
-    let lines = home
-        .drive(
-            &mock,
-            json!({
-                "capabilities": fs_caps(true, true),
-                "buffers": {path.clone(): "first\nsecond\n"},
-                "permissions": ["allow_once"],
-                "steps": [
-                    {"op": "initialize"}, {"op": "new", "cwd": home.ws()},
-                    prompt("capitalise first"),
-                    {"op": "prompt", "prompt": [{"type": "text", "text": "/undo"}]},
-                    {"op": "prompt", "prompt": [{"type": "text", "text": "/redo"}]},
-                    // The user changes the line the turn changed: the undo would clobber it.
-                    {"op": "edit_buffer", "path": path, "content": "MINE\nsecond\n"},
-                    {"op": "prompt", "prompt": [{"type": "text", "text": "/undo"}]},
-                ],
-            }),
-        )
-        .await;
+    let client =
+        Client::new(fs_caps(true, true)).buffer(&file, "first\nsecond\n").answers(json!(["allow_once"]));
+    let steps = json!([
+        prompt("capitalise first"),
+        prompt("/undo"),
+        prompt("/redo"),
+        // The user changes the line the turn changed: the undo would clobber it.
+        {"op": "edit_buffer", "path": path, "content": "MINE\nsecond\n"},
+        prompt("/undo"),
+    ]);
+    let lines = home.journey(&mock, client, steps).await;
     let answers = responses(&lines, "prompt");
     assert_eq!(answers.len(), 4);
     assert!(answers.iter().all(|a| a["result"]["stopReason"] == "end_turn"), "{lines:#?}");
-    let names: Vec<&str> = updates(&lines, "available_commands_update")[0]["availableCommands"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["name"].as_str().unwrap())
-        .collect();
+    let names = each(&updates(&lines, "available_commands_update")[0]["availableCommands"], "name");
     assert!(names.contains(&"undo") && names.contains(&"redo"), "{names:?}");
     // The turn's write, the undo's, the redo's; none for the refused undo.
     let writes: Vec<&str> = of_type(&lines, "write").iter().map(|w| w["content"].as_str().unwrap()).collect();
@@ -1256,25 +1156,14 @@ async fn undo_reverts_the_last_turn_through_the_clients_fs_and_redo_reapplies_it
 
 #[tokio::test]
 async fn mcp_prompts_are_commands_and_a_typed_one_is_the_users_turn() {
-    let mock = MockProvider::start(Dialect::Anthropic).await;
-    let home = Home::new();
-    let everything = support::installed::everything();
-    mock.push(Reply::new().text("sunny"));
-    mock.push(Reply::new().text("hot"));
-    let lines = home
-        .drive(
-            &mock,
-            json!({"capabilities": fs_caps(false, false), "steps": [
-                {"op": "initialize"},
-                {"op": "new", "cwd": home.ws(), "mcpServers": [
-                    {"name": "everything", "command": everything, "args": ["stdio"], "env": []},
-                ]},
-                {"op": "prompt", "prompt": [{"type": "text", "text": "/args-prompt"}]},
-                {"op": "prompt", "prompt": [{"type": "text", "text": "/args-prompt Paris France"}]},
-                {"op": "prompt", "prompt": [{"type": "text", "text": "/args-prompt state=Texas Austin"}]},
-            ]}),
-        )
-        .await;
+    let (mock, home) = scripted(&[answer("sunny"), answer("hot")]).await;
+    let steps = json!([
+        home.new_with_mcp(json!([everything_over_stdio()])),
+        prompt("/args-prompt"),
+        prompt("/args-prompt Paris France"),
+        prompt("/args-prompt state=Texas Austin"),
+    ]);
+    let lines = home.reopen(&mock, Client::plain(), steps).await;
     let answers = responses(&lines, "prompt");
     assert!(answers.iter().all(|a| a["result"]["stopReason"] == "end_turn"), "{lines:#?}");
     let announced = updates(&lines, "available_commands_update");
@@ -1292,29 +1181,23 @@ async fn mcp_prompts_are_commands_and_a_typed_one_is_the_users_turn() {
 
 #[tokio::test]
 async fn rewind_reverts_the_last_turn_and_takes_it_out_of_the_conversation() {
-    let mock = MockProvider::start(Dialect::Anthropic).await;
-    let home = Home::new();
+    let (mock, home) = scripted(&[
+        answer("noted"),
+        read("c1", "r.txt"),
+        edit("c2", "r.txt", "first", "FIRST"),
+        answer("edited"),
+        answer("fresh start"),
+    ])
+    .await;
     let file = home.write("r.txt", "first\nsecond\n");
-    mock.push(Reply::new().text("noted"));
-    read_and_edit(&mock, "r.txt", "first", "FIRST");
-    mock.push(Reply::new().text("edited"));
-    mock.push(Reply::new().text("fresh start"));
-    let lines = home
-        .drive(
-            &mock,
-            json!({
-                "capabilities": fs_caps(false, false),
-                "permissions": ["allow_once"],
-                "steps": [
-                    {"op": "initialize"}, {"op": "new", "cwd": home.ws()},
-                    prompt("the kept question"),
-                    prompt("capitalise first"),
-                    prompt("/rewind"),
-                    prompt("what now"),
-                ],
-            }),
-        )
-        .await;
+    let client = Client::plain().answers(json!(["allow_once"]));
+    let steps = json!([
+        prompt("the kept question"),
+        prompt("capitalise first"),
+        prompt("/rewind"),
+        prompt("what now")
+    ]);
+    let lines = home.journey(&mock, client, steps).await;
     let answers = responses(&lines, "prompt");
     assert!(answers.iter().all(|a| a["result"]["stopReason"] == "end_turn"), "{lines:#?}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "first\nsecond\n", "the turn's edit is reverted");
@@ -1338,31 +1221,15 @@ async fn rewind_reverts_the_last_turn_and_takes_it_out_of_the_conversation() {
 #[tokio::test]
 async fn a_subagents_permission_question_is_asked_on_its_own_session_for_a_client_that_shows_it() {
     let task = "CHILD-P: make the folder";
-    let script = |mock: &MockProvider| {
-        mock.push(Reply::new().tool_call("s1", "spawn_agent", json!({"task": task})));
-        mock.push(Reply::new().tool_call("w1", "wait", json!({"agent_id": "agent-1"})));
-        mock.push(Reply::new().text("the subagent made it"));
-        mock.push_for(task, Reply::new().tool_call("m1", "shell", json!({"command": "mkdir -p child-made"})));
-        mock.push_for(task, Reply::new().text("made"));
-    };
     for shows in [true, false] {
-        let mock = MockProvider::start(Dialect::Anthropic).await;
-        let home = Home::new();
-        script(&mock);
-        let mut caps = fs_caps(false, false);
+        let child = [shell("m1", "mkdir -p child-made"), answer("made")];
+        let (mock, home) = delegating(task, &child, "the subagent made it").await;
+        let mut client = Client::plain().with("sdk", json!("unstable")).answers(json!(["allow_once"]));
         if shows {
             // With the client's terminal too: the command's terminal is shown in the child's thread.
-            caps["subagents"] = json!({});
-            caps["terminal"] = json!(true);
+            client = client.capability("subagents", json!({})).capability("terminal", json!(true));
         }
-        let lines = home
-            .drive(
-                &mock,
-                json!({"sdk": "unstable", "capabilities": caps, "permissions": ["allow_once"], "steps": [
-                    {"op": "initialize"}, {"op": "new", "cwd": home.ws()}, prompt("delegate it"),
-                ]}),
-            )
-            .await;
+        let lines = home.journey(&mock, client, json!([prompt("delegate it")])).await;
         assert_eq!(response(&lines, "prompt")["result"]["stopReason"], "end_turn", "{lines:#?}");
         assert!(home.ws().join("child-made").is_dir(), "the allowed command ran");
         let parent = response(&lines, "new")["result"]["sessionId"].as_str().unwrap().to_string();
