@@ -3,7 +3,7 @@
 use crate::support;
 
 use agentls::llm::{
-    ContentPart, FinishReason, LlmError, Message, ReasoningEffort, Request, RetryPolicy, Role, StreamEvent,
+    ContentPart, FinishReason, LlmError, Message, ReasoningEffort, Request, Role, StreamEvent,
 };
 use serde_json::json;
 use support::mock_provider::{Dialect, MockProvider, Reply};
@@ -49,16 +49,10 @@ async fn text_request_and_stream_match_the_transcripts() {
 
 #[tokio::test]
 async fn thinking_requests_use_budget_or_adaptive_effort() {
-    let mock = MockProvider::start(Dialect::Anthropic).await;
-    mock.push_wire("anthropic/stream_thinking_text.sse");
-    mock.push_wire("anthropic/stream_thinking_text.sse");
-    let client = client_for(&mock, MODEL);
-    let mut r = Request::new(MODEL, vec![Message::system(SYSTEM), Message::user("Is 1001 a prime number?")]);
-    r.reasoning_effort = Some(ReasoningEffort::Low);
-    r.max_tokens = Some(8192);
-    let (events, error) = collect(&client, &r).await;
-    assert_eq!(error, None);
-    assert_request_matches(&mock, 0, "anthropic/request_thinking.json");
+    let wires = ["anthropic/stream_thinking_text.sse", "anthropic/stream_thinking_text.sse"];
+    let (mock, client) = serving(Dialect::Anthropic, &wires, MODEL).await;
+    let r = reasoning_request(MODEL);
+    let events = stream_matching(&mock, &client, &r, 0, "anthropic/request_thinking.json").await;
 
     let response = finish_of(&events);
     let thinking = thinking_deltas(&events);
@@ -83,28 +77,14 @@ async fn thinking_requests_use_budget_or_adaptive_effort() {
 
 #[tokio::test]
 async fn tool_stream_joins_fragments_and_history_is_echoed_with_cache_breakpoints() {
-    let mock = MockProvider::start(Dialect::Anthropic).await;
-    mock.push_wire("anthropic/stream_two_tools.sse");
-    mock.push_wire("anthropic/stream_text.sse");
-    let client = client_for(&mock, MODEL);
+    let wires = ["anthropic/stream_two_tools.sse", "anthropic/stream_text.sse"];
+    let (mock, client) = serving(Dialect::Anthropic, &wires, MODEL).await;
     let request = tools_request();
-    let (events, error) = collect(&client, &request).await;
-    assert_eq!(error, None);
-    assert_request_matches(&mock, 0, "anthropic/request_tools.json");
+    let events = stream_matching(&mock, &client, &request, 0, "anthropic/request_tools.json").await;
 
     let starts: Vec<_> = events.iter().filter(|e| matches!(e, StreamEvent::ToolCallStart { .. })).collect();
     assert_eq!(starts.len(), 2);
-    let fragments: Vec<_> = events
-        .iter()
-        .filter_map(|e| match e {
-            StreamEvent::ToolCallDelta { id, arguments_fragment }
-                if id == "toolu_01Ay3NcJ6pQs8WdE1rKm5uVt" =>
-            {
-                Some(arguments_fragment.as_str())
-            }
-            _ => None,
-        })
-        .collect();
+    let fragments = argument_fragments(&events, "toolu_01Ay3NcJ6pQs8WdE1rKm5uVt");
     assert_eq!(fragments, ["{\"pattern\": \"TOD", "O\", \"path\"", ": \"src\"}"]);
     let response = finish_of(&events);
     assert_eq!(response.finish_reason, FinishReason::ToolCalls);
@@ -117,15 +97,8 @@ async fn tool_stream_joins_fragments_and_history_is_echoed_with_cache_breakpoint
         arguments: json!({"path": "src/main.rs"}),
     }));
 
-    let mut next = request.clone();
-    next.messages.push(response.to_message());
-    next.messages.push(Message::tool_results(vec![
-        tool_result("toolu_01Fq8ZkR2mXw9VbT4nLc7pHs", "read_file", READ_RESULT),
-        tool_result("toolu_01Ay3NcJ6pQs8WdE1rKm5uVt", "grep", GREP_RESULT),
-    ]));
-    let (_, error) = collect(&client, &next).await;
-    assert_eq!(error, None);
-    assert_request_matches(&mock, 1, "anthropic/request_tool_results.json");
+    let next = with_fixture_results(&request, &response);
+    stream_matching(&mock, &client, &next, 1, "anthropic/request_tool_results.json").await;
 }
 
 #[tokio::test]
@@ -188,16 +161,9 @@ async fn error_transcripts_are_classified() {
         ("error_400_prompt_too_long.http", |e| matches!(e, LlmError::ContextLengthExceeded { .. })),
         ("error_400_context_with_max_tokens.http", |e| matches!(e, LlmError::ContextLengthExceeded { .. })),
     ];
-    let mock = MockProvider::start(Dialect::Anthropic).await;
-    let client = client_for(&mock, MODEL).with_retry(RetryPolicy::none());
-    for (file, check) in cases {
-        mock.push_wire(&format!("anthropic/{file}"));
-        let error = client.stream(&text_request()).await.err().expect(file);
-        assert!(check(&error), "{file}: {error:?}");
+    let (_, _, streamed) = assert_errors_classified(Dialect::Anthropic, MODEL, &text_request(), &cases).await;
+    for error in streamed {
         assert!(!error.to_string().contains(fixture_key(Dialect::Anthropic)), "{error}");
-        mock.push_wire(&format!("anthropic/{file}"));
-        let error = client.complete(&text_request()).await.expect_err(file);
-        assert!(check(&error), "{file} (complete): {error:?}");
     }
 }
 

@@ -49,19 +49,10 @@ async fn text_request_and_crlf_stream_match_the_transcripts() {
 
 #[tokio::test]
 async fn thinking_config_follows_the_model_generation() {
-    let mock = MockProvider::start(Dialect::Gemini).await;
-    mock.push_wire("gemini/stream_thinking_text.sse");
-    mock.push_wire("gemini/stream_thinking_text.sse");
-    let client = client_for(&mock, "gemini-2.5-flash");
-    let mut r = Request::new(
-        "gemini-2.5-flash",
-        vec![Message::system(SYSTEM), Message::user("Is 1001 a prime number?")],
-    );
-    r.reasoning_effort = Some(ReasoningEffort::Low);
-    r.max_tokens = Some(8192);
-    let (events, error) = collect(&client, &r).await;
-    assert_eq!(error, None);
-    assert_request_matches(&mock, 0, "gemini/request_thinking.json");
+    let wires = ["gemini/stream_thinking_text.sse", "gemini/stream_thinking_text.sse"];
+    let (mock, client) = serving(Dialect::Gemini, &wires, "gemini-2.5-flash").await;
+    let mut r = reasoning_request("gemini-2.5-flash");
+    let events = stream_matching(&mock, &client, &r, 0, "gemini/request_thinking.json").await;
     assert_eq!(mock.requests()[0].body["generationConfig"]["thinkingConfig"]["includeThoughts"], json!(true));
     let thinking = thinking_deltas(&events);
     assert!(thinking.starts_with("**Factoring 1001**") && thinking.contains("**Confirming"), "{thinking}");
@@ -77,14 +68,10 @@ async fn thinking_config_follows_the_model_generation() {
 
 #[tokio::test]
 async fn function_calls_keep_signatures_and_are_echoed_verbatim() {
-    let mock = MockProvider::start(Dialect::Gemini).await;
-    mock.push_wire("gemini/stream_two_tools.sse");
-    mock.push_wire("gemini/stream_text.sse");
-    let client = client_for(&mock, "gemini-3-pro-preview");
+    let wires = ["gemini/stream_two_tools.sse", "gemini/stream_text.sse"];
+    let (mock, client) = serving(Dialect::Gemini, &wires, "gemini-3-pro-preview").await;
     let request = tools_request();
-    let (events, error) = collect(&client, &request).await;
-    assert_eq!(error, None);
-    assert_request_matches(&mock, 0, "gemini/request_tools.json");
+    let events = stream_matching(&mock, &client, &request, 0, "gemini/request_tools.json").await;
     assert!(events.contains(&StreamEvent::ToolCallEnd {
         id: "g7p2q9xk".into(),
         name: "grep".into(),
@@ -96,15 +83,8 @@ async fn function_calls_keep_signatures_and_are_echoed_verbatim() {
     assert_eq!(calls[0].signature.as_deref(), Some(SIG));
     assert_eq!(calls[1].signature, None);
 
-    let mut next = request.clone();
-    next.messages.push(response.to_message());
-    next.messages.push(Message::tool_results(vec![
-        tool_result("r4d8f1lz", "read_file", READ_RESULT),
-        tool_result("g7p2q9xk", "grep", GREP_RESULT),
-    ]));
-    let (_, error) = collect(&client, &next).await;
-    assert_eq!(error, None);
-    assert_request_matches(&mock, 1, "gemini/request_tool_results.json");
+    let next = with_fixture_results(&request, &response);
+    stream_matching(&mock, &client, &next, 1, "gemini/request_tool_results.json").await;
 }
 
 #[tokio::test]
@@ -168,16 +148,7 @@ async fn error_transcripts_are_classified() {
         ("error_503_unavailable.http", |e| matches!(e, LlmError::Overloaded { .. })),
         ("error_400_context_length.http", |e| matches!(e, LlmError::ContextLengthExceeded { .. })),
     ];
-    let mock = MockProvider::start(Dialect::Gemini).await;
-    let client = client_for(&mock, "gemini-2.5-flash").with_retry(RetryPolicy::none());
-    for (file, check) in cases {
-        mock.push_wire(&format!("gemini/{file}"));
-        let error = client.stream(&text_request()).await.err().expect(file);
-        assert!(check(&error), "{file}: {error:?}");
-        mock.push_wire(&format!("gemini/{file}"));
-        let error = client.complete(&text_request()).await.expect_err(file);
-        assert!(check(&error), "{file} (complete): {error:?}");
-    }
+    assert_errors_classified(Dialect::Gemini, "gemini-2.5-flash", &text_request(), &cases).await;
 }
 
 #[tokio::test]

@@ -2,9 +2,7 @@
 
 use crate::support;
 
-use agentls::llm::{
-    ContentPart, FinishReason, LlmError, Message, ReasoningEffort, Request, RetryPolicy, StreamEvent,
-};
+use agentls::llm::{ContentPart, FinishReason, LlmError, Message, ReasoningEffort, Request, RetryPolicy};
 use serde_json::json;
 use support::mock_provider::{Dialect, MockProvider, Reply};
 use support::*;
@@ -44,16 +42,10 @@ async fn text_request_and_stream_match_the_transcripts() {
 
 #[tokio::test]
 async fn reasoning_summary_streams_as_thinking_with_encrypted_content() {
-    let mock = MockProvider::start(Dialect::OpenAiResponses).await;
-    mock.push_wire("openai_responses/stream_reasoning_text.sse");
-    let client = client_for(&mock, "gpt-5");
-    let mut r =
-        Request::new("gpt-5", vec![Message::system(SYSTEM), Message::user("Is 1001 a prime number?")]);
-    r.reasoning_effort = Some(ReasoningEffort::Low);
-    r.max_tokens = Some(8192);
-    let (events, error) = collect(&client, &r).await;
-    assert_eq!(error, None);
-    assert_request_matches(&mock, 0, "openai_responses/request_reasoning.json");
+    let (mock, client) =
+        serving(Dialect::OpenAiResponses, &["openai_responses/stream_reasoning_text.sse"], "gpt-5").await;
+    let r = reasoning_request("gpt-5");
+    let events = stream_matching(&mock, &client, &r, 0, "openai_responses/request_reasoning.json").await;
     let thinking = thinking_deltas(&events);
     assert!(thinking.starts_with("**Checking 1001 for factors**"), "{thinking}");
     let response = finish_of(&events);
@@ -71,25 +63,11 @@ async fn reasoning_summary_streams_as_thinking_with_encrypted_content() {
 
 #[tokio::test]
 async fn function_calls_stream_and_reasoning_items_are_echoed() {
-    let mock = MockProvider::start(Dialect::OpenAiResponses).await;
-    mock.push_wire("openai_responses/stream_two_tools.sse");
-    mock.push_wire("openai_responses/stream_text.sse");
-    let client = client_for(&mock, "gpt-5");
+    let wires = ["openai_responses/stream_two_tools.sse", "openai_responses/stream_text.sse"];
+    let (mock, client) = serving(Dialect::OpenAiResponses, &wires, "gpt-5").await;
     let request = tools_request();
-    let (events, error) = collect(&client, &request).await;
-    assert_eq!(error, None);
-    assert_request_matches(&mock, 0, "openai_responses/request_tools.json");
-    let fragments: Vec<_> = events
-        .iter()
-        .filter_map(|e| match e {
-            StreamEvent::ToolCallDelta { id, arguments_fragment }
-                if id == "call_Q3n8XbV1kR7mT2wL5pZ9cY4d" =>
-            {
-                Some(arguments_fragment.as_str())
-            }
-            _ => None,
-        })
-        .collect();
+    let events = stream_matching(&mock, &client, &request, 0, "openai_responses/request_tools.json").await;
+    let fragments = argument_fragments(&events, "call_Q3n8XbV1kR7mT2wL5pZ9cY4d");
     assert_eq!(fragments.concat(), "{\"path\":\"src/main.rs\"}");
     assert!(fragments.len() > 1);
     let response = finish_of(&events);
@@ -98,16 +76,9 @@ async fn function_calls_stream_and_reasoning_items_are_echoed() {
     assert_eq!(calls.len(), 2);
     assert_eq!(calls[1].arguments, json!({"pattern": "TODO", "path": "src"}));
 
-    let mut next = request.clone();
-    next.messages.push(response.to_message());
-    next.messages.push(Message::tool_results(vec![
-        tool_result("call_Q3n8XbV1kR7mT2wL5pZ9cY4d", "read_file", READ_RESULT),
-        tool_result("call_H6s2JfN9vB4xK1qW8tR3mE7u", "grep", GREP_RESULT),
-    ]));
+    let mut next = with_fixture_results(&request, &response);
     next.parallel_tool_calls = Some(true);
-    let (_, error) = collect(&client, &next).await;
-    assert_eq!(error, None);
-    assert_request_matches(&mock, 1, "openai_responses/request_tool_results.json");
+    stream_matching(&mock, &client, &next, 1, "openai_responses/request_tool_results.json").await;
 }
 
 #[tokio::test]
@@ -136,16 +107,8 @@ async fn error_transcripts_are_classified() {
         ("error_500_server_error.http", |e| matches!(e, LlmError::Server { .. })),
         ("error_400_context_length_exceeded.http", |e| matches!(e, LlmError::ContextLengthExceeded { .. })),
     ];
-    let mock = MockProvider::start(Dialect::OpenAiResponses).await;
-    let client = client_for(&mock, "gpt-4.1").with_retry(RetryPolicy::none());
-    for (file, check) in cases {
-        mock.push_wire(&format!("openai_responses/{file}"));
-        let error = client.stream(&text_request()).await.err().expect(file);
-        assert!(check(&error), "{file}: {error:?}");
-        mock.push_wire(&format!("openai_responses/{file}"));
-        let error = client.complete(&text_request()).await.expect_err(file);
-        assert!(check(&error), "{file} (complete): {error:?}");
-    }
+    let (mock, _, _) =
+        assert_errors_classified(Dialect::OpenAiResponses, "gpt-4.1", &text_request(), &cases).await;
     assert!(!mock.requests().is_empty());
 }
 

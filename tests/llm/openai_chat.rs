@@ -45,13 +45,8 @@ async fn text_and_reasoning_requests_match_the_transcripts() {
     );
     assert_eq!(finish_of(&events).finish_reason, FinishReason::Stop);
 
-    let mut r =
-        Request::new("gpt-5", vec![Message::system(SYSTEM), Message::user("Is 1001 a prime number?")]);
-    r.reasoning_effort = Some(ReasoningEffort::Low);
-    r.max_tokens = Some(8192);
-    let (events, error) = collect(&client, &r).await;
-    assert_eq!(error, None);
-    assert_request_matches(&mock, 1, "openai_chat/request_reasoning.json");
+    let r = reasoning_request("gpt-5");
+    let events = stream_matching(&mock, &client, &r, 1, "openai_chat/request_reasoning.json").await;
     let response = finish_of(&events);
     assert_eq!(response.text(), "No. 1001 = 7 × 11 × 13, so it is composite.");
     assert_eq!(response.usage.reasoning_tokens, 192);
@@ -61,39 +56,18 @@ async fn text_and_reasoning_requests_match_the_transcripts() {
 
 #[tokio::test]
 async fn tool_fragments_join_by_index_and_results_are_echoed() {
-    let mock = MockProvider::start(Dialect::OpenAiChat).await;
-    mock.push_wire("openai_chat/stream_two_tools.sse");
-    mock.push_wire("openai_chat/stream_text.sse");
-    let client = client_for(&mock, "gpt-4.1");
+    let wires = ["openai_chat/stream_two_tools.sse", "openai_chat/stream_text.sse"];
+    let (mock, client) = serving(Dialect::OpenAiChat, &wires, "gpt-4.1").await;
     let request = tools_request("gpt-4.1");
-    let (events, error) = collect(&client, &request).await;
-    assert_eq!(error, None);
-    assert_request_matches(&mock, 0, "openai_chat/request_tools.json");
-    let fragments: Vec<_> = events
-        .iter()
-        .filter_map(|e| match e {
-            StreamEvent::ToolCallDelta { id, arguments_fragment }
-                if id == "call_H6s2JfN9vB4xK1qW8tR3mE7u" =>
-            {
-                Some(arguments_fragment.as_str())
-            }
-            _ => None,
-        })
-        .collect();
+    let events = stream_matching(&mock, &client, &request, 0, "openai_chat/request_tools.json").await;
+    let fragments = argument_fragments(&events, "call_H6s2JfN9vB4xK1qW8tR3mE7u");
     assert_eq!(fragments, ["{\"pattern\"", ": \"TODO\", ", "\"path\": \"src\"}"]);
     let response = finish_of(&events);
     assert_eq!(response.finish_reason, FinishReason::ToolCalls);
     assert_eq!(response.tool_calls()[0].arguments, json!({"path": "src/main.rs"}));
 
-    let mut next = request.clone();
-    next.messages.push(response.to_message());
-    next.messages.push(Message::tool_results(vec![
-        tool_result("call_Q3n8XbV1kR7mT2wL5pZ9cY4d", "read_file", READ_RESULT),
-        tool_result("call_H6s2JfN9vB4xK1qW8tR3mE7u", "grep", GREP_RESULT),
-    ]));
-    let (_, error) = collect(&client, &next).await;
-    assert_eq!(error, None);
-    assert_request_matches(&mock, 1, "openai_chat/request_tool_results.json");
+    let next = with_fixture_results(&request, &response);
+    stream_matching(&mock, &client, &next, 1, "openai_chat/request_tool_results.json").await;
 }
 
 #[tokio::test]
@@ -234,16 +208,8 @@ async fn error_transcripts_are_classified() {
         ("compat/openrouter_error_401.http", |e| matches!(e, LlmError::Authentication { .. })),
         ("compat/openrouter_error_402_credits.http", |e| matches!(e, LlmError::QuotaExceeded { .. })),
     ];
-    let mock = MockProvider::start(Dialect::OpenAiChat).await;
-    let client = client_for(&mock, "gpt-4.1").with_retry(RetryPolicy::none());
-    for (file, check) in cases {
-        mock.push_wire(&format!("openai_chat/{file}"));
-        let error = client.stream(&text_request()).await.err().expect(file);
-        assert!(check(&error), "{file}: {error:?}");
-        mock.push_wire(&format!("openai_chat/{file}"));
-        let error = client.complete(&text_request()).await.expect_err(file);
-        assert!(check(&error), "{file} (complete): {error:?}");
-    }
+    let (mock, client, _) =
+        assert_errors_classified(Dialect::OpenAiChat, "gpt-4.1", &text_request(), &cases).await;
     mock.push_wire("openai_chat/compat/openrouter_error_429_rate_limit.http");
     let error = client.stream(&text_request()).await.err().unwrap();
     assert!(

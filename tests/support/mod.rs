@@ -78,6 +78,63 @@ pub async fn collect(
     (events, None)
 }
 
+/// A mock provider of `dialect` that serves the wire transcripts `wires` in order, and a client
+/// of `model` for it.
+pub async fn serving(dialect: Dialect, wires: &[&str], model: &str) -> (MockProvider, Client) {
+    let mock = MockProvider::start(dialect).await;
+    for wire in wires {
+        mock.push_wire(wire);
+    }
+    let client = client_for(&mock, model);
+    (mock, client)
+}
+
+/// Streams `request`, which must end without an error and be the mock's `index`-th request,
+/// matching the `transcript`; the events.
+pub async fn stream_matching(
+    mock: &MockProvider,
+    client: &Client,
+    request: &agentls::llm::Request,
+    index: usize,
+    transcript: &str,
+) -> Vec<StreamEvent> {
+    let (events, error) = collect(client, request).await;
+    assert_eq!(error, None);
+    assert_request_matches(mock, index, transcript);
+    events
+}
+
+/// The argument fragments of the tool call `id`, in the order they streamed.
+pub fn argument_fragments<'a>(events: &'a [StreamEvent], id: &str) -> Vec<&'a str> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::ToolCallDelta { id: call, arguments_fragment } if call == id => {
+                Some(arguments_fragment.as_str())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The request after `request` answered by `response`: the history with the answer and the
+/// fixture's results of its `read_file` and `grep` calls (with the ids the response gave them,
+/// which the `request_tool_results.json` transcripts hold).
+pub fn with_fixture_results(
+    request: &agentls::llm::Request,
+    response: &agentls::llm::Response,
+) -> agentls::llm::Request {
+    let calls = response.tool_calls();
+    let id_of = |tool: &str| calls.iter().find(|c| c.name == tool).map(|c| c.id.clone()).expect(tool);
+    let mut next = request.clone();
+    next.messages.push(response.to_message());
+    next.messages.push(agentls::llm::Message::tool_results(vec![
+        tool_result(&id_of("read_file"), "read_file", READ_RESULT),
+        tool_result(&id_of("grep"), "grep", GREP_RESULT),
+    ]));
+    next
+}
+
 pub fn finish_of(events: &[StreamEvent]) -> agentls::llm::Response {
     match events.last() {
         Some(StreamEvent::Finish(r)) => r.clone(),
@@ -150,6 +207,16 @@ fn walk(v: &mut Value, dialect: Dialect) {
 }
 
 pub const SYSTEM: &str = "You are a concise coding assistant running inside an editor.";
+
+/// The request of the reasoning transcripts (`request_reasoning.json`, `request_thinking.json`)
+/// for `model`: a question to think about, with a low effort.
+pub fn reasoning_request(model: &str) -> agentls::llm::Request {
+    use agentls::llm::{Message, ReasoningEffort, Request};
+    let mut r = Request::new(model, vec![Message::system(SYSTEM), Message::user("Is 1001 a prime number?")]);
+    r.reasoning_effort = Some(ReasoningEffort::Low);
+    r.max_tokens = Some(8192);
+    r
+}
 pub const TOOLS_PROMPT: &str = "Open src/main.rs and find TODO comments under src/.";
 pub const READ_RESULT: &str = "fn main() {\n    // TODO: parse args\n    println!(\"hi\");\n}\n";
 pub const GREP_RESULT: &str =
@@ -222,3 +289,27 @@ pub fn tool_call(
 
 /// A predicate over an error, for tables of error cases.
 pub type ErrorCheck = fn(&LlmError) -> bool;
+
+/// Serves each error transcript of `cases` (a file of `dialect`'s wire folder) to a streamed and
+/// then to a complete `request` of a client without retries; both errors must pass the case's
+/// check. Returns the mock and the client, for more, and the streamed errors.
+pub async fn assert_errors_classified(
+    dialect: Dialect,
+    model: &str,
+    request: &agentls::llm::Request,
+    cases: &[(&str, ErrorCheck)],
+) -> (MockProvider, Client, Vec<LlmError>) {
+    let mock = MockProvider::start(dialect).await;
+    let client = client_for(&mock, model).with_retry(RetryPolicy::none());
+    let mut streamed = Vec::new();
+    for (file, check) in cases {
+        mock.push_wire(&format!("{}/{file}", dialect.wire_dir()));
+        let error = client.stream(request).await.err().expect(file);
+        assert!(check(&error), "{file}: {error:?}");
+        streamed.push(error);
+        mock.push_wire(&format!("{}/{file}", dialect.wire_dir()));
+        let error = client.complete(request).await.expect_err(file);
+        assert!(check(&error), "{file} (complete): {error:?}");
+    }
+    (mock, client, streamed)
+}
