@@ -2,7 +2,7 @@
 
 use crate::support;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use support::exec_binary::{model_of as model, output_text as text, ping_command, trust_folder};
@@ -140,18 +140,24 @@ async fn ping_names_the_url_it_cannot_reach() {
     assert!(stderr.contains(&format!("{url}/v1/messages")), "{stderr}");
 }
 
+/// A folder whose `.agentls.toml` sends the log to `rel` in it, trusted by its user (a project's
+/// log file is written only in a folder its user trusts); the folder and the log file's path.
+fn trusted_folder_logging_to(rel: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join(rel);
+    std::fs::write(
+        dir.path().join(".agentls.toml"),
+        format!("[log]\nfile = {:?}\n", log.display().to_string()),
+    )
+    .unwrap();
+    trust_folder(dir.path());
+    (dir, log)
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn trace_log_never_contains_the_key() {
     for dialect in Dialect::ALL {
-        let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("logs").join("agentls.log");
-        std::fs::write(
-            dir.path().join(".agentls.toml"),
-            format!("[log]\nfile = {:?}\n", log.display().to_string()),
-        )
-        .unwrap();
-        // A project's log file is written only in a folder its user trusts.
-        trust_folder(dir.path());
+        let (dir, log) = trusted_folder_logging_to("logs/agentls.log");
         let mock = MockProvider::start(dialect).await;
         mock.push(ErrorPreset::RateLimit { retry_after_secs: 0.01 });
         mock.push(Turn::new().text("logged"));
@@ -168,14 +174,7 @@ async fn trace_log_never_contains_the_key() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_server_echoing_the_key_does_not_leak_it() {
     let dialect = Dialect::OpenAiChat;
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("agentls.log");
-    std::fs::write(
-        dir.path().join(".agentls.toml"),
-        format!("[log]\nfile = {:?}\n", log.display().to_string()),
-    )
-    .unwrap();
-    trust_folder(dir.path());
+    let (dir, log) = trusted_folder_logging_to("agentls.log");
     let mock = MockProvider::start(dialect).await;
     let echo = format!("Incorrect API key provided: {}", key(dialect));
     mock.push(Reply::json(401, serde_json::json!({"error": {"message": echo, "code": "invalid_api_key"}})));
