@@ -100,7 +100,7 @@ fn print_mcp(config: &Config, env: &Env, cwd: Option<std::path::PathBuf>) -> Res
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     runtime.block_on(async {
-        let hub = crate::mcp::McpHub::new();
+        let hub = crate::mcp::McpHub::one_look();
         let servers = hub.session(config, env, &root);
         servers.wait_started().await;
         println!("mcp servers:");

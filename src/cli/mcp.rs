@@ -22,7 +22,7 @@ pub fn run(env: &Env, action: McpAction) -> Result<ExitCode, String> {
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     runtime.block_on(async {
-        let hub = McpHub::new();
+        let hub = McpHub::one_look();
         let servers = hub.session(&config, env, &root);
         servers.wait_started().await;
         let code = match name {

@@ -38,15 +38,24 @@ use crate::tools::{Tool, ToolRefresh, ToolSource};
 const MAX_TOOL_NAME: usize = 64;
 
 /// The host's MCP servers.
-#[derive(Default)]
 pub struct McpHub {
     groups: LiveGroups,
     servers: Mutex<HashMap<ServerSpec, Arc<Server>>>,
+    /// Failed starts in a row after which a server stays failed.
+    max_starts: u32,
 }
 
 impl McpHub {
+    /// For sessions: a server that fails is started again ([`MAX_FAILED_STARTS`] times).
     pub fn new() -> Arc<Self> {
-        Arc::new(Self::default())
+        Arc::new(Self { groups: LiveGroups::default(), servers: Mutex::default(), max_starts: MAX_FAILED_STARTS })
+    }
+
+    /// For a command that starts the servers to show them once (`agentls mcp`, `doctor`): a
+    /// server that fails stays failed, so what is shown is its one attempt, not a retry caught
+    /// half-way.
+    pub fn one_look() -> Arc<Self> {
+        Arc::new(Self { groups: LiveGroups::default(), servers: Mutex::default(), max_starts: 1 })
     }
 
     /// The MCP servers of a session with `config` in the workspace `root`: each enabled one is
@@ -90,7 +99,7 @@ impl McpHub {
 
     fn server(&self, spec: ServerSpec) -> Arc<Server> {
         let mut servers = self.servers.lock().unwrap_or_else(|p| p.into_inner());
-        Arc::clone(servers.entry(spec.clone()).or_insert_with(|| Server::new(spec, self.groups.clone())))
+        Arc::clone(servers.entry(spec.clone()).or_insert_with(|| Server::new(spec, self.groups.clone(), self.max_starts)))
     }
 
     /// Stops every server (their programs are ended).

@@ -204,6 +204,9 @@ pub struct Server {
     /// Wakes the server's task to restart it (a permit: it is taken even when the task is
     /// between two waits).
     restart: tokio::sync::Notify,
+    /// Failed starts in a row after which it stays failed ([`MAX_FAILED_STARTS`]; 1 for a
+    /// command that only shows the servers).
+    max_starts: u32,
 }
 
 /// Why a connection ended.
@@ -226,7 +229,7 @@ struct Connection {
 }
 
 impl Server {
-    pub(crate) fn new(spec: ServerSpec, groups: LiveGroups) -> Arc<Self> {
+    pub(crate) fn new(spec: ServerSpec, groups: LiveGroups, max_starts: u32) -> Arc<Self> {
         Arc::new(Self {
             spec,
             groups,
@@ -247,6 +250,7 @@ impl Server {
             stderr: Arc::default(),
             stop: CancellationToken::new(),
             restart: tokio::sync::Notify::new(),
+            max_starts: max_starts.max(1),
         })
     }
 
@@ -423,7 +427,7 @@ impl Server {
             failures += 1;
             let failure = self.with_stderr(failure);
             tracing::warn!(server = %self.spec.name, "MCP server failed: {failure}");
-            let give_up = failures >= MAX_FAILED_STARTS;
+            let give_up = failures >= self.max_starts;
             self.update(|inner| {
                 inner.state = State::Failed;
                 inner.peer = None;
