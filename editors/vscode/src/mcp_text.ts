@@ -53,9 +53,18 @@ export function mcpTool(toolName: string): { server: string; tool: string } | un
 /** Characters of the arguments shown in a permission question. */
 const SHOWN_ARGUMENTS = 2000;
 
+/** The arguments one per line (`name: value`, values as compact JSON): a modal dialog shows the
+ *  lines as they are, where it would collapse the indentation of pretty-printed JSON. */
+export function argumentLines(args: unknown): string {
+  const value = args ?? {};
+  if (typeof value !== 'object' || Array.isArray(value)) return JSON.stringify(value);
+  const entries = Object.entries(value as Record<string, unknown>);
+  return entries.length ? entries.map(([k, v]) => `${k}: ${JSON.stringify(v)}`).join('\n') : '(none)';
+}
+
 /** The permission question of an MCP call: the tool and server, the arguments, what "always" stores. */
 export function mcpQuestion(call: McpCallParams, cwd: string): { message: string; detail: string; always: string; what: string } {
-  let args = JSON.stringify(call.arguments ?? {}, null, 2);
+  let args = argumentLines(call.arguments);
   if (args.length > SHOWN_ARGUMENTS) args = `${args.slice(0, SHOWN_ARGUMENTS)}…`;
   const what = `${call.server}: ${call.tool}`;
   return {

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { McpServerInfo } from '../src/lsp_ext';
-import { mcpQuestion, mcpTool, restartable, serverRow, toolRows } from '../src/mcp_text';
+import { argumentLines, mcpQuestion, mcpTool, restartable, serverRow, toolRows } from '../src/mcp_text';
 
 const running: McpServerInfo = {
   name: 'everything',
@@ -51,11 +51,19 @@ test('an MCP tool name is told apart from the others', () => {
   assert.equal(mcpTool('read_file'), undefined);
 });
 
+test('arguments are one line each, with nothing a dialog could collapse', () => {
+  assert.equal(argumentLines({ owner: 'octo', labels: ['bug', 'p1'], body: { text: 'a\nb' } }), 'owner: "octo"\nlabels: ["bug","p1"]\nbody: {"text":"a\\nb"}');
+  assert.equal(argumentLines({}), '(none)');
+  assert.equal(argumentLines(undefined), '(none)');
+  assert.equal(argumentLines([1, 2]), '[1,2]');
+  assert.ok(!argumentLines({ a: { b: { c: 1 } } }).includes('  '), 'no indentation');
+});
+
 test('the permission question names the tool and server and shows the arguments', () => {
   const q = mcpQuestion({ server: 'github', tool: 'create_issue', arguments: { title: 'Crash on start' }, readOnlyHint: false }, '/home/me/proj');
   assert.equal(q.message, 'agentls wants to call the tool "create_issue" of the MCP server "github"');
   assert.equal(q.always, 'Always allow "github: create_issue"');
-  assert.ok(q.detail.startsWith('Arguments:\n{\n  "title": "Crash on start"\n}\n\nin /home/me/proj\n'), q.detail);
+  assert.ok(q.detail.startsWith('Arguments:\ntitle: "Crash on start"\n\nin /home/me/proj\n'), q.detail);
   const big = mcpQuestion({ server: 's', tool: 't', arguments: { text: 'x'.repeat(5000) }, readOnlyHint: true }, '/p');
   assert.ok(big.detail.includes('…') && big.detail.length < 2300, `${big.detail.length}`);
   assert.ok(big.detail.includes('The server says this tool only reads.'));

@@ -60,7 +60,7 @@ test('an MCP call asks with the tool, the server and the arguments; allowed, its
   await dialog.waitFor({ state: 'visible', timeout: 60_000 });
   const text = await dialog.innerText();
   assert.ok(text.includes('agentls wants to call the tool "echo" of the MCP server "everything"'), text);
-  assert.ok(text.includes(`"message": "${message}"`), `the question shows the arguments: ${text}`);
+  assert.ok(text.includes(`message: "${message}"`), `the question shows the arguments, one per line: ${text}`);
   assert.ok(text.includes('Always allow "everything: echo"'), text);
   await wb.shot('mcp-permission');
   await dialog.locator('a.monaco-button, button', { hasText: 'Allow once' }).first().click();
