@@ -1,9 +1,12 @@
 //! A test LSP client speaking real Content-Length framing, to the server in-process over
 //! `tokio::io::duplex` or to the real binary over stdio.
 //!
-//! Requests from the server are either answered automatically (`auto_answer`) or queued for
-//! the test (`next_request` / `respond`); notifications are kept in arrival order and waited
-//! for by predicate. Waits have a generous hang guard, not a timing assertion.
+//! Requests from the server are either answered automatically (`auto_answer`; by default
+//! progress tokens, capability registrations and `workspace/configuration`, as the editor policy
+//! of `lsp_wire.rs` answers them) or queued for the test (`next_request` / `respond`);
+//! notifications are kept in arrival order and waited for by predicate. Waits have a generous
+//! hang guard, not a timing assertion. The framing is `lsp_wire.rs`'s, shared with the
+//! benchmarks' client.
 
 #![allow(dead_code)]
 
@@ -14,8 +17,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{Notify, mpsc, oneshot};
+
+use super::lsp_wire::{FrameDecoder, editor_answer, frame};
 
 /// How long a test waits for something before it fails instead of hanging (generous: it only
 /// bounds a hang, on a loaded 2-core machine).
@@ -41,12 +46,16 @@ struct Inbox {
 
 type Pending = Arc<Mutex<HashMap<i64, oneshot::Sender<Value>>>>;
 
+/// Server requests answered without the test: the given result, or `None` for the editor
+/// policy's answer.
+type Auto = Arc<Mutex<HashMap<String, Option<Value>>>>;
+
 pub struct LspClient {
     writer: mpsc::UnboundedSender<Vec<u8>>,
     pending: Pending,
     inbox: Arc<Mutex<Inbox>>,
     arrived: Arc<Notify>,
-    auto: Arc<Mutex<HashMap<String, Value>>>,
+    auto: Auto,
     next_id: Mutex<i64>,
     /// Indices of notifications already returned by `next_notification*`.
     taken: Mutex<std::collections::HashSet<usize>>,
@@ -54,46 +63,6 @@ pub struct LspClient {
     child: Mutex<Option<tokio::process::Child>>,
     /// What the child wrote to stderr.
     stderr: Arc<Mutex<Vec<u8>>>,
-}
-
-fn frame(body: &[u8]) -> Vec<u8> {
-    let mut out = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
-    out.extend_from_slice(body);
-    out
-}
-
-/// Reads one frame strictly: only `Content-Length` and `Content-Type` headers, CRLF line ends.
-/// Anything else is recorded in `problems`.
-async fn read_frame<R: AsyncRead + Unpin>(
-    reader: &mut BufReader<R>,
-    problems: &mut Vec<String>,
-) -> Option<Vec<u8>> {
-    let mut length = None;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).await.ok()? == 0 {
-            return None;
-        }
-        if !line.ends_with("\r\n") {
-            problems.push(format!("header line without CRLF: {line:?}"));
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some(v) = line.strip_prefix("Content-Length:") {
-            length = v.trim().parse::<usize>().ok();
-        } else if !line.starts_with("Content-Type:") {
-            problems.push(format!("not an LSP header: {line:?}"));
-        }
-    }
-    let Some(length) = length else {
-        problems.push("a frame without Content-Length".into());
-        return Some(Vec::new());
-    };
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).await.ok()?;
-    Some(body)
 }
 
 impl LspClient {
@@ -116,24 +85,32 @@ impl LspClient {
         let pending: Pending = Arc::default();
         let inbox: Arc<Mutex<Inbox>> = Arc::default();
         let arrived = Arc::new(Notify::new());
-        let auto: Arc<Mutex<HashMap<String, Value>>> = Arc::default();
-        {
-            let mut auto = auto.lock().unwrap();
-            for method in
-                ["window/workDoneProgress/create", "client/registerCapability", "client/unregisterCapability"]
-            {
-                auto.insert(method.to_string(), Value::Null);
-            }
-            // No editor settings: one `null` per requested item (one item is all the server asks).
-            auto.insert("workspace/configuration".to_string(), json!([null]));
-        }
+        let auto: Auto = Arc::default();
+        auto.lock().unwrap().extend(
+            [
+                "window/workDoneProgress/create",
+                "client/registerCapability",
+                "client/unregisterCapability",
+                // No editor settings: one `null` per requested item.
+                "workspace/configuration",
+            ]
+            .map(|method| (method.to_string(), None)),
+        );
         let (pending2, inbox2, arrived2, auto2, tx2) =
             (pending.clone(), inbox.clone(), arrived.clone(), auto.clone(), tx.clone());
         tokio::spawn(async move {
-            let mut reader = BufReader::new(read);
-            let mut problems = Vec::new();
-            while let Some(body) = read_frame(&mut reader, &mut problems).await {
-                inbox2.lock().unwrap().wire_problems.append(&mut problems);
+            let mut read = read;
+            let mut decoder = FrameDecoder::default();
+            let mut chunk = vec![0u8; 1 << 16];
+            loop {
+                let Some(body) = decoder.next_frame() else {
+                    match read.read(&mut chunk).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => decoder.feed(&chunk[..n]),
+                    }
+                    continue;
+                };
+                inbox2.lock().unwrap().wire_problems.append(&mut decoder.problems);
                 let Ok(message) = serde_json::from_slice::<Value>(&body) else {
                     let text = String::from_utf8_lossy(&body).chars().take(200).collect::<String>();
                     inbox2.lock().unwrap().wire_problems.push(format!("a body that is not JSON: {text:?}"));
@@ -144,22 +121,22 @@ impl LspClient {
                 let id = message.get("id").cloned();
                 match (method, id) {
                     (Some(method), Some(id)) => {
+                        let params = message.get("params").cloned().unwrap_or(Value::Null);
                         let answer = auto2.lock().unwrap().get(&method).cloned();
                         match answer {
                             Some(result) => {
-                                let reply = json!({"jsonrpc": "2.0", "id": id, "result": result});
+                                let result = result.unwrap_or_else(|| editor_answer(&method, &params));
+                                let reply = super::lsp_wire::response(&id, result);
                                 let _ = tx2.send(frame(reply.to_string().as_bytes()));
                                 inbox2.lock().unwrap().requests.push(ServerRequest {
                                     id: Value::Null,
                                     method,
-                                    params: message.get("params").cloned().unwrap_or(Value::Null),
+                                    params,
                                 });
                             }
-                            None => inbox2.lock().unwrap().requests.push(ServerRequest {
-                                id,
-                                method,
-                                params: message.get("params").cloned().unwrap_or(Value::Null),
-                            }),
+                            None => {
+                                inbox2.lock().unwrap().requests.push(ServerRequest { id, method, params })
+                            }
                         }
                     }
                     (Some(method), None) => inbox2
@@ -263,7 +240,7 @@ impl LspClient {
 
     /// Answers every future server request of `method` with `result`.
     pub fn auto_answer(&self, method: &str, result: Value) {
-        self.auto.lock().unwrap().insert(method.to_string(), result);
+        self.auto.lock().unwrap().insert(method.to_string(), Some(result));
     }
 
     /// Stops answering `method` automatically.

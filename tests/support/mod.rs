@@ -6,6 +6,7 @@
 pub mod exec_binary;
 pub mod installed;
 pub mod lsp_client;
+pub mod lsp_wire;
 pub mod memory_env;
 pub mod mitmproxy;
 pub mod mock_provider;
