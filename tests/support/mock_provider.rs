@@ -12,12 +12,22 @@
 //! When the queue is empty the server answers 500 with a message naming the request.
 //! `MockProvider::start_tls` serves the same over TLS (see `tls.rs` for a CA made at test time);
 //! it does not record the `HEAD` requests that warm a connection.
+//!
+//! The benchmarks use the same mock through `start_with`/`start_tls_with` and a [`Serving`] that
+//! opts in to what they need and the tests do not: streams kept alive (chunked, one chunk and one
+//! write per event, so a pooled client reuses the connection), `TCP_NODELAY`, a script that picks
+//! each reply from the request, and HTTP/2 by ALPN (a hyper connection; TLS only). Every request
+//! records when its first byte arrived ([`RecordedRequest::arrived`]); every answered request
+//! records when each streamed text delta was handed to the socket ([`Answered`]). A turn with
+//! [`Turn::pace`] streams its text deltas on a schedule: on a multi-thread runtime the stream is
+//! written inside `block_in_place` with `std::thread::sleep` at 1 µs timer slack (tokio's timer
+//! has 1 ms steps; 10,000 deltas/s needs 100 µs), each delta's time taken just before its write.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -103,12 +113,50 @@ pub struct RecordedRequest {
     /// The body as JSON (`Value::Null` when it was not JSON).
     pub body: Value,
     pub raw_body: Vec<u8>,
+    /// When the request's first byte arrived (HTTP/2: when its head did).
+    pub arrived: Instant,
 }
 
 impl RecordedRequest {
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(&name.to_ascii_lowercase()).map(String::as_str)
     }
+
+    /// The body as text (lossy), for substring routing and checks.
+    pub fn body_text(&self) -> String {
+        String::from_utf8_lossy(&self.raw_body).into_owned()
+    }
+}
+
+/// A request the mock answered and what it sent, recorded once the answer was written.
+#[derive(Debug, Clone)]
+pub struct Answered {
+    pub request: RecordedRequest,
+    /// Each streamed text delta and when it was handed to the socket (just before its write), in
+    /// order. Empty for answers that are not streamed, and over HTTP/2 (hyper writes the frames).
+    pub deltas: Vec<(String, Instant)>,
+    /// The latest a paced delta left after its due time (the mock's own lag).
+    pub behind: Duration,
+}
+
+/// Picks the reply to a request (see [`Serving::script`]).
+pub type Script = Arc<dyn Fn(&RecordedRequest) -> Reply + Send + Sync>;
+
+/// How the mock serves beyond the tests' defaults; everything is opt-in.
+#[derive(Clone, Default)]
+pub struct Serving {
+    /// Streamed answers keep the connection open: chunked transfer encoding, each SSE event its
+    /// own chunk and its own write (by default a stream closes its connection).
+    pub keep_alive_streams: bool,
+    /// `TCP_NODELAY` on every accepted connection.
+    pub nodelay: bool,
+    /// HTTP/2 and HTTP/1.1 by ALPN through hyper (with `start_tls_with`; the acceptor offers the
+    /// protocols). Serves turns, JSON and error replies; raw, hang-up and stall replies need the
+    /// default HTTP/1.1 connection.
+    pub http2: bool,
+    /// Picks the reply to every request that no `push_for` marker routes, instead of the queue.
+    /// Called without the mock's lock held.
+    pub script: Option<Script>,
 }
 
 /// What a scripted mid-stream failure looks like.
@@ -170,9 +218,19 @@ pub struct Turn {
     input_tokens: u64,
     output_tokens: u64,
     finish: Option<String>,
-    fragment: usize,
+    fragment: Fragment,
     delay: Duration,
+    /// Text deltas per second (see [`Turn::pace`]).
+    pace: Option<f64>,
     failure: Option<(usize, StreamFailure)>,
+}
+
+/// How text and tool arguments are cut into streamed fragments.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Fragment {
+    Chars(usize),
+    /// After each space: one word (with its space) a fragment.
+    Words,
 }
 
 impl Default for Turn {
@@ -188,8 +246,9 @@ impl Turn {
             input_tokens: 10,
             output_tokens: 5,
             finish: None,
-            fragment: 8,
+            fragment: Fragment::Chars(8),
             delay: Duration::ZERO,
+            pace: None,
             failure: None,
         }
     }
@@ -246,7 +305,20 @@ impl Turn {
 
     /// Splits text and tool arguments into fragments of this many characters (default 8).
     pub fn fragment(mut self, chars: usize) -> Self {
-        self.fragment = chars.max(1);
+        self.fragment = Fragment::Chars(chars.max(1));
+        self
+    }
+
+    /// Cuts after each space instead: `"w0 w1 "` streams as `"w0 "`, `"w1 "`.
+    pub fn fragment_words(mut self) -> Self {
+        self.fragment = Fragment::Words;
+        self
+    }
+
+    /// Streams text deltas at `per_second` (≤ 0: at once), each run of consecutive text deltas on
+    /// its own schedule from its first (see the module docs for how the wait is done).
+    pub fn pace(mut self, per_second: f64) -> Self {
+        self.pace = (per_second > 0.0).then_some(per_second);
         self
     }
 
@@ -373,6 +445,7 @@ struct State {
     /// task), so concurrent sessions each get their own script.
     routed: Vec<(String, VecDeque<Reply>)>,
     requests: Vec<RecordedRequest>,
+    answered: Vec<Answered>,
     handshakes: usize,
     failed_handshakes: usize,
     warmups: usize,
@@ -413,43 +486,60 @@ impl Drop for MockProvider {
 
 impl MockProvider {
     pub async fn start(dialect: Dialect) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1");
-        let addr = listener.local_addr().expect("local addr");
-        let state = Arc::new(Mutex::new(State::default()));
-        let shared = state.clone();
-        let task = tokio::spawn(async move {
-            while let Ok((socket, _)) = listener.accept().await {
-                let state = shared.clone();
-                tokio::spawn(async move {
-                    let _ = serve_connection(socket, dialect, state).await;
-                });
-            }
-        });
-        Self { dialect, addr, tls: false, state, task }
+        Self::start_with(dialect, Serving::default()).await
     }
 
     /// The same over TLS with `acceptor`'s certificate (`https://127.0.0.1:PORT`). Handshakes
     /// that fail (a client that does not trust the certificate) are counted, not served.
     pub async fn start_tls(dialect: Dialect, acceptor: tokio_rustls::TlsAcceptor) -> Self {
+        Self::start_tls_with(dialect, acceptor, Serving::default()).await
+    }
+
+    /// Plain HTTP served as `serving` says.
+    pub async fn start_with(dialect: Dialect, serving: Serving) -> Self {
+        Self::listen(dialect, None, serving).await
+    }
+
+    /// TLS served as `serving` says (with `serving.http2`, offer `h2` in the acceptor's ALPN).
+    pub async fn start_tls_with(
+        dialect: Dialect,
+        acceptor: tokio_rustls::TlsAcceptor,
+        serving: Serving,
+    ) -> Self {
+        Self::listen(dialect, Some(acceptor), serving).await
+    }
+
+    async fn listen(dialect: Dialect, acceptor: Option<tokio_rustls::TlsAcceptor>, serving: Serving) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1");
         let addr = listener.local_addr().expect("local addr");
         let state = Arc::new(Mutex::new(State::default()));
-        let shared = state.clone();
+        let (shared, tls, serving) = (state.clone(), acceptor.is_some(), Arc::new(serving));
         let task = tokio::spawn(async move {
             while let Ok((socket, _)) = listener.accept().await {
-                let (state, acceptor) = (shared.clone(), acceptor.clone());
+                if serving.nodelay {
+                    let _ = socket.set_nodelay(true);
+                }
+                let (state, acceptor, serving) = (shared.clone(), acceptor.clone(), serving.clone());
                 tokio::spawn(async move {
+                    let Some(acceptor) = acceptor else {
+                        let _ = serve_connection(socket, dialect, state, &serving).await;
+                        return;
+                    };
                     match acceptor.accept(socket).await {
                         Ok(stream) => {
                             state.lock().unwrap().handshakes += 1;
-                            let _ = serve_connection(stream, dialect, state).await;
+                            if serving.http2 {
+                                serve_hyper(stream, dialect, state, serving).await;
+                            } else {
+                                let _ = serve_connection(stream, dialect, state, &serving).await;
+                            }
                         }
                         Err(_) => state.lock().unwrap().failed_handshakes += 1,
                     }
                 });
             }
         });
-        Self { dialect, addr, tls: true, state, task }
+        Self { dialect, addr, tls, state, task }
     }
 
     /// TLS handshakes completed (connections opened) and refused so far.
@@ -520,16 +610,66 @@ impl MockProvider {
         self.state.lock().unwrap().requests.len()
     }
 
+    /// The requests answered so far, in the order their answers were written.
+    pub fn answered(&self) -> Vec<Answered> {
+        self.state.lock().unwrap().answered.clone()
+    }
+
+    /// Takes the records of the requests answered so far (the next call returns only newer ones).
+    pub fn take_answered(&self) -> Vec<Answered> {
+        std::mem::take(&mut self.state.lock().unwrap().answered)
+    }
+
     /// Replies still queued.
     pub fn pending(&self) -> usize {
         self.state.lock().unwrap().queue.len()
     }
 }
 
+/// Whether `request` asks for a streamed answer.
+fn is_streaming(dialect: Dialect, request: &RecordedRequest) -> bool {
+    match dialect {
+        Dialect::Gemini => request.path.contains(":streamGenerateContent"),
+        _ => request.body.get("stream").and_then(Value::as_bool) == Some(true),
+    }
+}
+
+/// Records `request` and picks its reply: the queue of a `push_for` marker its conversation
+/// carries, else the script, else the common queue.
+fn next_reply(
+    dialect: Dialect,
+    state: &Mutex<State>,
+    serving: &Serving,
+    request: &RecordedRequest,
+) -> Option<Reply> {
+    {
+        let mut st = state.lock().unwrap();
+        st.requests.push(request.clone());
+        let first = first_user_message(dialect, &request.body);
+        if let Some((_, queue)) = st.routed.iter_mut().find(|(marker, _)| first.contains(marker.as_str())) {
+            return queue.pop_front();
+        }
+        if serving.script.is_none() {
+            return st.queue.pop_front();
+        }
+    }
+    serving.script.as_ref().map(|script| script(request))
+}
+
+fn record_answer(state: &Mutex<State>, request: RecordedRequest, sent: Sent) {
+    let (deltas, behind) = sent;
+    state.lock().unwrap().answered.push(Answered { request, deltas, behind });
+}
+
+fn no_reply_body(method: &str, path: &str) -> Value {
+    json!({"error": {"message": format!("mock provider: no reply queued for {method} {path}")}})
+}
+
 async fn serve_connection(
     mut socket: impl AsyncRead + AsyncWrite + Unpin,
     dialect: Dialect,
     state: Arc<Mutex<State>>,
+    serving: &Serving,
 ) -> std::io::Result<()> {
     let mut buf = Vec::new();
     let mut closing =
@@ -549,23 +689,12 @@ async fn serve_connection(
             socket.write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n").await?;
             continue;
         }
-        let streaming = match dialect {
-            Dialect::Gemini => request.path.contains(":streamGenerateContent"),
-            _ => request.body.get("stream").and_then(Value::as_bool) == Some(true),
-        };
-        let reply = {
-            let mut st = state.lock().unwrap();
-            st.requests.push(request.clone());
-            let first = first_user_message(dialect, &request.body);
-            match st.routed.iter_mut().find(|(marker, _)| first.contains(marker.as_str())) {
-                Some((_, queue)) => queue.pop_front(),
-                None => st.queue.pop_front(),
-            }
-        };
+        let streaming = is_streaming(dialect, &request);
+        let reply = next_reply(dialect, &state, serving, &request);
+        let mut sent: Sent = (Vec::new(), Duration::ZERO);
         let keep_alive = match reply {
             None => {
-                let body = json!({"error": {"message": format!("mock provider: no reply queued for {} {}", request.method, request.path)}});
-                write_json(&mut socket, 500, &[], &body).await?;
+                write_json(&mut socket, 500, &[], &no_reply_body(&request.method, &request.path)).await?;
                 true
             }
             Some(Reply::Hangup) => return Ok(()),
@@ -589,12 +718,16 @@ async fn serve_connection(
                 true
             }
             Some(Reply::Sse { events, delay }) => {
-                write_sse(&mut socket, &events, delay).await?;
-                false
+                let pacing = Pacing { delay, per_second: None };
+                sent = write_sse(&mut socket, dialect, &events, pacing, serving.keep_alive_streams).await?;
+                serving.keep_alive_streams
             }
             Some(Reply::Turn(turn)) if streaming => {
                 let events = render_stream(dialect, &turn);
-                write_sse(&mut socket, &events, turn.delay).await?;
+                let pacing = Pacing { delay: turn.delay, per_second: turn.pace };
+                // A failing stream ends without the last chunk and closes.
+                let chunked = serving.keep_alive_streams && turn.failure.is_none();
+                sent = write_sse(&mut socket, dialect, &events, pacing, chunked).await?;
                 if turn.failure.as_ref().is_some_and(|(_, f)| *f == StreamFailure::Stall) {
                     socket.flush().await?;
                     // Silent until the client gives up and closes the connection.
@@ -602,7 +735,7 @@ async fn serve_connection(
                     while matches!(socket.read(&mut rest).await, Ok(n) if n > 0) {}
                     return Ok(());
                 }
-                false
+                chunked
             }
             Some(Reply::Turn(turn)) => {
                 write_json(&mut socket, 200, &[], &render_json(dialect, &turn)).await?;
@@ -610,6 +743,7 @@ async fn serve_connection(
             }
         };
         socket.flush().await?;
+        record_answer(&state, request, sent);
         if !keep_alive {
             socket.shutdown().await.ok();
             return Ok(());
@@ -617,10 +751,103 @@ async fn serve_connection(
     }
 }
 
+type HyperBody = http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>;
+
+/// One TLS connection through hyper (HTTP/2 or HTTP/1.1, as ALPN chose), until the client
+/// closes it or `close_idle_connections` asks (answers under way finish first).
+async fn serve_hyper(
+    stream: impl AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    dialect: Dialect,
+    state: Arc<Mutex<State>>,
+    serving: Arc<Serving>,
+) {
+    let mut closing =
+        state.lock().unwrap().closing.get_or_insert_with(|| tokio::sync::watch::channel(0).0).subscribe();
+    closing.mark_unchanged();
+    let service = hyper::service::service_fn(move |request| {
+        let (state, serving) = (state.clone(), serving.clone());
+        async move { Ok::<_, std::convert::Infallible>(answer_hyper(request, dialect, &state, &serving).await) }
+    });
+    let builder = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
+    let connection = builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+    tokio::pin!(connection);
+    tokio::select! {
+        _ = connection.as_mut() => {}
+        _ = closing.changed() => {
+            connection.as_mut().graceful_shutdown();
+            let _ = connection.await;
+        }
+    }
+}
+
+async fn answer_hyper(
+    request: hyper::Request<hyper::body::Incoming>,
+    dialect: Dialect,
+    state: &Mutex<State>,
+    serving: &Serving,
+) -> hyper::Response<HyperBody> {
+    use http_body_util::BodyExt;
+    let arrived = Instant::now();
+    let whole = |status: u16, headers: &[(String, String)], body: Vec<u8>| {
+        let mut response =
+            hyper::Response::builder().status(status).header("content-type", "application/json");
+        for (name, value) in headers {
+            response = response.header(name, value);
+        }
+        let body = http_body_util::Full::new(bytes::Bytes::from(body)).boxed();
+        response.body(body).expect("a response")
+    };
+    if request.method() == hyper::Method::HEAD {
+        state.lock().unwrap().warmups += 1;
+        return whole(404, &[], Vec::new());
+    }
+    let method = request.method().to_string();
+    let path = request.uri().path_and_query().map_or_else(String::new, ToString::to_string);
+    let headers = request
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.as_str().to_ascii_lowercase(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+        .collect();
+    let raw_body = request.into_body().collect().await.map(|b| b.to_bytes().to_vec()).unwrap_or_default();
+    let body = serde_json::from_slice(&raw_body).unwrap_or(Value::Null);
+    let recorded = RecordedRequest { method, path, headers, body, raw_body, arrived };
+    let streaming = is_streaming(dialect, &recorded);
+    let json_bytes = |value: &Value| serde_json::to_vec(value).expect("json");
+    let response = match next_reply(dialect, state, serving, &recorded) {
+        Some(Reply::Turn(turn)) if streaming => {
+            let frames: Vec<Result<hyper::body::Frame<bytes::Bytes>, std::convert::Infallible>> =
+                render_stream(dialect, &turn)
+                    .into_iter()
+                    .map(|e| Ok(hyper::body::Frame::data(e.into())))
+                    .collect();
+            let body = http_body_util::StreamBody::new(futures::stream::iter(frames)).boxed();
+            hyper::Response::builder()
+                .header("content-type", "text/event-stream")
+                .body(body)
+                .expect("a response")
+        }
+        Some(Reply::Turn(turn)) => whole(200, &[], json_bytes(&render_json(dialect, &turn))),
+        Some(Reply::Json { status, headers, body }) => whole(status, &headers, json_bytes(&body)),
+        Some(Reply::Error(preset)) => {
+            let (status, headers, body) = render_error(dialect, &preset);
+            whole(status, &headers, json_bytes(&body))
+        }
+        None => whole(500, &[], json_bytes(&no_reply_body(&recorded.method, &recorded.path))),
+        Some(other) => {
+            let message = format!("mock provider: {other:?} needs the HTTP/1.1 connection, not hyper's");
+            whole(500, &[], json_bytes(&json!({"error": {"message": message}})))
+        }
+    };
+    record_answer(state, recorded, (Vec::new(), Duration::ZERO));
+    response
+}
+
 async fn read_request(
     socket: &mut (impl AsyncRead + Unpin),
     buf: &mut Vec<u8>,
 ) -> std::io::Result<Option<RecordedRequest>> {
+    // Bytes already read (a pipelined request) arrived before this call.
+    let mut arrived = (!buf.is_empty()).then(Instant::now);
     let head_end = loop {
         if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             break pos;
@@ -630,6 +857,7 @@ async fn read_request(
         if n == 0 {
             return Ok(None);
         }
+        arrived.get_or_insert_with(Instant::now);
         buf.extend_from_slice(&chunk[..n]);
     };
     let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
@@ -656,7 +884,8 @@ async fn read_request(
     let raw_body = buf[body_start..body_start + length].to_vec();
     buf.drain(..body_start + length);
     let body = serde_json::from_slice(&raw_body).unwrap_or(Value::Null);
-    Ok(Some(RecordedRequest { method, path, headers, body, raw_body }))
+    let arrived = arrived.unwrap_or_else(Instant::now);
+    Ok(Some(RecordedRequest { method, path, headers, body, raw_body, arrived }))
 }
 
 fn reason_phrase(status: u16) -> &'static str {
@@ -694,26 +923,138 @@ async fn write_json(
     socket.write_all(&body).await
 }
 
-async fn write_sse(
-    socket: &mut (impl AsyncWrite + Unpin),
-    events: &[Vec<u8>],
+/// Each text delta sent and when; the most a paced delta ran late.
+type Sent = (Vec<(String, Instant)>, Duration);
+
+/// How a stream's events are spaced: `delay` after every event (tokio's timer), text deltas at
+/// `per_second` (see [`Turn::pace`]).
+#[derive(Clone, Copy)]
+struct Pacing {
     delay: Duration,
-) -> std::io::Result<()> {
-    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n";
-    socket.write_all(head.as_bytes()).await?;
-    for event in events {
-        socket.write_all(event).await?;
-        socket.flush().await?;
-        if !delay.is_zero() {
-            tokio::time::sleep(delay).await;
-        }
-    }
-    Ok(())
+    per_second: Option<f64>,
 }
 
-fn chunks(text: &str, size: usize) -> Vec<String> {
-    let chars: Vec<char> = text.chars().collect();
-    chars.chunks(size).map(|c| c.iter().collect()).collect()
+/// The text of an event that is a text delta in `dialect`'s stream (not thinking, not a tool).
+fn text_delta(dialect: Dialect, event: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(event).ok()?;
+    let data: Value = serde_json::from_str(text.lines().find_map(|l| l.strip_prefix("data: "))?).ok()?;
+    let delta = match dialect {
+        Dialect::Anthropic => data.pointer("/delta/text").filter(|_| data["delta"]["type"] == "text_delta"),
+        Dialect::OpenAiResponses => {
+            data.get("delta").filter(|_| data["type"] == "response.output_text.delta")
+        }
+        Dialect::OpenAiChat => data.pointer("/choices/0/delta/content"),
+        Dialect::Gemini => data
+            .pointer("/candidates/0/content/parts/0")
+            .filter(|p| p.get("thought").is_none())
+            .and_then(|p| p.get("text")),
+    };
+    delta?.as_str().filter(|t| !t.is_empty()).map(str::to_string)
+}
+
+/// Streams `events` after 200 headers: closing the connection after them, or `chunked` (each
+/// event its own chunk and write, then the last chunk; the connection stays).
+async fn write_sse(
+    socket: &mut (impl AsyncWrite + Unpin),
+    dialect: Dialect,
+    events: &[Vec<u8>],
+    pacing: Pacing,
+    chunked: bool,
+) -> std::io::Result<Sent> {
+    let head = if chunked {
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\n\r\n"
+    } else {
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n"
+    };
+    socket.write_all(head.as_bytes()).await?;
+    // Everything is framed before the first write, so a delta's time is its write's.
+    let framed: Vec<(Vec<u8>, Option<String>)> = events
+        .iter()
+        .map(|event| {
+            let bytes = if chunked {
+                let mut bytes = format!("{:x}\r\n", event.len()).into_bytes();
+                bytes.extend_from_slice(event);
+                bytes.extend_from_slice(b"\r\n");
+                bytes
+            } else {
+                event.clone()
+            };
+            (bytes, text_delta(dialect, event))
+        })
+        .collect();
+    let multi_thread =
+        tokio::runtime::Handle::current().runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread;
+    let sent = match pacing.per_second {
+        Some(_) if multi_thread => tokio::task::block_in_place(|| {
+            // Sleeps wake within microseconds instead of the default 50 µs slack.
+            let _ = nix::sys::prctl::set_timerslack(1_000);
+            let runtime = tokio::runtime::Handle::current();
+            runtime.block_on(write_events(socket, &framed, pacing, |due| {
+                std::thread::sleep(due.saturating_duration_since(Instant::now()));
+                std::future::ready(())
+            }))
+        })?,
+        _ => {
+            write_events(socket, &framed, pacing, |due| {
+                tokio::time::sleep_until(tokio::time::Instant::from_std(due))
+            })
+            .await?
+        }
+    };
+    if chunked {
+        socket.write_all(b"0\r\n\r\n").await?;
+    }
+    Ok(sent)
+}
+
+/// Writes the framed events one by one, waiting with `wait_until` for a paced delta's due time;
+/// stamps each text delta just before its write.
+async fn write_events<F: std::future::Future<Output = ()>>(
+    socket: &mut (impl AsyncWrite + Unpin),
+    framed: &[(Vec<u8>, Option<String>)],
+    pacing: Pacing,
+    wait_until: impl Fn(Instant) -> F,
+) -> std::io::Result<Sent> {
+    let mut deltas = Vec::new();
+    let mut behind = Duration::ZERO;
+    // The start of the current run of text deltas and the index in it.
+    let mut run: Option<(Instant, usize)> = None;
+    for (bytes, text) in framed {
+        match text {
+            Some(text) => {
+                let mut now = Instant::now();
+                if let Some(rate) = pacing.per_second {
+                    let (began, i) = *run.get_or_insert((now, 0));
+                    let due = began + Duration::from_secs_f64(i as f64 / rate);
+                    if due > now {
+                        wait_until(due).await;
+                        now = Instant::now();
+                    } else {
+                        behind = behind.max(now - due);
+                    }
+                    run = Some((began, i + 1));
+                }
+                deltas.push((text.clone(), now));
+            }
+            None => run = None,
+        }
+        socket.write_all(bytes).await?;
+        socket.flush().await?;
+        if !pacing.delay.is_zero() {
+            tokio::time::sleep(pacing.delay).await;
+        }
+    }
+    Ok((deltas, behind))
+}
+
+fn chunks(text: &str, fragment: Fragment) -> Vec<String> {
+    match fragment {
+        Fragment::Chars(size) => {
+            let chars: Vec<char> = text.chars().collect();
+            chars.chunks(size).map(|c| c.iter().collect()).collect()
+        }
+        Fragment::Words => text.split_inclusive(' ').map(str::to_string).collect(),
+    }
 }
 
 fn frame(dialect: Dialect, event: Option<&str>, data: &Value) -> Vec<u8> {
