@@ -19,22 +19,26 @@
 #[path = "../server/client.rs"]
 mod client;
 mod latency;
+/// The tests' LSP framing and editor answers, which the client uses.
+#[path = "../../tests/support/lsp_wire.rs"]
+mod lsp_wire;
+/// The tests' fake provider (one fake for the tests and the benches).
 #[allow(dead_code)]
-#[path = "../server/provider.rs"]
-mod provider;
+#[path = "../../tests/support/mock_provider.rs"]
+mod mock_provider;
 /// The tests' certificate authority (one CA maker for the tests and the benches).
 #[allow(dead_code)]
 #[path = "../../tests/support/tls.rs"]
 mod tls;
-mod tls_provider;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use client::{Incoming, Server};
+use mock_provider::{Dialect, MockProvider, Serving, Turn};
 use serde_json::{Value, json};
-use tls_provider::TlsProvider;
+use tls::TestCa;
 
 /// How long any one step may take.
 const PATIENCE: Duration = Duration::from_secs(60);
@@ -90,6 +94,57 @@ fn options() -> Result<Options, String> {
     Ok(options)
 }
 
+/// The fake Anthropic endpoint: the tests' mock provider over TLS with its own CA (made at start),
+/// HTTP/2 and HTTP/1.1 by ALPN (as the real APIs offer), keep-alive, `TCP_NODELAY`; it answers
+/// every model request with a short streamed answer (three text deltas), stamps each request
+/// when its head arrives, counts TLS handshakes and `HEAD` requests (warm-ups), and closes every
+/// connection on demand (a provider dropping idle connections).
+struct TlsProvider {
+    mock: MockProvider,
+    ca_file: PathBuf,
+    _ca: TestCa,
+}
+
+impl TlsProvider {
+    async fn start() -> Self {
+        let ca = TestCa::new("agentls network bench CA");
+        let serving = Serving {
+            http2: true,
+            nodelay: true,
+            script: Some(std::sync::Arc::new(|_: &mock_provider::RecordedRequest| {
+                Turn::new().text("Hello over TLS.").fragment_words().into()
+            })),
+            ..Serving::default()
+        };
+        let acceptor = ca.acceptor_for(&[b"h2", b"http/1.1"]);
+        let mock = MockProvider::start_tls_with(Dialect::Anthropic, acceptor, serving).await;
+        Self { mock, ca_file: ca.ca_file().to_path_buf(), _ca: ca }
+    }
+
+    /// `https://127.0.0.1:PORT` reached through `via` (the latency proxy).
+    fn url_via(via: std::net::SocketAddr) -> String {
+        format!("https://127.0.0.1:{}", via.port())
+    }
+
+    /// When each model request's head arrived.
+    fn requests(&self) -> Vec<Instant> {
+        self.mock.requests().iter().map(|r| r.arrived).collect()
+    }
+
+    fn handshakes(&self) -> usize {
+        self.mock.handshakes().0
+    }
+
+    fn warmups(&self) -> usize {
+        self.mock.warmups()
+    }
+
+    /// Closes every open connection (those streaming finish first).
+    fn close_connections(&self) {
+        self.mock.close_idle_connections();
+    }
+}
+
 /// Prompt → request at the provider, prompt → first text delta (ms).
 #[derive(Debug, Clone, Copy)]
 struct Sample {
@@ -135,7 +190,7 @@ fn start_server(options: &Options, url: &str, ca_file: &Path, home: &Path) -> Re
         .env("ANTHROPIC_API_KEY", "sk-ant-bench")
         .env("ANTHROPIC_BASE_URL", url)
         .env("SSL_CERT_FILE", ca_file);
-    let mut server = Server::spawn(command, Stdio::null()).map_err(|e| format!("agentls: {e}"))?;
+    let mut server = Server::spawn_lsp(command, Stdio::null()).map_err(|e| format!("agentls: {e}"))?;
     let uri = format!("file://{}", root.display());
     server.request(
         "initialize",
@@ -176,7 +231,7 @@ fn prompt_all(server: &mut Server, sessions: &[String]) -> Result<Vec<Instant>, 
 
 /// Prompts `sessions` at once and waits for their turns: one sample each.
 fn measure(server: &mut Server, provider: &TlsProvider, sessions: &[String]) -> Result<Vec<Sample>, String> {
-    let before = provider.seen().requests.len();
+    let before = provider.requests().len();
     let written = prompt_all(server, sessions)?;
     let mut deltas = Vec::new();
     for (session, at) in sessions.iter().zip(&written) {
@@ -186,7 +241,7 @@ fn measure(server: &mut Server, provider: &TlsProvider, sessions: &[String]) -> 
         server.wait_for("the turn's end", PATIENCE, |m| is_event(m, session, "processing_end", *at))?;
         deltas.push(since(delta, *at));
     }
-    let mut arrivals: Vec<Instant> = provider.seen().requests[before..].to_vec();
+    let mut arrivals: Vec<Instant> = provider.requests()[before..].to_vec();
     arrivals.sort();
     if arrivals.len() != sessions.len() {
         return Err(format!("{} model requests for {} prompts", arrivals.len(), sessions.len()));
@@ -219,7 +274,7 @@ fn sequential(
     results: &mut Results,
 ) -> Result<(), String> {
     let home = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let handshakes = provider.seen().handshakes;
+    let handshakes = provider.handshakes();
     let mut server = start_server(options, url, &provider.ca_file, home.path())?;
     let session = vec![new_session(&mut server)?];
     std::thread::sleep(options.typing);
@@ -232,9 +287,9 @@ fn sequential(
     std::thread::sleep(idle);
     provider.close_connections();
     std::thread::sleep(Duration::from_millis(100));
-    let warmups = provider.seen().warmups;
+    let warmups = provider.warmups();
     server.notify("agentls/userTyping", json!({"sessionId": session[0]})).map_err(|e| e.to_string())?;
-    eventually("the warm-up userTyping asks for", || provider.seen().warmups > warmups)?;
+    eventually("the warm-up userTyping asks for", || provider.warmups() > warmups)?;
     std::thread::sleep(options.typing);
     results.after_close.extend(measure(&mut server, provider, &session)?);
 
@@ -243,7 +298,7 @@ fn sequential(
     provider.close_connections();
     std::thread::sleep(Duration::from_millis(100) + options.typing);
     results.after_close_untold.extend(measure(&mut server, provider, &session)?);
-    results.sequential_handshakes.push(provider.seen().handshakes - handshakes);
+    results.sequential_handshakes.push(provider.handshakes() - handshakes);
     server.stop();
     Ok(())
 }
@@ -258,7 +313,7 @@ fn concurrent(
     let home = tempfile::tempdir().map_err(|e| e.to_string())?;
     provider.close_connections();
     std::thread::sleep(Duration::from_millis(100));
-    let handshakes = provider.seen().handshakes;
+    let handshakes = provider.handshakes();
     let mut server = start_server(options, url, &provider.ca_file, home.path())?;
     let mut sessions = Vec::new();
     for _ in 0..8 {
@@ -266,7 +321,7 @@ fn concurrent(
     }
     std::thread::sleep(options.typing);
     results.concurrent.extend(measure(&mut server, provider, &sessions)?);
-    results.concurrent_handshakes.push(provider.seen().handshakes - handshakes);
+    results.concurrent_handshakes.push(provider.handshakes() - handshakes);
     server.stop();
     Ok(())
 }
@@ -284,7 +339,7 @@ async fn direct(provider: &TlsProvider, url: &str, results: &mut Results) -> Res
         "messages": [{"role": "user", "content": "Say hello."}]})
     .to_string();
     for kept in [false, true] {
-        let before = provider.seen().requests.len();
+        let before = provider.requests().len();
         let started = Instant::now();
         let mut response = client
             .post(format!("{url}/v1/messages"))
@@ -304,7 +359,7 @@ async fn direct(provider: &TlsProvider, url: &str, results: &mut Results) -> Res
             }
         }
         let delta = delta.ok_or("the direct client got no text delta")?;
-        let request = *provider.seen().requests.get(before).ok_or("the direct request did not arrive")?;
+        let request = *provider.requests().get(before).ok_or("the direct request did not arrive")?;
         let sample = Sample { request: since(request, started), delta: since(delta, started) };
         if kept { results.direct_kept.push(sample) } else { results.direct_new.push(sample) }
     }
@@ -422,7 +477,7 @@ fn run(options: &Options) -> Result<String, String> {
         .map_err(|e| e.to_string())?;
     let provider = runtime.block_on(TlsProvider::start());
     let proxy = runtime
-        .block_on(latency::LatencyProxy::start(provider.addr, options.rtt))
+        .block_on(latency::LatencyProxy::start(provider.mock.addr(), options.rtt))
         .map_err(|e| format!("latency proxy: {e}"))?;
     let url = TlsProvider::url_via(proxy.addr);
     let load_before = load_average();

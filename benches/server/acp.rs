@@ -16,22 +16,20 @@
 //! prompt; the peer's memory is that of its whole process tree (the adapter and the CLI it
 //! starts), summed from each process's VmRSS, and its process group is killed after each run.
 
-use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
-use std::sync::{Arc, Mutex};
+use std::process::{Command, Stdio};
+use std::sync::mpsc::Sender;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use crate::PATIENCE;
-use crate::client::Incoming;
+use crate::client::{Incoming, Peer, Writer, write_to};
 use crate::procfs;
-use crate::provider::{Provider, Record};
+use crate::provider::{Answered, Provider};
 use crate::report::{Met, Row, Section};
 use crate::request::short_reply;
 use crate::stats::{fmt_mib, fmt_ms, fmt_opt_ms, median, ms, percentile};
@@ -105,17 +103,12 @@ impl AcpStats {
     }
 }
 
-/// A connection to an agent over its stdio: one JSON object a line each way. Requests from the
-/// agent are answered at once from the reader thread: a permission request `cancelled` (the
-/// prompts here need none), anything else "method not found" (this client advertises no file
-/// system and no terminal).
+/// A connection to an agent over its stdio: one JSON object a line each way, through the
+/// client's driver ([`Peer`]). Requests from the agent are answered at once from the reader
+/// thread: a permission request `cancelled` (the prompts here need none), anything else "method
+/// not found" (this client advertises no file system and no terminal).
 struct Connection {
-    child: Child,
-    writer: Arc<Mutex<Option<ChildStdin>>>,
-    inbox: Receiver<Incoming>,
-    seen: VecDeque<Incoming>,
-    next_id: i64,
-    spawned: Instant,
+    peer: Peer,
 }
 
 fn answer(message: &Value) -> Option<Value> {
@@ -129,32 +122,25 @@ fn answer(message: &Value) -> Option<Value> {
     })
 }
 
-fn write_line(writer: &Mutex<Option<ChildStdin>>, message: &Value) -> std::io::Result<Instant> {
+fn line(message: &Value) -> Vec<u8> {
     let mut line = message.to_string().into_bytes();
     line.push(b'\n');
-    let mut writer = writer.lock().expect("agent stdin");
-    let stdin = writer
-        .as_mut()
-        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the agent's input is closed"))?;
-    let at = Instant::now();
-    stdin.write_all(&line)?;
-    stdin.flush()?;
-    Ok(at)
+    line
 }
 
-fn read_loop(stdout: impl std::io::Read, writer: Arc<Mutex<Option<ChildStdin>>>, inbox: Sender<Incoming>) {
+fn read_loop(stdout: impl std::io::Read, writer: Writer, inbox: Sender<Incoming>) {
     let mut lines = BufReader::new(stdout);
-    let mut line = Vec::new();
+    let mut buffer = Vec::new();
     loop {
-        line.clear();
-        match lines.read_until(b'\n', &mut line) {
+        buffer.clear();
+        match lines.read_until(b'\n', &mut buffer) {
             Ok(0) | Err(_) => return,
             Ok(_) => {}
         }
         let at = Instant::now();
-        let Ok(message) = serde_json::from_slice::<Value>(&line) else { continue };
+        let Ok(message) = serde_json::from_slice::<Value>(&buffer) else { continue };
         if let Some(reply) = answer(&message) {
-            let _ = write_line(&writer, &reply);
+            let _ = write_to(&writer, &line(&reply));
         }
         if inbox.send(Incoming { at, message }).is_err() {
             return;
@@ -170,80 +156,22 @@ impl Connection {
         command.process_group(0);
         let stderr = std::fs::File::create(scratch.path().join(format!("{}.stderr", agent.name)))
             .map_or_else(|_| Stdio::null(), Stdio::from);
-        command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(stderr);
-        let spawned = Instant::now();
-        let mut child = command.spawn().map_err(|e| format!("{}: {e}", agent.program.display()))?;
-        let stdin = child.stdin.take().expect("piped stdin");
-        let stdout = child.stdout.take().expect("piped stdout");
-        let writer = Arc::new(Mutex::new(Some(stdin)));
-        let (tx, inbox) = channel();
-        let reader_writer = writer.clone();
-        thread::Builder::new()
-            .name("acp-reader".into())
-            .spawn(move || read_loop(stdout, reader_writer, tx))
-            .map_err(|e| e.to_string())?;
-        Ok(Self { child, writer, inbox, seen: VecDeque::new(), next_id: 1, spawned })
-    }
-
-    fn send_request(&mut self, method: &str, params: Value) -> Result<(i64, Instant), String> {
-        let id = self.next_id;
-        self.next_id += 1;
-        let at = write_line(
-            &self.writer,
-            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
-        )
-        .map_err(|e| format!("{method}: {e}"))?;
-        Ok((id, at))
-    }
-
-    /// The result of request `id` and when it arrived (an error response is an error).
-    fn response(&mut self, method: &str, id: i64, timeout: Duration) -> Result<(Value, Instant), String> {
-        let is_reply = |m: &Incoming| m.message.get("id") == Some(&json!(id)) && m.method().is_none();
-        let reply = match self.seen.iter().position(is_reply) {
-            Some(at) => self.seen.remove(at).expect("found"),
-            None => {
-                let deadline = Instant::now() + timeout;
-                loop {
-                    let incoming =
-                        match self.inbox.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                            Ok(incoming) => incoming,
-                            Err(RecvTimeoutError::Timeout) => {
-                                return Err(format!("{method}: no reply in {timeout:?}"));
-                            }
-                            Err(RecvTimeoutError::Disconnected) => {
-                                return Err(format!("{method}: the agent closed its output"));
-                            }
-                        };
-                    if is_reply(&incoming) {
-                        break incoming;
-                    }
-                    self.seen.push_back(incoming);
-                }
-            }
-        };
-        match reply.message.get("error") {
-            Some(error) => Err(format!("{method} failed: {error}")),
-            None => Ok((reply.message.get("result").cloned().unwrap_or(Value::Null), reply.at)),
-        }
+        let peer = Peer::spawn(command, stderr, "acp-reader", line, read_loop)
+            .map_err(|e| format!("{}: {e}", agent.program.display()))?;
+        Ok(Self { peer })
     }
 
     fn request(&mut self, method: &str, params: Value) -> Result<(Value, Instant, Instant), String> {
-        let (id, sent) = self.send_request(method, params)?;
-        let (result, at) = self.response(method, id, PATIENCE)?;
-        Ok((result, sent, at))
+        self.peer.exchange(method, params, PATIENCE)
     }
 
     /// Closes its input, gives it a moment, then kills its process group (the peer's CLI child
     /// included) and reaps it.
     fn stop(mut self) {
-        self.writer.lock().expect("agent stdin").take();
-        let deadline = Instant::now() + Duration::from_millis(500);
-        while Instant::now() < deadline && matches!(self.child.try_wait(), Ok(None)) {
-            thread::sleep(Duration::from_millis(5));
-        }
-        let group = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        self.peer.close(Duration::from_millis(500));
+        let group = nix::unistd::Pid::from_raw(self.peer.pid() as i32);
         let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
-        let _ = self.child.wait();
+        let _ = self.peer.child.wait();
     }
 }
 
@@ -274,12 +202,16 @@ fn process_tree(pid: u32) -> Vec<u32> {
 
 /// Collects the provider's records into `records` until one's body holds `marker` (waiting at
 /// most [`PATIENCE`]); that request's first byte.
-fn wait_for_marker(provider: &Provider, records: &mut Vec<Record>, marker: &str) -> Result<Instant, String> {
+fn wait_for_marker(
+    provider: &Provider,
+    records: &mut Vec<Answered>,
+    marker: &str,
+) -> Result<Instant, String> {
     let deadline = Instant::now() + PATIENCE;
     loop {
         records.extend(provider.take());
-        if let Some(record) = records.iter().find(|r| r.body.contains(marker)) {
-            return Ok(record.first_byte);
+        if let Some(record) = records.iter().find(|r| r.request.body_text().contains(marker)) {
+            return Ok(record.request.arrived);
         }
         if Instant::now() > deadline {
             return Err(format!(
@@ -322,14 +254,14 @@ fn drive(
     if result.get("protocolVersion") != Some(&json!(1)) {
         return Err(format!("initialize: not protocol version 1: {result}"));
     }
-    let initialize_ms = ms(at - conn.spawned);
+    let initialize_ms = ms(at - conn.peer.spawned);
     let new = json!({"cwd": scratch.workspace(), "mcpServers": []});
     let (result, sent, at) = conn.request("session/new", new)?;
     let session_new_ms = ms(at - sent);
     let session =
         result.get("sessionId").and_then(Value::as_str).ok_or("session/new: no sessionId")?.to_string();
     thread::sleep(SETTLE);
-    let pid = conn.child.id();
+    let pid = conn.peer.pid();
     let tree = process_tree(pid);
     let rss_kib = procfs::rss_kib(pid).ok_or("no VmRSS")?;
     let tree_rss_kib = tree.iter().filter_map(|p| procfs::rss_kib(*p)).sum();
@@ -356,8 +288,8 @@ fn drive(
         let first_byte = wait_for_marker(provider, &mut records, &marker)?;
         run.to_request_ms.push(ms(first_byte.saturating_duration_since(sent)));
         run.turn_ms.push(ms(at - sent));
-        run.requests.push(records.iter().filter(|r| r.first_byte >= sent).count());
-        conn.seen.clear();
+        run.requests.push(records.iter().filter(|r| r.request.arrived >= sent).count());
+        conn.peer.seen.clear();
     }
     Ok(run)
 }

@@ -1,12 +1,19 @@
-//! An independent LSP client over the server's real stdio: Content-Length framing, JSON-RPC,
-//! and an arrival timestamp on every message (taken when the `read` that completed it returned,
-//! before any parsing). Requests from the server are answered at once from the reader thread, the
-//! way an editor would: `workspace/applyEdit` is applied (`applied: true`), `workspace/configuration`
-//! gets `null` per item, anything else `null`.
+//! The benchmarks' client of a server over its real stdio: a blocking driver (a reader thread per
+//! process) that stamps every message with its arrival, taken when the `read` that completed it
+//! returned, before any parsing. The LSP framing and the answers to server requests are the
+//! tests' (`tests/support/lsp_wire.rs`: one codec, one editor policy — `workspace/applyEdit`
+//! applied, `workspace/configuration` `null` per item, anything else `null`), answered at once
+//! from the reader thread. [`Peer`] is the driver for any JSON-RPC framing: `Server` speaks LSP,
+//! `acp.rs` newline-delimited ACP over the same driver.
+//!
+//! Why not the tests' async `LspClient`: it writes through a channel to a writer task, so the
+//! moment a request is handed to the pipe (the start of "time before a model request leaves")
+//! is not known to the caller, and it stamps a message when it is parsed, not when its read
+//! returned. Both are what these measurements are made of.
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -14,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::provider::content_length;
+use crate::lsp_wire::{FrameDecoder, editor_answer, frame_json, response};
 
 /// A message from the server and when it arrived.
 #[derive(Debug, Clone)]
@@ -29,83 +36,45 @@ impl Incoming {
     }
 }
 
-pub struct Server {
-    child: Child,
-    /// `None` once closed (the server then sees the end of its input).
-    writer: Arc<Mutex<Option<ChildStdin>>>,
+/// The child's input, shared with the reader thread that answers its requests; `None` once
+/// closed (the child then sees the end of its input).
+pub type Writer = Arc<Mutex<Option<ChildStdin>>>;
+
+/// Writes `bytes` in one call; returns when they were handed over.
+pub fn write_to(writer: &Writer, bytes: &[u8]) -> io::Result<Instant> {
+    let mut writer = writer.lock().expect("child stdin");
+    let stdin = writer
+        .as_mut()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::BrokenPipe, "the child's input is closed"))?;
+    let at = Instant::now();
+    stdin.write_all(bytes)?;
+    Ok(at)
+}
+
+/// A child process over piped stdio: `encode` frames what this side sends, a reader thread
+/// (started by `spawn`) turns the output into [`Incoming`] messages.
+pub struct Peer {
+    pub child: Child,
+    pub writer: Writer,
     inbox: Receiver<Incoming>,
     /// Messages read while waiting for something else, oldest first.
     pub seen: VecDeque<Incoming>,
     next_id: i64,
+    encode: fn(&Value) -> Vec<u8>,
     /// When the process was spawned.
     pub spawned: Instant,
 }
 
-pub fn frame(body: &Value) -> Vec<u8> {
-    let body = body.to_string();
-    let mut out = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
-    out.extend_from_slice(body.as_bytes());
-    out
-}
-
-fn answer(message: &Value) -> Option<Value> {
-    let id = message.get("id")?;
-    let method = message.get("method")?.as_str()?;
-    let result = match method {
-        "workspace/applyEdit" => json!({"applied": true}),
-        "workspace/configuration" => {
-            let items = message.pointer("/params/items").and_then(Value::as_array).map_or(1, Vec::len);
-            Value::Array(vec![Value::Null; items])
-        }
-        _ => Value::Null,
-    };
-    Some(json!({"jsonrpc": "2.0", "id": id, "result": result}))
-}
-
-/// Cuts the complete frames off the front of `buffer`.
-fn frames(buffer: &mut Vec<u8>) -> Vec<Vec<u8>> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    while let Some(end) = memchr::memmem::find(&buffer[start..], b"\r\n\r\n") {
-        let length = content_length(&String::from_utf8_lossy(&buffer[start..start + end]));
-        let body = start + end + 4;
-        if buffer.len() < body + length {
-            break;
-        }
-        out.push(buffer[body..body + length].to_vec());
-        start = body + length;
-    }
-    buffer.drain(..start);
-    out
-}
-
-fn read_loop(mut stdout: impl Read, writer: Arc<Mutex<Option<ChildStdin>>>, inbox: Sender<Incoming>) {
-    let mut buffer = Vec::with_capacity(1 << 20);
-    let mut chunk = vec![0u8; 1 << 16];
-    loop {
-        let n = match stdout.read(&mut chunk) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => n,
-        };
-        let at = Instant::now();
-        buffer.extend_from_slice(&chunk[..n]);
-        for body in frames(&mut buffer) {
-            let Ok(message) = serde_json::from_slice::<Value>(&body) else { continue };
-            if let Some(reply) = answer(&message)
-                && let Some(stdin) = writer.lock().expect("server stdin").as_mut()
-            {
-                let _ = stdin.write_all(&frame(&reply));
-            }
-            if inbox.send(Incoming { at, message }).is_err() {
-                return;
-            }
-        }
-    }
-}
-
-impl Server {
-    /// Spawns `command` with piped stdio (stderr to `stderr`) and starts reading its output.
-    pub fn spawn(mut command: Command, stderr: Stdio) -> io::Result<Self> {
+impl Peer {
+    /// Spawns `command` with piped stdio (stderr to `stderr`) and runs `read` on its output in a
+    /// thread named `name`.
+    pub fn spawn(
+        mut command: Command,
+        stderr: Stdio,
+        name: &str,
+        encode: fn(&Value) -> Vec<u8>,
+        read: impl FnOnce(ChildStdout, Writer, Sender<Incoming>) + Send + 'static,
+    ) -> io::Result<Self> {
         command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(stderr);
         let spawned = Instant::now();
         let mut child = command.spawn()?;
@@ -114,10 +83,8 @@ impl Server {
         let writer = Arc::new(Mutex::new(Some(stdin)));
         let (tx, inbox) = channel();
         let reader_writer = writer.clone();
-        thread::Builder::new()
-            .name("lsp-reader".into())
-            .spawn(move || read_loop(stdout, reader_writer, tx))?;
-        Ok(Self { child, writer, inbox, seen: VecDeque::new(), next_id: 1, spawned })
+        thread::Builder::new().name(name.into()).spawn(move || read(stdout, reader_writer, tx))?;
+        Ok(Self { child, writer, inbox, seen: VecDeque::new(), next_id: 1, encode, spawned })
     }
 
     pub fn pid(&self) -> u32 {
@@ -126,51 +93,61 @@ impl Server {
 
     /// Writes raw bytes (already framed) in one call; returns when they were handed over.
     pub fn write(&self, bytes: &[u8]) -> io::Result<Instant> {
-        let mut writer = self.writer.lock().expect("server stdin");
-        let stdin = writer
-            .as_mut()
-            .ok_or_else(|| io::Error::new(io::ErrorKind::BrokenPipe, "the server's input is closed"))?;
-        let at = Instant::now();
-        stdin.write_all(bytes)?;
-        Ok(at)
+        write_to(&self.writer, bytes)
     }
 
     pub fn notify(&self, method: &str, params: Value) -> io::Result<()> {
-        self.write(&frame(&json!({"jsonrpc": "2.0", "method": method, "params": params}))).map(|_| ())
+        self.write(&(self.encode)(&json!({"jsonrpc": "2.0", "method": method, "params": params}))).map(|_| ())
     }
 
     /// Sends a request; returns its id and when it was written.
     pub fn send_request(&mut self, method: &str, params: Value) -> io::Result<(i64, Instant)> {
         let id = self.next_id;
         self.next_id += 1;
-        let at =
-            self.write(&frame(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})))?;
+        let at = self.write(&(self.encode)(
+            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        ))?;
         Ok((id, at))
     }
 
-    /// The next message from the server, waiting at most `timeout`.
+    /// The next message from the child, waiting at most `timeout`.
     fn next(&mut self, timeout: Duration) -> Result<Incoming, String> {
         match self.inbox.recv_timeout(timeout) {
             Ok(incoming) => Ok(incoming),
-            Err(RecvTimeoutError::Timeout) => Err(format!("the server sent nothing for {timeout:?}")),
-            Err(RecvTimeoutError::Disconnected) => Err("the server closed its output".into()),
+            Err(RecvTimeoutError::Timeout) => Err(format!("the child sent nothing for {timeout:?}")),
+            Err(RecvTimeoutError::Disconnected) => Err("the child closed its output".into()),
         }
     }
 
     /// Waits for the response to request `id`; other messages go to `seen`.
     pub fn response(&mut self, id: i64, timeout: Duration) -> Result<Incoming, String> {
-        let deadline = Instant::now() + timeout;
-        if let Some(at) =
-            self.seen.iter().position(|m| m.message.get("id") == Some(&json!(id)) && m.method().is_none())
-        {
+        let is_reply = |m: &Incoming| m.message.get("id") == Some(&json!(id)) && m.method().is_none();
+        if let Some(at) = self.seen.iter().position(is_reply) {
             return Ok(self.seen.remove(at).expect("found"));
         }
+        let deadline = Instant::now() + timeout;
         loop {
             let incoming = self.next(deadline.saturating_duration_since(Instant::now()))?;
-            if incoming.message.get("id") == Some(&json!(id)) && incoming.method().is_none() {
+            if is_reply(&incoming) {
                 return Ok(incoming);
             }
             self.seen.push_back(incoming);
+        }
+    }
+
+    /// A request and its result with the times it was written and answered (an error response
+    /// is an error).
+    pub fn exchange(
+        &mut self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<(Value, Instant, Instant), String> {
+        let (id, sent) = self.send_request(method, params).map_err(|e| format!("{method}: {e}"))?;
+        let reply = self.response(id, timeout).map_err(|e| format!("{method}: {e}"))?;
+        match reply.message.get("error") {
+            Some(error) => Err(format!("{method} failed: {error}")),
+            None => Ok((reply.message.get("result").cloned().unwrap_or(Value::Null), sent, reply.at)),
         }
     }
 
@@ -181,12 +158,7 @@ impl Server {
         params: Value,
         timeout: Duration,
     ) -> Result<(Value, Instant), String> {
-        let (id, _) = self.send_request(method, params).map_err(|e| format!("{method}: {e}"))?;
-        let reply = self.response(id, timeout)?;
-        match reply.message.get("error") {
-            Some(error) => Err(format!("{method} failed: {error}")),
-            None => Ok((reply.message.get("result").cloned().unwrap_or(Value::Null), reply.at)),
-        }
+        self.exchange(method, params, timeout).map(|(result, _, at)| (result, at))
     }
 
     /// `workspace/executeCommand` with one object argument.
@@ -223,25 +195,68 @@ impl Server {
         }
     }
 
+    /// Closes the child's input and waits up to `grace` for it to exit; whether it did.
+    pub fn close(&mut self, grace: Duration) -> bool {
+        self.writer.lock().expect("child stdin").take();
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return true;
+            }
+            thread::sleep(Duration::from_millis(5));
+        }
+        false
+    }
+
     /// Polite end: `shutdown`, `exit`, then a kill if it lingers.
     pub fn stop(mut self) {
         let _ = self.request("shutdown", Value::Null, Duration::from_secs(5));
         let _ = self.notify("exit", Value::Null);
-        self.writer.lock().expect("server stdin").take();
-        let deadline = Instant::now() + Duration::from_secs(2);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            thread::sleep(Duration::from_millis(5));
+        if !self.close(Duration::from_secs(2)) {
+            self.kill();
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 
     pub fn kill(mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// An LSP server over its stdio.
+pub type Server = Peer;
+
+/// The reader of an LSP server's output: frames decoded as they complete, each stamped with the
+/// read that completed it, the server's requests answered at once by the editor policy.
+fn read_lsp(mut stdout: ChildStdout, writer: Writer, inbox: Sender<Incoming>) {
+    let mut decoder = FrameDecoder::default();
+    let mut chunk = vec![0u8; 1 << 16];
+    loop {
+        let n = match stdout.read(&mut chunk) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        let at = Instant::now();
+        decoder.feed(&chunk[..n]);
+        while let Some(body) = decoder.next_frame() {
+            let Ok(message) = serde_json::from_slice::<Value>(&body) else { continue };
+            if let (Some(id), Some(method)) =
+                (message.get("id"), message.get("method").and_then(Value::as_str))
+            {
+                let params = message.get("params").unwrap_or(&Value::Null);
+                let _ = write_to(&writer, &frame_json(&response(id, editor_answer(method, params))));
+            }
+            if inbox.send(Incoming { at, message }).is_err() {
+                return;
+            }
+        }
+    }
+}
+
+impl Server {
+    /// Spawns an LSP server (`command`) with piped stdio and starts reading its output.
+    pub fn spawn_lsp(command: Command, stderr: Stdio) -> io::Result<Self> {
+        Self::spawn(command, stderr, "lsp-reader", frame_json, read_lsp)
     }
 }
 

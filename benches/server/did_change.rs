@@ -7,15 +7,15 @@
 //! the first write to that answer, divided by `changes`. For agentls the buffer is then checked:
 //! a prompt with a range as context must carry exactly the lines this client holds.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use crate::PATIENCE;
-use crate::client::frame;
+use crate::lsp_wire::frame_json;
 use crate::procfs;
-use crate::provider::{Block, Provider, Reply, Seen};
+use crate::provider::Provider;
+use crate::request::short_reply;
 use crate::stats::ms;
 use crate::subjects::{Kind, Scratch, Subject, start};
 
@@ -37,11 +37,7 @@ fn change_line(k: usize, lines: usize) -> usize {
 
 pub fn measure(subject: &Subject, lines: usize, changes: usize) -> Result<ChangeRun, String> {
     let scratch = Scratch::new().map_err(|e| e.to_string())?;
-    let provider = Provider::start(Arc::new(|_: &Seen| Reply {
-        key: "verify".into(),
-        blocks: vec![Block::Text { deltas: vec!["ok".into()], rate: 0.0 }],
-    }))
-    .map_err(|e| e.to_string())?;
+    let provider = Provider::start(short_reply()).map_err(|e| e.to_string())?;
     let (mut server, _) = start(subject, &scratch, &provider.base_url())?;
     let uri = scratch.file_uri("big.txt");
     let mut model: Vec<String> = (0..lines).map(|i| format!("line {i:05} of the large buffer")).collect();
@@ -72,7 +68,7 @@ pub fn measure(subject: &Subject, lines: usize, changes: usize) -> Result<Change
         .map(|k| {
             let line = change_line(k, lines);
             model[line].insert(5, 'x');
-            frame(&json!({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {
+            frame_json(&json!({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {
                 "textDocument": {"uri": uri, "version": k + 2},
                 "contentChanges": [{"range": {"start": {"line": line, "character": 5}, "end": {"line": line, "character": 5}},
                     "text": "x"}]}}))
@@ -131,7 +127,7 @@ fn verify(
     let record = provider.wait_records(1, PATIENCE).pop().ok_or("no model request for the check")?;
     let expected = model[line..line + 3].join("\n");
     let escaped = serde_json::to_string(&expected).map_err(|e| e.to_string())?;
-    if record.body.contains(&escaped[1..escaped.len() - 1]) {
+    if record.request.body_text().contains(&escaped[1..escaped.len() - 1]) {
         Ok(())
     } else {
         Err(format!(

@@ -21,6 +21,13 @@ mod acp;
 mod client;
 mod delivery;
 mod did_change;
+/// The tests' LSP framing and editor answers (one codec, one policy for tests and benches).
+#[path = "../../tests/support/lsp_wire.rs"]
+mod lsp_wire;
+/// The tests' fake provider (one fake for tests and benches); `provider` is its blocking face.
+#[allow(dead_code)]
+#[path = "../../tests/support/mock_provider.rs"]
+mod mock_provider;
 mod patch;
 mod procfs;
 mod provider;

@@ -6,13 +6,12 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::json;
 
 use crate::PATIENCE;
-use crate::provider::{Block, Provider, Reply, Seen, streaming_request};
+use crate::provider::{Provider, RecordedRequest, Turn, streaming_request};
 use crate::stats::ms;
 use crate::stream::is_event;
 use crate::subjects::{Kind, Scratch, Subject, start};
@@ -32,11 +31,8 @@ impl RequestStats {
 }
 
 /// A reply of one word, at once.
-pub fn short_reply() -> Arc<crate::provider::Script> {
-    Arc::new(|_: &Seen| Reply {
-        key: "reply".into(),
-        blocks: vec![Block::Text { deltas: vec!["ok".into()], rate: 0.0 }],
-    })
+pub fn short_reply() -> impl Fn(&RecordedRequest) -> Turn + Send + Sync + 'static {
+    |_: &RecordedRequest| Turn::new().text("ok")
 }
 
 /// `servers` fresh agentls processes, each: a session, then `prompts` prompts one after another.
@@ -57,7 +53,7 @@ pub fn agentls(subject: &Subject, servers: usize, prompts: usize) -> Result<Requ
                 .map_err(|e| e.to_string())?;
             server.response(id, PATIENCE)?;
             let record = provider.wait_records(1, PATIENCE).pop().ok_or("the provider saw no request")?;
-            stats.record(n, sent, record.first_byte);
+            stats.record(n, sent, record.request.arrived);
             server.wait_for("the turn's end", PATIENCE, |m| is_event(m, &session, "processing_end"))?;
             server.seen.clear();
         }
@@ -90,7 +86,7 @@ pub fn lsp_ai(subject: &Subject, servers: usize, prompts: usize) -> Result<Reque
                 )
                 .map_err(|e| e.to_string())?;
             let record = provider.wait_records(1, PATIENCE).pop().ok_or("lsp-ai sent no model request")?;
-            stats.record(n, sent, record.first_byte);
+            stats.record(n, sent, record.request.arrived);
             server.response(id, PATIENCE)?;
         }
         server.stop();
@@ -112,7 +108,7 @@ pub fn direct(requests: usize) -> Result<RequestStats, String> {
         };
         stream.write_all(request.as_bytes()).map_err(|e| e.to_string())?;
         let record = provider.wait_records(1, PATIENCE).pop().ok_or("no request recorded")?;
-        stats.record(n, sent, record.first_byte);
+        stats.record(n, sent, record.request.arrived);
         // Read the whole response (it ends with the last chunk) before the next request.
         let mut seen = Vec::new();
         let mut chunk = [0u8; 4096];

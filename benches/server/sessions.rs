@@ -5,7 +5,6 @@
 //! latency of every delta (matched per session as in `stream`), lost deltas, edits applied, the
 //! time until every turn ended, peak and final resident memory, server CPU.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -14,7 +13,7 @@ use crate::PATIENCE;
 use crate::client::Incoming;
 use crate::delivery::{StreamRun, match_deltas};
 use crate::procfs;
-use crate::provider::{Block, Provider, Reply, Seen, words};
+use crate::provider::{Provider, RecordedRequest, Turn, words};
 use crate::stream::is_event;
 use crate::subjects::{Scratch, Subject, start};
 
@@ -33,35 +32,26 @@ fn session_index(text: &str) -> usize {
     text.split("bench session ").nth(1).and_then(|rest| rest.split(':').next()?.parse().ok()).unwrap_or(0)
 }
 
-fn script(rate: f64, count: usize) -> Arc<crate::provider::Script> {
-    Arc::new(move |seen: &Seen| {
-        let i = session_index(seen.text);
-        if seen.text.contains(&format!("toolu_edit_{i}\"")) {
-            Reply {
-                key: format!("done {i}"),
-                blocks: vec![Block::Text { deltas: vec![format!("edited s{i}.txt")], rate: 0.0 }],
-            }
-        } else if seen.text.contains(&format!("toolu_read_{i}\"")) {
+/// The first word of session `i`'s streamed text.
+fn stream_prefix(i: usize) -> String {
+    format!("s{i}w")
+}
+
+fn script(rate: f64, count: usize) -> impl Fn(&RecordedRequest) -> Turn + Send + Sync + 'static {
+    move |request: &RecordedRequest| {
+        let text = request.body_text();
+        let i = session_index(&text);
+        if text.contains(&format!("toolu_edit_{i}\"")) {
+            Turn::new().text(&format!("edited s{i}.txt"))
+        } else if text.contains(&format!("toolu_read_{i}\"")) {
             let input =
                 json!({"file_path": format!("s{i}.txt"), "old_string": "original", "new_string": "edited"});
-            Reply {
-                key: format!("edit {i}"),
-                blocks: vec![Block::Tool { id: format!("toolu_edit_{i}"), name: "edit_file".into(), input }],
-            }
+            Turn::new().tool_call(&format!("toolu_edit_{i}"), "edit_file", input)
         } else {
-            Reply {
-                key: format!("stream {i}"),
-                blocks: vec![
-                    Block::Text { deltas: words(&format!("s{i}w"), count), rate },
-                    Block::Tool {
-                        id: format!("toolu_read_{i}"),
-                        name: "read_file".into(),
-                        input: json!({"file_path": format!("s{i}.txt")}),
-                    },
-                ],
-            }
+            let input = json!({"file_path": format!("s{i}.txt")});
+            words(&stream_prefix(i), count, rate).tool_call(&format!("toolu_read_{i}"), "read_file", input)
         }
-    })
+    }
 }
 
 pub fn measure(agentls: &Subject, sessions: usize, rate: f64, count: usize) -> Result<SessionsRun, String> {
@@ -108,7 +98,7 @@ pub fn measure(agentls: &Subject, sessions: usize, rate: f64, count: usize) -> R
     for (i, session) in ids.iter().enumerate() {
         let sent = records
             .iter()
-            .find(|r| r.key == format!("stream {i}"))
+            .find(|r| r.deltas.first().is_some_and(|(text, _)| text.starts_with(&stream_prefix(i))))
             .ok_or_else(|| format!("the provider recorded no stream for session {i}"))?;
         let arrived: Vec<(Instant, String)> = crate::client::events(&seen, session, "assistant_text_delta")
             .into_iter()
@@ -131,7 +121,7 @@ pub fn measure(agentls: &Subject, sessions: usize, rate: f64, count: usize) -> R
         combined.identical &= one.identical;
         combined.notifications += one.notifications;
         combined.latencies_ms.extend(one.latencies_ms);
-        combined.provider_behind_ms = combined.provider_behind_ms.max(crate::stats::ms(sent.max_behind));
+        combined.provider_behind_ms = combined.provider_behind_ms.max(crate::stats::ms(sent.behind));
         run.edits_ok += crate::client::events(&seen, session, "tool_call_end")
             .iter()
             .filter(|(_, data)| data["tool_name"] == "edit_file" && data["status"] == "ok")

@@ -7,7 +7,6 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -16,7 +15,7 @@ use crate::PATIENCE;
 use crate::client::{Incoming, events};
 use crate::delivery::{StreamRun, match_deltas};
 use crate::procfs;
-use crate::provider::{Block, Provider, Reply, Seen, streaming_request, words};
+use crate::provider::{Provider, RecordedRequest, Turn, streaming_request, words};
 use crate::subjects::{Scratch, Subject, start};
 
 fn text_deltas(seen: &[Incoming], session: &str) -> Vec<(Instant, String)> {
@@ -35,18 +34,11 @@ pub fn is_event(message: &Incoming, session: &str, kind: &str) -> bool {
 const WARM_UP: &str = "bench: warm up";
 const MEASURE: &str = "bench: measure";
 
-fn script(rate: f64, count: usize) -> Arc<crate::provider::Script> {
+fn script(rate: f64, count: usize) -> impl Fn(&RecordedRequest) -> Turn + Send + Sync + 'static {
     // A later request carries the earlier prompts too: the measured prompt is looked for first.
-    Arc::new(move |seen: &Seen| {
-        if seen.text.contains(MEASURE) {
-            Reply { key: "measure".into(), blocks: vec![Block::Text { deltas: words("w", count), rate }] }
-        } else {
-            Reply {
-                key: "warm-up".into(),
-                blocks: vec![Block::Text { deltas: words("u", 200), rate: 2000.0 }],
-            }
-        }
-    })
+    move |request: &RecordedRequest| {
+        if request.body_text().contains(MEASURE) { words("w", count, rate) } else { words("u", 200, 2000.0) }
+    }
 }
 
 /// What `arrived` delivered of the measured stream, once the provider recorded `responses`.
@@ -58,10 +50,10 @@ fn measured(
     let record = provider
         .wait_records(responses, PATIENCE)
         .into_iter()
-        .find(|r| r.key == "measure")
+        .find(|r| r.request.body_text().contains(MEASURE))
         .ok_or("the provider recorded no measured stream")?;
     let mut run = match_deltas(&record.deltas, arrived);
-    run.provider_behind_ms = crate::stats::ms(record.max_behind);
+    run.provider_behind_ms = crate::stats::ms(record.behind);
     Ok(run)
 }
 

@@ -141,7 +141,7 @@ pub fn spawn(subject: &Subject, scratch: &Scratch, provider_url: &str) -> std::i
     if subject.kind == Kind::Agentls {
         command.args(["serve", "--stdio"]);
     }
-    Server::spawn(command, stderr_file(scratch, subject.name()))
+    Server::spawn_lsp(command, stderr_file(scratch, subject.name()))
 }
 
 /// Starts the subject and completes the handshake; returns the server and the time from spawn
