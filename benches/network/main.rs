@@ -128,7 +128,7 @@ impl TlsProvider {
 
     /// When each model request's head arrived.
     fn requests(&self) -> Vec<Instant> {
-        self.mock.requests().iter().map(|r| r.arrived).collect()
+        self.mock.arrivals()
     }
 
     fn handshakes(&self) -> usize {
