@@ -1,6 +1,7 @@
 //! The one support module of the integration tests: every test binary (`tests/*/main.rs`)
 //! includes it once, as `crate::support`, and each test module uses what it needs. The benches
-//! include the pieces they share with the tests by `#[path]` (the mock provider, TLS, installs).
+//! include the pieces they share with the tests by `#[path]` (the mock provider, the LSP codec and
+//! editor answers of `lsp_wire.rs`, TLS, installs).
 #![allow(dead_code)]
 
 pub mod exec_binary;
