@@ -48,7 +48,11 @@ pub struct McpHub {
 impl McpHub {
     /// For sessions: a server that fails is started again ([`MAX_FAILED_STARTS`] times).
     pub fn new() -> Arc<Self> {
-        Arc::new(Self { groups: LiveGroups::default(), servers: Mutex::default(), max_starts: MAX_FAILED_STARTS })
+        Arc::new(Self {
+            groups: LiveGroups::default(),
+            servers: Mutex::default(),
+            max_starts: MAX_FAILED_STARTS,
+        })
     }
 
     /// For a command that starts the servers to show them once (`agentls mcp`, `doctor`): a
@@ -99,7 +103,11 @@ impl McpHub {
 
     fn server(&self, spec: ServerSpec) -> Arc<Server> {
         let mut servers = self.servers.lock().unwrap_or_else(|p| p.into_inner());
-        Arc::clone(servers.entry(spec.clone()).or_insert_with(|| Server::new(spec, self.groups.clone(), self.max_starts)))
+        Arc::clone(
+            servers
+                .entry(spec.clone())
+                .or_insert_with(|| Server::new(spec, self.groups.clone(), self.max_starts)),
+        )
     }
 
     /// Stops every server (their programs are ended).
