@@ -40,6 +40,17 @@ def start(editor: str, args: argparse.Namespace, journey: Journey):
     return EmacsDriver(args.agentls, journey, "main.py")
 
 
+def print_evidence(evidence: pathlib.Path, lines: int = 25) -> None:
+    """The editor's screen and the end of the server's log of a failed journey, in the output: a
+    failure on a machine whose files are gone afterwards (CI) still shows what the editor showed."""
+    for name in sorted(p.name for p in evidence.glob("*screen*.txt")) + ["agentls.log"]:
+        path = evidence / name
+        if not path.is_file():
+            continue
+        tail = path.read_text(errors="replace").splitlines()[-lines:]
+        print(f"       --- {name} (last {len(tail)} lines)", *(f"       | {line}" for line in tail), sep="\n", flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--agentls", required=True)
@@ -91,6 +102,7 @@ def main() -> int:
                 journey.keep(evidence)
                 print(f"FAIL   {label} ({seconds:.1f}s): {error}\n       evidence: {evidence}", *notes, sep="\n",
                       flush=True)
+                print_evidence(evidence)
             journey.close()
     print(f"{passed} passed, {failed} failed", flush=True)
     return 1 if failed else 0
