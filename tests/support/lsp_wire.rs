@@ -3,6 +3,9 @@
 //! and one policy for both drivers: the tests' async client (`lsp_client.rs`) and the
 //! benchmarks' blocking one (`benches/server/client.rs`, which stamps each message with the
 //! arrival of the read that completed it, so it feeds this decoder straight from its reads).
+//! It is not the server's own transport (`agentls::lsp::transport`, which `agentls demo`'s client
+//! uses too) on purpose: the tests check what that transport writes with a decoder it does not
+//! share.
 //!
 //! Invariants: the decoder never drops bytes it cannot use yet (an incomplete frame waits for the
 //! next `feed`); a frame is well formed only with CRLF header lines, a `Content-Length` and no
