@@ -208,21 +208,23 @@ impl SessionBuilder {
         let mut stored = StoredSession::default();
         let transcript = match parts.transcripts {
             None => None,
-            Some(transcripts) if resumed > 0 => {
-                match transcripts.stored(&id) {
-                    Ok(found) => stored = found,
-                    Err(e) => tracing::warn!("the subagents of session {id} are not restored: {e}"),
+            Some(transcripts) if resumed > 0 => match reopen(transcripts.as_ref(), &id).await {
+                Ok((transcript, found)) => {
+                    // Read with the transcript held: what the last writer wrote as it let go
+                    // (a server exiting under a restart) is in it.
+                    stored = found;
+                    history = std::mem::take(&mut stored.history);
+                    Some(transcript)
                 }
-                match reopen(transcripts.as_ref(), &id, &stored.agents).await {
-                    Ok(transcript) => Some(transcript),
-                    // Another process writes this session: going on here would fork it.
-                    Err(OpenError::Busy(busy)) => return Err(BuildError::Busy(busy)),
-                    Err(OpenError::Other(e)) => {
-                        tracing::warn!("session {id} will not be stored: {e}");
-                        None
-                    }
+                // Another process writes this session: going on here would fork it.
+                Err(OpenError::Busy(busy)) => return Err(BuildError::Busy(busy)),
+                Err(OpenError::Other(e)) => {
+                    tracing::warn!(
+                        "session {id} will not be stored, and its subagents are not restored: {e}"
+                    );
+                    None
                 }
-            }
+            },
             Some(transcripts) => {
                 let new = NewTranscript {
                     session_id: id.clone(),
@@ -331,11 +333,10 @@ enum OpenError {
 async fn reopen(
     transcripts: &dyn Transcripts,
     id: &str,
-    agents: &[(super::subagents::AgentInfo, Vec<Turn>)],
-) -> Result<Arc<dyn TranscriptSink>, OpenError> {
+) -> Result<(Arc<dyn TranscriptSink>, StoredSession), OpenError> {
     let deadline = tokio::time::Instant::now() + HANDOVER;
     loop {
-        match transcripts.reopen(id, agents).map_err(|e| e.downcast::<TranscriptBusy>()) {
+        match transcripts.reopen(id).map_err(|e| e.downcast::<TranscriptBusy>()) {
             Ok(transcript) => return Ok(transcript),
             Err(Ok(_)) if tokio::time::Instant::now() < deadline => {
                 tokio::time::sleep(std::time::Duration::from_millis(50)).await;

@@ -56,9 +56,11 @@ pub struct NewTranscript {
     pub model: String,
 }
 
-/// What a stored transcript holds besides the session's own history.
+/// What a stored transcript holds, read once the transcript is held.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct StoredSession {
+    /// The session's own history.
+    pub history: Vec<Turn>,
     /// The subagents with their histories, in spawn order.
     pub agents: Vec<(AgentInfo, Vec<Turn>)>,
     /// The last input never ended (the server died in it).
@@ -69,13 +71,8 @@ pub struct StoredSession {
 pub trait Transcripts: Send + Sync {
     /// Starts the transcript of a new session.
     fn create(&self, session: &NewTranscript) -> Result<Arc<dyn TranscriptSink>, TranscriptError>;
-    /// What the stored transcript of session `id` holds besides its history.
-    fn stored(&self, id: &str) -> Result<StoredSession, TranscriptError>;
-    /// Reopens the stored transcript of session `id` to go on writing it; `agents` are the
-    /// subagents it holds.
-    fn reopen(
-        &self,
-        id: &str,
-        agents: &[(AgentInfo, Vec<Turn>)],
-    ) -> Result<Arc<dyn TranscriptSink>, TranscriptError>;
+    /// Reopens the stored transcript of session `id` to go on writing it, and reads what it
+    /// holds once it is held (so the last writer's final records are in it). Fails with
+    /// [`TranscriptBusy`] while another process holds it.
+    fn reopen(&self, id: &str) -> Result<(Arc<dyn TranscriptSink>, StoredSession), TranscriptError>;
 }

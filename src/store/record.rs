@@ -215,16 +215,7 @@ impl Transcripts for TranscriptStore {
         Ok(Arc::new(SharedRecorder::new(TranscriptRecorder::new(writer))))
     }
 
-    fn stored(&self, id: &str) -> Result<StoredSession, TranscriptError> {
-        let transcript = self.load(id)?;
-        Ok(StoredSession { agents: agents(&transcript.records), interrupted: interrupted(&transcript) })
-    }
-
-    fn reopen(
-        &self,
-        id: &str,
-        agents: &[(AgentInfo, Vec<Turn>)],
-    ) -> Result<Arc<dyn TranscriptSink>, TranscriptError> {
+    fn reopen(&self, id: &str) -> Result<(Arc<dyn TranscriptSink>, StoredSession), TranscriptError> {
         let writer = TranscriptStore::reopen(self, id).map_err(|e| -> TranscriptError {
             match e {
                 // The builder stops a resume on it: the session's own error type.
@@ -232,7 +223,15 @@ impl Transcripts for TranscriptStore {
                 other => Box::new(other),
             }
         })?;
-        Ok(Arc::new(SharedRecorder::new(TranscriptRecorder::new(writer).with_agents(agents))))
+        // Read with the lock held: nobody appends any more.
+        let transcript = self.load(id)?;
+        let stored = StoredSession {
+            history: history(&transcript.records),
+            agents: agents(&transcript.records),
+            interrupted: interrupted(&transcript),
+        };
+        let recorder = TranscriptRecorder::new(writer).with_agents(&stored.agents);
+        Ok((Arc::new(SharedRecorder::new(recorder)), stored))
     }
 }
 
@@ -306,20 +305,30 @@ mod tests {
             (stored.header.profile.as_str(), stored.header.model.as_str(), stored.header.input_ends),
             ("gemini", "m", true)
         );
-        assert_eq!(
-            transcripts.stored("s").expect("stored"),
-            StoredSession { agents: vec![], interrupted: true }
-        );
-        let busy = transcripts.reopen("s", &[]).err().expect("held by its writer");
+        let busy = transcripts.reopen("s").err().expect("held by its writer");
         assert_eq!(busy.downcast_ref::<TranscriptBusy>(), Some(&TranscriptBusy { id: "s".into() }));
+        // Its writer's last record, written as it lets go, is in what the next one reads.
+        sink.appended(&Turn::user("three"));
         drop(sink);
-        let again = transcripts.reopen("s", &[]).expect("reopen");
+        let (again, stored) = transcripts.reopen("s").expect("reopen");
+        let texts: Vec<String> = stored
+            .history
+            .iter()
+            .map(|t| match t {
+                Turn::User(t) => t.content.clone(),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(texts, ["one", "two", "three"]);
+        assert_eq!((stored.agents.len(), stored.interrupted), (0, true));
         again.rewritten(&[Turn::user("summary")], 1);
         again.input_ended("interrupted");
+        drop(again);
         let turns = history(&store.load("s").expect("load").records);
         assert!(matches!(turns.as_slice(), [Turn::User(t)] if t.content == "summary"), "{turns:?}");
-        assert!(!transcripts.stored("s").expect("stored").interrupted);
-        assert!(transcripts.stored("missing").is_err());
+        let (_, stored) = transcripts.reopen("s").expect("reopen");
+        assert!(!stored.interrupted);
+        assert!(transcripts.reopen("missing").is_err());
     }
 
     #[test]
