@@ -48,18 +48,18 @@ pub struct McpHub {
 impl McpHub {
     /// For sessions: a server that fails is started again ([`MAX_FAILED_STARTS`] times).
     pub fn new() -> Arc<Self> {
-        Arc::new(Self {
-            groups: LiveGroups::default(),
-            servers: Mutex::default(),
-            max_starts: MAX_FAILED_STARTS,
-        })
+        Self::with_max_starts(MAX_FAILED_STARTS)
     }
 
     /// For a command that starts the servers to show them once (`agentls mcp`, `doctor`): a
     /// server that fails stays failed, so what is shown is its one attempt, not a retry caught
     /// half-way.
     pub fn one_look() -> Arc<Self> {
-        Arc::new(Self { groups: LiveGroups::default(), servers: Mutex::default(), max_starts: 1 })
+        Self::with_max_starts(1)
+    }
+
+    fn with_max_starts(max_starts: u32) -> Arc<Self> {
+        Arc::new(Self { groups: LiveGroups::default(), servers: Mutex::default(), max_starts })
     }
 
     /// The MCP servers of a session with `config` in the workspace `root`: each enabled one is
